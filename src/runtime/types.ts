@@ -43,6 +43,8 @@ export interface Container {
   podId: string;
   /** CRI metadata attempt; on Docker 0. */
   attempt: number;
+  /** The runtime's own name of the container (Docker container name without '/'); '' on CRI. */
+  runtimeName?: string;
   /** The image as it was asked for (reference). */
   image: string;
   /** The resolved image id or digest the container runs. */

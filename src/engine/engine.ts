@@ -1,0 +1,200 @@
+// The restart engine: validates requests, keeps operation records, serializes operations per pod, runs them
+// with the executor, resumes unfinished ones from the journal at start-up, and drains on shutdown.
+import { EventEmitter } from 'node:events';
+import { randomUUID } from 'node:crypto';
+import { AgentError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { Container, Pod } from '../runtime/types.js';
+import type { ImagePuller } from './image-puller.js';
+import { Journal } from './journal.js';
+import { KeyedQueue } from './keyed-queue.js';
+import { isTerminal, type Operation, type RestartRequest } from './operation.js';
+import { resolvePod } from './pod-resolver.js';
+import { planRestart, preStopCommand } from './restart-plan.js';
+import { Paused, RestartExecutor } from './restart-executor.js';
+
+/** Construction parameters of the engine. */
+export interface EngineDeps {
+  runtime: Runtime;
+  puller: ImagePuller;
+  journal: Journal;
+  clock: Clock;
+  log: Logger;
+  /** Finished operations kept for `ops`/`get` (oldest dropped first). */
+  retention?: number;
+  /** Accept kubelet-managed containers (Kubernetes mode). */
+  allowKubelet?: boolean;
+}
+
+/** A pod and its containers, as shown by ListPods. */
+export interface PodView {
+  pod: Pod;
+  containers: Container[];
+}
+
+/** Emits 'change' (Operation) whenever an operation's record changes. */
+export class Engine extends EventEmitter {
+  private readonly ops = new Map<string, Operation>();
+  private readonly queue = new KeyedQueue();
+  private readonly running = new Set<Promise<void>>();
+  private readonly executor: RestartExecutor;
+  private isDraining = false;
+  private readonly retention: number;
+
+  constructor(private readonly d: EngineDeps) {
+    super();
+    this.setMaxListeners(0);
+    this.retention = d.retention ?? 500;
+    this.executor = new RestartExecutor({
+      runtime: d.runtime,
+      puller: d.puller,
+      clock: d.clock,
+      log: d.log,
+      save: (op) => this.persist(op),
+      draining: () => this.isDraining,
+    });
+  }
+
+  /** Loads the journal and resumes every unfinished operation, in the order they were submitted. */
+  async start(): Promise<void> {
+    await this.d.journal.open();
+    const all = await this.d.journal.readAll((file, err) => this.d.log.error('unreadable journal record skipped', { file, error: String(err) }));
+    for (const op of all) this.ops.set(op.id, op);
+    const unfinished = all.filter((op) => !isTerminal(op.state));
+    for (const op of unfinished) {
+      this.d.log.info('resuming operation from journal', { op: op.id, pod: op.podName, state: op.state });
+      this.schedule(op);
+    }
+    await this.prune();
+  }
+
+  /** Pods and their containers on this node. */
+  async listPods(): Promise<PodView[]> {
+    const [pods, containers] = await Promise.all([this.d.runtime.listPods(), this.d.runtime.listContainers()]);
+    return pods.map((pod) => ({ pod, containers: containers.filter((c) => c.podId === pod.id) }));
+  }
+
+  /** Validates a request against the node, records it Pending and queues it. Refusals touch nothing. */
+  async restart(req: RestartRequest): Promise<Operation> {
+    if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
+    const pod = resolvePod(await this.d.runtime.listPods(), req.pod);
+    const containers = await this.d.runtime.listContainers({ podId: pod.id });
+    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
+    const details = await Promise.all(planned.map((p) => this.d.runtime.inspectContainer(p.current.id)));
+    details.forEach((det) => preStopCommand(det.spec.labels, det.spec.annotations));
+    const now = new Date(this.d.clock.now()).toISOString();
+    const op: Operation = {
+      id: randomUUID(),
+      podId: pod.id,
+      podName: pod.name,
+      podIp: pod.ip,
+      state: 'Pending',
+      request: { ...req, pod: req.pod },
+      containers: planned.map((p, i) => ({
+        name: p.name,
+        oldId: p.current.id,
+        oldRuntimeName: this.d.runtime.kind === 'docker' ? (details[i].runtimeName ?? '') : '',
+        oldImage: p.current.image,
+        newImage: p.newImage,
+        newAttempt: p.newAttempt,
+        newId: '',
+        rollbackId: '',
+        step: 'Waiting',
+        steps: [{ step: 'Waiting', at: now }],
+      })),
+      createdAt: now,
+      updatedAt: now,
+    };
+    await this.persist(op);
+    this.schedule(op);
+    return op;
+  }
+
+  /** One operation; NotFound when unknown. */
+  get(id: string): Operation {
+    const op = this.ops.get(id) ?? [...this.ops.values()].find((o) => id.length >= 6 && o.id.startsWith(id));
+    if (!op) throw new AgentError('NotFound', `operation "${id}" not found`);
+    return op;
+  }
+
+  /** All known operations, newest first, optionally of one pod. */
+  list(podFilter?: string): Operation[] {
+    return [...this.ops.values()]
+      .filter((o) => !podFilter || o.podId === podFilter || o.podName === podFilter)
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
+  }
+
+  /** Asks an operation to stop at its next safe point; the old config keeps (or gets back) running. */
+  async cancel(id: string): Promise<Operation> {
+    const op = this.get(id);
+    if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`);
+    op.cancelRequested = true;
+    await this.persist(op);
+    return op;
+  }
+
+  /** Resolves when the operation ends (or the signal aborts). */
+  waitFor(id: string, signal?: AbortSignal): Promise<Operation> {
+    const op = this.get(id);
+    if (isTerminal(op.state)) return Promise.resolve(op);
+    return new Promise((resolve, reject) => {
+      const onChange = (o: Operation) => {
+        if (o.id === id && isTerminal(o.state)) {
+          this.off('change', onChange);
+          resolve(o);
+        }
+      };
+      this.on('change', onChange);
+      signal?.addEventListener('abort', () => {
+        this.off('change', onChange);
+        reject(new AgentError('Cancelled', 'stopped waiting'));
+      });
+    });
+  }
+
+  /** Stops taking operations; running ones continue to a safe point; resolves when none runs. */
+  async drain(): Promise<void> {
+    this.isDraining = true;
+    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+  }
+
+  /** Whether the engine is draining. */
+  get draining(): boolean {
+    return this.isDraining;
+  }
+
+  private schedule(op: Operation): void {
+    const p = this.queue
+      .run(op.podId, async () => {
+        if (isTerminal(op.state)) return;
+        if (this.isDraining) throw new Paused();
+        await this.executor.run(op);
+      })
+      .catch((err: unknown) => {
+        if (err instanceof Paused) this.d.log.info('operation paused for shutdown; it resumes at next start', { op: op.id });
+        else this.d.log.error('operation crashed', { op: op.id, error: String(err) });
+      })
+      .finally(() => {
+        this.running.delete(p);
+        void this.prune();
+      });
+    this.running.add(p);
+  }
+
+  private async persist(op: Operation): Promise<void> {
+    this.ops.set(op.id, op);
+    await this.d.journal.write(op);
+    this.emit('change', structuredClone(op));
+  }
+
+  private async prune(): Promise<void> {
+    const done = [...this.ops.values()].filter((o) => isTerminal(o.state)).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    const excess = done.length - this.retention;
+    for (let i = 0; i < excess; i++) {
+      this.ops.delete(done[i].id);
+      await this.d.journal.remove(done[i].id);
+    }
+  }
+}

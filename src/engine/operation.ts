@@ -1,0 +1,135 @@
+// An in-place restart operation and its state machine.
+//
+//              submit
+//                |
+//                v
+//   +-------- Pending ----------+  (waits for the pod's earlier operations, FIFO)
+//   |            |              |
+//   | cancel     v              |
+//   +------<- Pulling --------> Failed        (a pull failed: nothing was stopped)
+//   |            |
+//   v            v
+// Cancelled   Recreating ------> Failed       (replacement failed; old config running again:
+//                |   \                          the container's step is RolledBack)
+//                |    \--cancel--> RolledBack (cancelled mid-way; old config running again)
+//                v
+//            Verifying ------> Failed
+//                |
+//                v
+//            Succeeded
+//
+// Per container (one at a time, in the order given):
+//   Waiting -> Creating -> Created -> PreStop -> Stopping -> Stopped -> Starting -> Started
+//           -> Verifying -> Verified -> RemovingOld -> Done
+//   any step after Created -> RollingBack -> RolledBack | Failed
+// Each step is journaled before its side effect; recovery reads the step and the runtime's facts.
+
+/** Operation-level states. */
+export const OperationStates = [
+  'Pending',
+  'Pulling',
+  'Recreating',
+  'Verifying',
+  'Succeeded',
+  'Failed',
+  'RolledBack',
+  'Cancelled',
+] as const;
+/** One of OperationStates. */
+export type OperationState = (typeof OperationStates)[number];
+
+/** Per-container steps, in execution order, then the rollback ones. */
+export type ContainerStep =
+  | 'Waiting'
+  | 'Creating'
+  | 'Created'
+  | 'PreStop'
+  | 'Stopping'
+  | 'Stopped'
+  | 'Starting'
+  | 'Started'
+  | 'Verifying'
+  | 'Verified'
+  | 'RemovingOld'
+  | 'Done'
+  | 'RollingBack'
+  | 'RolledBack'
+  | 'Failed';
+
+/** A step and when it was entered. */
+export interface StepRecord {
+  step: ContainerStep;
+  at: string;
+}
+
+/** One container being recreated. */
+export interface ContainerTarget {
+  /** Name in the pod. */
+  name: string;
+  oldId: string;
+  /** Docker container name of the old one (for renames); '' on CRI. */
+  oldRuntimeName: string;
+  oldImage: string;
+  newImage: string;
+  /** CRI attempt the replacement is created with. */
+  newAttempt: number;
+  newId: string;
+  /** Id of the container started again from the old config on rollback (may equal oldId on Docker). */
+  rollbackId: string;
+  step: ContainerStep;
+  steps: StepRecord[];
+  exitCode?: number;
+  error?: string;
+}
+
+/** What a caller asked for. */
+export interface RestartRequest {
+  /** Pod as given: ns/name, sandbox id or prefix, docker/<name>. */
+  pod: string;
+  containers: string[];
+  /** New image per container name; absent means the same image. */
+  images: Record<string, string>;
+  graceSeconds: number;
+  minReadyMs: number;
+  timeoutMs: number;
+}
+
+/** An operation record: what is stored in the journal and returned by the API. */
+export interface Operation {
+  id: string;
+  podId: string;
+  podName: string;
+  podIp: string;
+  state: OperationState;
+  request: RestartRequest;
+  containers: ContainerTarget[];
+  createdAt: string;
+  updatedAt: string;
+  finishedAt?: string;
+  error?: string;
+  errorKind?: string;
+  cancelRequested?: boolean;
+}
+
+const TERMINAL: ReadonlySet<OperationState> = new Set(['Succeeded', 'Failed', 'RolledBack', 'Cancelled']);
+
+/** Whether an operation has ended. */
+export function isTerminal(state: OperationState): boolean {
+  return TERMINAL.has(state);
+}
+
+const ALLOWED: Record<OperationState, OperationState[]> = {
+  Pending: ['Pulling', 'Cancelled', 'Failed'],
+  Pulling: ['Recreating', 'Failed', 'Cancelled'],
+  Recreating: ['Verifying', 'Recreating', 'Failed', 'RolledBack', 'Succeeded'],
+  Verifying: ['Recreating', 'Succeeded', 'Failed', 'RolledBack'],
+  Succeeded: [],
+  Failed: [],
+  RolledBack: [],
+  Cancelled: [],
+};
+
+/** Whether the state machine allows going from one state to another. */
+export function canTransition(from: OperationState, to: OperationState): boolean {
+  return from === to || ALLOWED[from].includes(to);
+}

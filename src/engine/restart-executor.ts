@@ -1,0 +1,377 @@
+// Executes a planned restart operation step by step. Every step is written to the journal before the side
+// effect it announces, and every step is safe to run again, so the same code both runs a new operation and
+// resumes one that an agent killed mid-way left behind (see the state machine in operation.ts).
+import { AgentError, asAgentError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
+import type { ImagePuller } from './image-puller.js';
+import { isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
+import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
+
+/** Fixed reasons recorded on failures. */
+export const Reasons = {
+  PullFailed: 'ImagePullFailed',
+  CreateFailed: 'CreateContainerFailed',
+  StartFailed: 'StartContainerFailed',
+  ExitedEarly: 'ReplacementExitedDuringMinReady',
+  PreStopHookError: 'PreStopHookError',
+  RollbackFailed: 'RollbackFailed',
+  Cancelled: 'Cancelled',
+  Deadline: 'DeadlineExceeded',
+  Interrupted: 'ContainerChangedWhileAgentWasDown',
+} as const;
+
+/** Thrown at a safe point when the agent is draining: the operation stays in the journal and resumes later. */
+export class Paused extends Error {
+  constructor() {
+    super('agent is shutting down; operation paused at a safe point');
+  }
+}
+
+/** What the executor needs. */
+export interface ExecutorDeps {
+  runtime: Runtime;
+  puller: ImagePuller;
+  clock: Clock;
+  log: Logger;
+  /** Journals and publishes a changed operation; resolves once durable. */
+  save(op: Operation): Promise<void>;
+  /** True once the agent is draining. */
+  draining(): boolean;
+}
+
+/** How often the replacement is checked while waiting for min-ready. */
+const READY_POLL_MS = 100;
+
+/** Runs one operation to a terminal state (or to a safe point when draining). */
+export class RestartExecutor {
+  constructor(private readonly d: ExecutorDeps) {}
+
+  /** Drives op from whatever state its journal record holds to the end. */
+  async run(op: Operation): Promise<void> {
+    const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
+    try {
+      if (op.state === 'Pending' || op.state === 'Pulling') {
+        this.safePoint(op, deadline);
+        await this.setState(op, 'Pulling');
+        await this.pull(op, deadline);
+        this.safePoint(op, deadline);
+        await this.setState(op, 'Recreating');
+      }
+      for (const t of op.containers) {
+        if (t.step === 'Done') continue;
+        if (t.step === 'RolledBack' || t.step === 'Failed') return;
+        if (t.step === 'Waiting') this.safePoint(op, deadline);
+        const ok = await this.advance(op, t, deadline);
+        if (!ok) {
+          await this.finish(op, op.cancelRequested ? 'RolledBack' : 'Failed', t.error);
+          return;
+        }
+      }
+      await this.finish(op, 'Succeeded');
+    } catch (err) {
+      if (err instanceof Paused) throw err;
+      const e = asAgentError(err);
+      const touched = op.containers.some((c) => c.step !== 'Waiting');
+      const state: OperationState = e.kind === 'Cancelled' ? (touched ? 'RolledBack' : 'Cancelled') : 'Failed';
+      await this.finish(op, state, e.message, e.kind);
+    }
+  }
+
+  private safePoint(op: Operation, deadline: number): void {
+    if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled`);
+    if (this.d.draining()) throw new Paused();
+    if (this.d.clock.now() > deadline) throw new AgentError('DeadlineExceeded', `operation ${op.id} ran out of time (timeout ${op.request.timeoutMs / 1000}s)`);
+  }
+
+  private async pull(op: Operation, deadline: number): Promise<void> {
+    const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting').map((c) => c.newImage))];
+    const signal = AbortSignal.timeout(Math.max(1, deadline - this.d.clock.now()));
+    for (const image of images) {
+      try {
+        const got = await this.d.puller.ensure(image, { signal });
+        this.d.log.info('image ready', { op: op.id, image, pulled: got.pulled, digest: got.digest });
+      } catch (err) {
+        const e = asAgentError(err);
+        throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err });
+      }
+    }
+  }
+
+  private async setState(op: Operation, state: OperationState): Promise<void> {
+    if (op.state === state) return;
+    op.state = state;
+    await this.save(op);
+  }
+
+  private async step(op: Operation, t: ContainerTarget, step: ContainerStep): Promise<void> {
+    t.step = step;
+    t.steps.push({ step, at: new Date(this.d.clock.now()).toISOString() });
+    await this.save(op);
+  }
+
+  private async save(op: Operation): Promise<void> {
+    op.updatedAt = new Date(this.d.clock.now()).toISOString();
+    await this.d.save(op);
+  }
+
+  private async finish(op: Operation, state: OperationState, error?: string, kind?: string): Promise<void> {
+    if (isTerminal(op.state)) return;
+    op.state = state;
+    if (error) op.error = error;
+    if (kind) op.errorKind = kind;
+    op.finishedAt = new Date(this.d.clock.now()).toISOString();
+    await this.save(op);
+    this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, error });
+  }
+
+  /**
+   * Moves one container forward from its journaled step until Done; on failure rolls back to the old config.
+   * Returns false when the container was rolled back or failed.
+   */
+  private async advance(op: Operation, t: ContainerTarget, deadline: number): Promise<boolean> {
+    const rt = this.d.runtime;
+    let old: ContainerDetail | undefined;
+    try {
+      old = await rt.inspectContainer(t.oldId);
+    } catch (err) {
+      if (!AgentError.is(err, 'NotFound')) throw err;
+    }
+    if (t.step === 'Waiting' && (!old || old.state !== 'running')) {
+      t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; nothing was changed`;
+      await this.step(op, t, 'Failed');
+      return false;
+    }
+    const oldSpec = old?.spec;
+    try {
+      for (;;) {
+        switch (t.step) {
+          case 'Waiting':
+          case 'Creating': {
+            if (t.step === 'Creating') {
+              const found = await this.findReplacement(op, t);
+              if (found) {
+                t.newId = found;
+                await this.step(op, t, 'Created');
+                break;
+              }
+            }
+            if (!oldSpec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} disappeared before its replacement was created`);
+            await this.step(op, t, 'Creating');
+            const spec = this.replacementSpec(op, t, oldSpec);
+            try {
+              t.newId = await rt.createContainer(op.podId, spec, this.tempName(op, t));
+            } catch (err) {
+              const e = asAgentError(err);
+              // Nothing was stopped: the old container still runs.
+              t.error = `${Reasons.CreateFailed}: ${e.message}`;
+              await this.step(op, t, 'Failed');
+              return false;
+            }
+            await this.step(op, t, 'Created');
+            break;
+          }
+          case 'Created': {
+            if (op.cancelRequested || this.d.clock.now() > deadline) {
+              await rt.removeContainer(t.newId);
+              t.error = op.cancelRequested ? `${Reasons.Cancelled}: cancelled before the old container was stopped` : `${Reasons.Deadline}: ran out of time before the old container was stopped`;
+              await this.step(op, t, 'RolledBack');
+              return false;
+            }
+            const hook = oldSpec ? preStopCommand(oldSpec.labels, oldSpec.annotations) : undefined;
+            await this.step(op, t, hook ? 'PreStop' : 'Stopping');
+            break;
+          }
+          case 'PreStop': {
+            const hook = oldSpec ? preStopCommand(oldSpec.labels, oldSpec.annotations) : undefined;
+            const started = this.d.clock.now();
+            let grace = op.request.graceSeconds;
+            if (hook && old?.state === 'running') {
+              try {
+                const res = await rt.exec(t.oldId, hook, op.request.graceSeconds);
+                if (res.exitCode !== 0) this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, exitCode: res.exitCode, stderr: res.stderr.slice(0, 500) });
+              } catch (err) {
+                this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, error: asAgentError(err).message });
+              }
+              grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - started);
+            }
+            await this.step(op, t, 'Stopping');
+            await rt.stopContainer(t.oldId, grace);
+            await this.step(op, t, 'Stopped');
+            break;
+          }
+          case 'Stopping':
+            await rt.stopContainer(t.oldId, op.request.graceSeconds);
+            await this.step(op, t, 'Stopped');
+            break;
+          case 'Stopped':
+            if (rt.kind === 'docker') await this.swapNames(op, t);
+            await this.step(op, t, 'Starting');
+            break;
+          case 'Starting': {
+            const cur = await rt.inspectContainer(t.newId);
+            if (cur.state === 'created') {
+              try {
+                await rt.startContainer(t.newId);
+              } catch (err) {
+                throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
+              }
+            } else if (cur.state !== 'running') {
+              throw this.exitedError(t, cur);
+            }
+            await this.step(op, t, 'Started');
+            break;
+          }
+          case 'Started':
+          case 'Verifying': {
+            if (op.state !== 'Verifying') op.state = 'Verifying';
+            await this.step(op, t, 'Verifying');
+            await this.waitReady(t, op.request.minReadyMs);
+            op.state = 'Recreating';
+            await this.step(op, t, 'Verified');
+            break;
+          }
+          case 'Verified':
+          case 'RemovingOld':
+            await this.step(op, t, 'RemovingOld');
+            await rt.removeContainer(t.oldId);
+            await this.step(op, t, 'Done');
+            return true;
+          case 'RollingBack':
+            throw new AgentError('Aborted', t.error ?? 'rollback was interrupted; resuming it');
+          case 'Done':
+            return true;
+          case 'RolledBack':
+          case 'Failed':
+            return false;
+        }
+      }
+    } catch (err) {
+      if (err instanceof Paused) throw err;
+      const e = asAgentError(err);
+      this.d.log.warn('container replacement failed; rolling back', { op: op.id, container: t.name, step: t.step, error: e.message });
+      if (!t.error || t.step !== 'RollingBack') t.error = e.message;
+      await this.rollback(op, t, oldSpec);
+      return false;
+    }
+  }
+
+  /** The old container's spec with the new image and attempt, labelled with this operation. */
+  private replacementSpec(op: Operation, t: ContainerTarget, old: ContainerSpec): ContainerSpec {
+    return { ...old, image: t.newImage, attempt: t.newAttempt, labels: { ...old.labels, [OPERATION_LABEL]: op.id } };
+  }
+
+  /** Docker container name of the replacement while the old one still holds the real name. */
+  private tempName(op: Operation, t: ContainerTarget): string | undefined {
+    return t.oldRuntimeName ? `${t.oldRuntimeName}-inplace-${op.id.slice(0, 8)}` : undefined;
+  }
+
+  private oldAwayName(op: Operation, t: ContainerTarget): string {
+    return `${t.oldRuntimeName}-replaced-${op.id.slice(0, 8)}`;
+  }
+
+  /** Docker: the old container steps aside and the replacement takes its name. Safe to run again. */
+  private async swapNames(op: Operation, t: ContainerTarget): Promise<void> {
+    if (!t.oldRuntimeName) return;
+    await this.renameIfNeeded(t.oldId, this.oldAwayName(op, t));
+    await this.renameIfNeeded(t.newId, t.oldRuntimeName);
+  }
+
+  /** Docker: puts the names back as they were before the operation. Safe to run again. */
+  private async restoreNames(op: Operation, t: ContainerTarget): Promise<void> {
+    if (!t.oldRuntimeName) return;
+    if (t.newId) await this.renameIfNeeded(t.newId, this.tempName(op, t) ?? `${t.oldRuntimeName}-failed`);
+    await this.renameIfNeeded(t.oldId, t.oldRuntimeName);
+  }
+
+  private async renameIfNeeded(id: string, name: string): Promise<void> {
+    try {
+      const cur = await this.d.runtime.inspectContainer(id);
+      if (cur.runtimeName === name) return;
+    } catch (err) {
+      if (AgentError.is(err, 'NotFound')) return;
+      throw err;
+    }
+    await this.d.runtime.renameContainer(id, name);
+  }
+
+  /** A replacement this operation created before the agent died, found by its label. */
+  private async findReplacement(op: Operation, t: ContainerTarget): Promise<string | undefined> {
+    const all = await this.d.runtime.listContainers({ podId: op.podId });
+    const mine = all.filter((c) => c.labels[OPERATION_LABEL] === op.id && c.id !== t.oldId && (c.name === t.name || c.runtimeName === this.tempName(op, t)));
+    return mine.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())[0]?.id;
+  }
+
+  /** Waits minReadyMs, failing as soon as the replacement is seen not running. */
+  private async waitReady(t: ContainerTarget, minReadyMs: number): Promise<void> {
+    const until = this.d.clock.now() + minReadyMs;
+    for (;;) {
+      const cur = await this.d.runtime.inspectContainer(t.newId);
+      if (cur.state !== 'running') throw this.exitedError(t, cur);
+      const left = until - this.d.clock.now();
+      if (left <= 0) return;
+      await this.d.clock.sleep(Math.min(READY_POLL_MS, left));
+    }
+  }
+
+  private exitedError(t: ContainerTarget, cur: ContainerDetail): AgentError {
+    t.exitCode = cur.exitCode;
+    const why = cur.reason ? `, reason ${cur.reason}` : '';
+    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${cur.state} with exit code ${cur.exitCode ?? 'unknown'}${why}`);
+  }
+
+  /**
+   * Brings the old config back: removes the replacement and runs the old container again (Docker restarts
+   * it; CRI cannot restart an exited container, so a new one is created from the old config). Safe to run
+   * again after a crash.
+   */
+  private async rollback(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined): Promise<void> {
+    const rt = this.d.runtime;
+    await this.step(op, t, 'RollingBack');
+    try {
+      if (t.newId) {
+        try {
+          const cur = await rt.inspectContainer(t.newId);
+          if (cur.exitCode !== undefined && cur.state === 'exited' && t.exitCode === undefined) t.exitCode = cur.exitCode;
+          await rt.stopContainer(t.newId, 2);
+        } catch (err) {
+          if (!AgentError.is(err, 'NotFound')) throw err;
+        }
+      }
+      let old: ContainerDetail | undefined;
+      try {
+        old = await rt.inspectContainer(t.oldId);
+      } catch (err) {
+        if (!AgentError.is(err, 'NotFound')) throw err;
+      }
+      if (rt.kind === 'docker') await this.restoreNames(op, t);
+      if (t.newId) await rt.removeContainer(t.newId);
+      if (old?.state === 'running') {
+        t.rollbackId = t.oldId;
+      } else if (rt.kind === 'docker' && old) {
+        await rt.startContainer(t.oldId);
+        t.rollbackId = t.oldId;
+      } else {
+        const spec = oldSpec ?? old?.spec;
+        if (!spec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} is gone and its config with it`);
+        const again = await this.findRollback(op, t);
+        t.rollbackId = again ?? (await rt.createContainer(op.podId, { ...spec, attempt: t.newAttempt + 1, labels: { ...spec.labels, [OPERATION_LABEL]: op.id } }));
+        const cur = await rt.inspectContainer(t.rollbackId);
+        if (cur.state === 'created') await rt.startContainer(t.rollbackId);
+        await rt.removeContainer(t.oldId);
+      }
+      await this.step(op, t, 'RolledBack');
+      this.d.log.info('rolled back', { op: op.id, container: t.name, running: t.rollbackId });
+    } catch (err) {
+      t.error = `${t.error ?? 'replacement failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;
+      await this.step(op, t, 'Failed');
+    }
+  }
+
+  private async findRollback(op: Operation, t: ContainerTarget): Promise<string | undefined> {
+    const all = await this.d.runtime.listContainers({ podId: op.podId });
+    return all.find((c) => c.labels[OPERATION_LABEL] === op.id && c.name === t.name && c.attempt === t.newAttempt + 1)?.id;
+  }
+}

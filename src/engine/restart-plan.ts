@@ -1,0 +1,98 @@
+// Pure planning of a restart: which containers of the pod are replaced, with which image and attempt.
+// Everything a caller can get wrong is refused here, before anything on the node is touched.
+import { AgentError } from '../errors.js';
+import { parseImageRef } from '../runtime/image-ref.js';
+import type { Container, Pod, RuntimeKind } from '../runtime/types.js';
+import type { RestartRequest } from './operation.js';
+
+/** Label the kubelet puts on every container it manages. */
+export const KUBELET_POD_UID_LABEL = 'io.kubernetes.pod.uid';
+/** Label or annotation holding a preStop exec command as a JSON array. */
+export const PRE_STOP_KEY = 'inplace-agent.io/pre-stop';
+/** Label the agent puts on a replacement: the operation that created it. */
+export const OPERATION_LABEL = 'inplace-agent.io/operation';
+
+/** One container to replace. */
+export interface PlannedTarget {
+  name: string;
+  current: Container;
+  newImage: string;
+  /** CRI attempt for the replacement: one above every attempt of that name in the pod. */
+  newAttempt: number;
+}
+
+/** Options that change what is allowed. */
+export interface PlanOptions {
+  kind: RuntimeKind;
+  /** Allow containers that a kubelet manages (Kubernetes mode). */
+  allowKubelet?: boolean;
+}
+
+/** Checks a request against the pod and its containers and returns the targets, in the order given. */
+export function planRestart(pod: Pod, podContainers: Container[], req: RestartRequest, opts: PlanOptions): PlannedTarget[] {
+  if (req.containers.length === 0) throw new AgentError('InvalidArgument', 'name at least one container to restart');
+  const seen = new Set<string>();
+  for (const name of req.containers) {
+    if (seen.has(name)) throw new AgentError('InvalidArgument', `container "${name}" is named twice`);
+    seen.add(name);
+  }
+  for (const name of Object.keys(req.images)) {
+    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container "${name}", which is not one of the containers to restart (${req.containers.join(', ')})`);
+    parseImageRef(req.images[name]);
+  }
+  if (!(req.graceSeconds >= 0)) throw new AgentError('InvalidArgument', `grace period must be >= 0 seconds, got ${req.graceSeconds}`);
+  if (!(req.minReadyMs >= 0)) throw new AgentError('InvalidArgument', `min-ready must be >= 0, got ${req.minReadyMs} ms`);
+  if (pod.state !== 'ready') throw new AgentError('FailedPrecondition', `pod ${pod.name} is not ready: its sandbox is stopped`);
+
+  const names = [...new Set(podContainers.map((c) => c.name))].sort();
+  return req.containers.map((name) => {
+    const same = podContainers.filter((c) => c.name === name);
+    const running = same.filter((c) => c.state === 'running').sort((a, b) => b.attempt - a.attempt);
+    if (same.length === 0) {
+      throw new AgentError('NotFound', `container "${name}" not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`);
+    }
+    if (running.length === 0) {
+      throw new AgentError('FailedPrecondition', `container "${name}" in pod ${pod.name} is not running (state ${same[0].state}); only running containers are restarted in place`);
+    }
+    if (running.length > 1) {
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} has ${running.length} running containers named "${name}"; refusing to guess`);
+    }
+    const current = running[0];
+    if (!opts.allowKubelet && current.labels[KUBELET_POD_UID_LABEL]) {
+      throw new AgentError(
+        'FailedPrecondition',
+        `container "${name}" in pod ${pod.name} is managed by a kubelet (label ${KUBELET_POD_UID_LABEL}); recreating it behind the kubelet's back would fight it. Run the agent in Kubernetes mode for kubelet-managed pods`,
+      );
+    }
+    if (opts.kind === 'docker' && current.id === pod.id && podContainers.some((c) => c.id !== current.id)) {
+      throw new AgentError(
+        'FailedPrecondition',
+        `container "${name}" owns the network namespace of pod ${pod.name}; other containers join it, and recreating it would cut them off`,
+      );
+    }
+    const newImage = req.images[name] ?? current.image;
+    const newAttempt = Math.max(...same.map((c) => c.attempt)) + 1;
+    return { name, current, newImage, newAttempt };
+  });
+}
+
+/** The preStop command of a container, from its labels or annotations; undefined when it has none. */
+export function preStopCommand(labels: Record<string, string>, annotations: Record<string, string>): string[] | undefined {
+  const raw = annotations[PRE_STOP_KEY] ?? labels[PRE_STOP_KEY];
+  if (raw === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw new AgentError('InvalidArgument', `${PRE_STOP_KEY} must be a JSON array of strings, got ${JSON.stringify(raw)}`);
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((s) => typeof s === 'string')) {
+    throw new AgentError('InvalidArgument', `${PRE_STOP_KEY} must be a non-empty JSON array of strings, got ${JSON.stringify(raw)}`);
+  }
+  return parsed as string[];
+}
+
+/** Seconds left for the stop after a preStop hook took hookMs of the grace period; at least 2 s, like the kubelet. */
+export function remainingGrace(graceSeconds: number, hookMs: number): number {
+  return Math.max(2, Math.ceil(graceSeconds - hookMs / 1000));
+}
