@@ -1,0 +1,52 @@
+// The image pull service's contract: what the API edge and the restart engine call.
+import type { ImagePuller } from '../engine/image-puller.js';
+import type { LayerProgress, RegistryAuth } from '../runtime/types.js';
+
+/** Phases an image goes through in a pull request. */
+export type PullPhase = 'Queued' | 'Pulling' | 'Extracting' | 'Retrying' | 'Done' | 'Failed';
+
+/** One progress report for one image. */
+export interface PullEvent {
+  image: string;
+  phase: PullPhase;
+  /** 1-based position in the node-wide queue while Queued; 0 otherwise. */
+  queuePosition: number;
+  bytesDone: number;
+  bytesTotal: number;
+  layers: LayerProgress[];
+  /** Resolved repo digest (`name@sha256:...`) once Done. */
+  digest: string;
+  imageId: string;
+  /** Failure reason; never contains credentials. */
+  error: string;
+  errorKind: string;
+  /** 1 for the first try, 2 for the first retry, ... */
+  attempt: number;
+  elapsedMs: number;
+  pinned: boolean;
+  alreadyPresent: boolean;
+}
+
+/** Registry credentials by registry host, as read from a Docker config.json `auths` map. */
+export type AuthKeyring = Map<string, RegistryAuth>;
+
+/** A request to pull several images. */
+export interface PullRequest {
+  images: string[];
+  /** At most this many of this request's images at once (the node-wide limit still applies). 0: no extra limit. */
+  parallel?: number;
+  /** Overall deadline per image, ms. 0 or absent: the service default. */
+  timeoutMs?: number;
+  /** Credentials for this request only. */
+  keyring?: AuthKeyring;
+  /** Protect the pulled images from the kubelet's image GC where the runtime supports it. */
+  pin?: boolean;
+  /** Pull even if present. */
+  always?: boolean;
+}
+
+/** The node's pull service: single flight per image, a node-wide FIFO limit, retries and deadlines. */
+export interface PullService extends ImagePuller {
+  /** Pulls every image of the request, reporting each change; resolves with each image's last event. */
+  pull(req: PullRequest, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<PullEvent[]>;
+}
