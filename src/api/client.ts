@@ -1,0 +1,96 @@
+// A typed client of the agent API, used by inplacectl and the tests.
+import * as grpc from '@grpc/grpc-js';
+import type { ProtoGrpcType } from '../gen/agent.js';
+import type { AgentClient as WireClient } from '../gen/inplace/v1/Agent.js';
+import type { ListOperationsResponse__Output } from '../gen/inplace/v1/ListOperationsResponse.js';
+import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
+import type { PullImagesRequest } from '../gen/inplace/v1/PullImagesRequest.js';
+import type { RestartRequest } from '../gen/inplace/v1/RestartRequest.js';
+import { loadProto } from '../proto.js';
+import type { Operation } from '../engine/operation.js';
+import type { PullEvent } from '../pull/types.js';
+import { operationFromWire, pullEventFromWire } from './convert.js';
+import { fromServiceError } from './status.js';
+import { unixPath } from './address.js';
+
+/** Default agent socket. */
+export const DEFAULT_AGENT_SOCKET = 'unix:///run/inplace-agent/agent.sock';
+
+/** Client of one agent. Every method throws AgentError. */
+export class AgentClient {
+  private readonly client: WireClient;
+  readonly target: string;
+
+  constructor(address: string = DEFAULT_AGENT_SOCKET, private readonly deadlineMs = 30_000) {
+    const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
+    const sock = unixPath(address);
+    this.target = sock ? `unix://${sock}` : address;
+    this.client = new proto.inplace.v1.Agent(this.target, grpc.credentials.createInsecure());
+  }
+
+  private opts(): grpc.CallOptions {
+    return { deadline: Date.now() + this.deadlineMs };
+  }
+
+  private call<Req, Res>(method: (req: Req, opts: grpc.CallOptions, cb: grpc.requestCallback<Res>) => unknown, req: Req): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      method.call(this.client, req, this.opts(), (err: grpc.ServiceError | null, res?: Res) =>
+        err ? reject(fromServiceError(err, this.target)) : resolve(res as Res),
+      );
+    });
+  }
+
+  /** Pods on the agent's node. */
+  listPods(): Promise<ListPodsResponse__Output> {
+    return this.call(this.client.ListPods, {});
+  }
+
+  /** Queues a restart; resolves with the Pending operation. */
+  async restart(req: RestartRequest): Promise<Operation> {
+    return operationFromWire(await this.call(this.client.Restart, req));
+  }
+
+  /** One operation. */
+  async getOperation(id: string): Promise<Operation> {
+    return operationFromWire(await this.call(this.client.GetOperation, { id }));
+  }
+
+  /** Operations, newest first. */
+  async listOperations(pod = ''): Promise<Operation[]> {
+    const res = await this.call<{ pod: string }, ListOperationsResponse__Output>(this.client.ListOperations, { pod });
+    return res.operations.map(operationFromWire);
+  }
+
+  /** Asks an operation to stop. */
+  async cancelOperation(id: string): Promise<Operation> {
+    return operationFromWire(await this.call(this.client.CancelOperation, { id }));
+  }
+
+  /** The operation now and at every change, until it ends. */
+  async *watchOperation(id: string, signal?: AbortSignal): AsyncGenerator<Operation> {
+    const stream = this.client.WatchOperation({ id });
+    signal?.addEventListener('abort', () => stream.cancel());
+    try {
+      for await (const w of stream) yield operationFromWire(w);
+    } catch (err) {
+      throw fromServiceError(err, this.target);
+    }
+  }
+
+  /** Pull progress events until every image is done or failed. */
+  async *pullImages(req: PullImagesRequest, signal?: AbortSignal): AsyncGenerator<PullEvent> {
+    const stream = this.client.PullImages(req);
+    signal?.addEventListener('abort', () => stream.cancel());
+    try {
+      for await (const w of stream) yield pullEventFromWire(w);
+    } catch (err) {
+      throw fromServiceError(err, this.target);
+    }
+  }
+
+  /** Closes the channel. */
+  close(): void {
+    this.client.close();
+  }
+}
+

@@ -1,0 +1,29 @@
+// Restart: validates the request against the node and queues the operation; replies with it (Pending).
+import type * as grpc from '@grpc/grpc-js';
+import type { Engine } from '../../engine/engine.js';
+import type { RestartRequest__Output } from '../../gen/inplace/v1/RestartRequest.js';
+import type { Operation } from '../../gen/inplace/v1/Operation.js';
+import { operationToWire } from '../convert.js';
+import { unary } from './unary.js';
+
+/** Defaults applied when a request leaves a value unset. */
+export interface RestartDefaults {
+  graceSeconds: number;
+  minReadyMs: number;
+  timeoutMs: number;
+}
+
+/** Handler factory for Restart. */
+export function restartHandler(engine: Engine, defaults: RestartDefaults): grpc.handleUnaryCall<RestartRequest__Output, Operation> {
+  return unary(async (req) => {
+    const op = await engine.restart({
+      pod: req.pod,
+      containers: req.containers,
+      images: { ...req.images },
+      graceSeconds: req.graceSet ? req.graceSeconds : defaults.graceSeconds,
+      minReadyMs: req.minReadySet ? Number(req.minReadyMs) : defaults.minReadyMs,
+      timeoutMs: Number(req.timeoutMs) > 0 ? Number(req.timeoutMs) : defaults.timeoutMs,
+    });
+    return operationToWire(op);
+  });
+}

@@ -1,0 +1,86 @@
+// The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health service, on a unix
+// socket (mode 0660) or a TCP address.
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { HealthImplementation } from 'grpc-health-check';
+import type { Engine } from '../engine/engine.js';
+import type { ProtoGrpcType } from '../gen/agent.js';
+import type { AgentHandlers } from '../gen/inplace/v1/Agent.js';
+import { loadProto } from '../proto.js';
+import type { AuthKeyring, PullService } from '../pull/types.js';
+import { AgentError } from '../errors.js';
+import { cancelOperationHandler } from './handlers/cancel-operation.js';
+import { getOperationHandler } from './handlers/get-operation.js';
+import { listOperationsHandler } from './handlers/list-operations.js';
+import { listPodsHandler } from './handlers/list-pods.js';
+import { pullImagesHandler } from './handlers/pull-images.js';
+import { restartHandler, type RestartDefaults } from './handlers/restart.js';
+import { watchOperationHandler } from './handlers/watch-operation.js';
+import { unixPath } from './address.js';
+
+/** The fully qualified name of the agent service, as used by the health service. */
+export const AGENT_SERVICE = 'inplace.v1.Agent';
+
+/** What the server serves. */
+export interface ServerDeps {
+  engine: Engine;
+  pulls: PullService;
+  parseKeyring: (json: string) => AuthKeyring;
+  runtimeKind: string;
+  restartDefaults: RestartDefaults;
+}
+
+/** A running API server. */
+export interface ApiServer {
+  /** The address it listens on, as a gRPC target (`unix:///path` or `host:port`). */
+  address: string;
+  health: HealthImplementation;
+  /** Stops accepting calls and waits for running ones (force after graceMs). */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts serving on listen (`unix:///path`, `unix:path` or `host:port`). */
+export async function startApiServer(listen: string, deps: ServerDeps): Promise<ApiServer> {
+  const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
+  const server = new grpc.Server();
+  const handlers: AgentHandlers = {
+    ListPods: listPodsHandler(deps.engine, deps.runtimeKind),
+    PullImages: pullImagesHandler(deps.pulls, deps.parseKeyring),
+    Restart: restartHandler(deps.engine, deps.restartDefaults),
+    GetOperation: getOperationHandler(deps.engine),
+    ListOperations: listOperationsHandler(deps.engine),
+    WatchOperation: watchOperationHandler(deps.engine),
+    CancelOperation: cancelOperationHandler(deps.engine),
+  };
+  server.addService(proto.inplace.v1.Agent.service, handlers);
+  const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });
+  health.addToServer(server);
+
+  const socketPath = unixPath(listen);
+  if (socketPath) {
+    await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o750 });
+    await fs.rm(socketPath, { force: true });
+  }
+  const target = socketPath ? `unix://${socketPath}` : listen;
+  await new Promise<void>((resolve, reject) =>
+    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err) =>
+      err ? reject(new AgentError('Unavailable', `cannot listen on ${listen}: ${err.message}`)) : resolve(),
+    ),
+  );
+  if (socketPath) await fs.chmod(socketPath, 0o660);
+  return {
+    address: target,
+    health,
+    stop: (graceMs = 5000) =>
+      new Promise<void>((resolve) => {
+        health.setStatus('', 'NOT_SERVING');
+        health.setStatus(AGENT_SERVICE, 'NOT_SERVING');
+        const force = setTimeout(() => server.forceShutdown(), graceMs);
+        server.tryShutdown(() => {
+          clearTimeout(force);
+          resolve();
+        });
+      }),
+  };
+}

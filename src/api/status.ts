@@ -1,0 +1,37 @@
+// The one mapping between the agent's error kinds and gRPC status codes, both ways.
+import * as grpc from '@grpc/grpc-js';
+import { AgentError, asAgentError, type ErrorKind } from '../errors.js';
+
+const TO_CODE: Record<ErrorKind, grpc.status> = {
+  NotFound: grpc.status.NOT_FOUND,
+  InvalidArgument: grpc.status.INVALID_ARGUMENT,
+  FailedPrecondition: grpc.status.FAILED_PRECONDITION,
+  Unavailable: grpc.status.UNAVAILABLE,
+  DeadlineExceeded: grpc.status.DEADLINE_EXCEEDED,
+  Aborted: grpc.status.ABORTED,
+  Cancelled: grpc.status.CANCELLED,
+  Unauthenticated: grpc.status.UNAUTHENTICATED,
+  ResourceExhausted: grpc.status.RESOURCE_EXHAUSTED,
+  Internal: grpc.status.INTERNAL,
+};
+
+/** A gRPC service error carrying the agent error's code and message. */
+export function toServiceError(err: unknown): grpc.ServiceError {
+  const e = asAgentError(err);
+  const out = new Error(e.message) as grpc.ServiceError;
+  out.code = TO_CODE[e.kind];
+  out.details = e.message;
+  out.metadata = new grpc.Metadata();
+  return out;
+}
+
+/** The agent error a client sees for a failed call. */
+export function fromServiceError(err: unknown, target: string): AgentError {
+  const se = err as Partial<grpc.ServiceError>;
+  if (typeof se.code !== 'number') return asAgentError(err);
+  const kind = (Object.keys(TO_CODE) as ErrorKind[]).find((k) => TO_CODE[k] === se.code) ?? 'Internal';
+  if (se.code === grpc.status.UNAVAILABLE && /connect|No connection|ENOENT|ECONNREFUSED/i.test(se.details ?? '')) {
+    return new AgentError('Unavailable', `cannot reach the agent at ${target}: ${se.details}`);
+  }
+  return new AgentError(kind, se.details || se.message || 'unknown error');
+}
