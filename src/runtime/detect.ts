@@ -1,0 +1,69 @@
+// Finds the node's container runtime: an explicit choice, or in `auto` mode the well-known CRI sockets
+// (containerd, CRI-O, cri-dockerd) and then the Docker socket, each checked by asking its version.
+import { existsSync } from 'node:fs';
+import { AgentError, asAgentError } from '../errors.js';
+import type { Runtime } from './runtime.js';
+
+/** Well-known CRI endpoints, in the order auto-detection tries them. */
+export const CRI_SOCKETS = [
+  'unix:///run/containerd/containerd.sock',
+  'unix:///var/run/crio/crio.sock',
+  'unix:///var/run/cri-dockerd.sock',
+] as const;
+
+/** The default Docker Engine socket. */
+export const DOCKER_SOCKET = 'unix:///var/run/docker.sock';
+
+/** Which runtime to use and where. */
+export interface DetectOptions {
+  runtime: 'auto' | 'cri' | 'docker';
+  criEndpoint?: string;
+  dockerHost?: string;
+}
+
+/** Constructors of the two adapters, injected so detection does not depend on either. */
+export interface RuntimeFactories {
+  cri(endpoint: string): Runtime;
+  docker(host: string): Runtime;
+}
+
+/** The socket path of a `unix://` endpoint (or a bare path); undefined for other schemes. */
+export function socketPathOf(endpoint: string): string | undefined {
+  if (endpoint.startsWith('unix://')) return endpoint.slice('unix://'.length);
+  if (endpoint.startsWith('/')) return endpoint;
+  return undefined;
+}
+
+/** The candidates auto-detection tries, in order. */
+export function candidates(opts: DetectOptions): { kind: 'cri' | 'docker'; endpoint: string }[] {
+  if (opts.runtime === 'cri') return [{ kind: 'cri', endpoint: opts.criEndpoint ?? CRI_SOCKETS[0] }];
+  if (opts.runtime === 'docker') return [{ kind: 'docker', endpoint: opts.dockerHost ?? DOCKER_SOCKET }];
+  const cri = opts.criEndpoint ? [opts.criEndpoint] : [...CRI_SOCKETS];
+  const docker = opts.dockerHost ?? DOCKER_SOCKET;
+  return [...cri.map((endpoint) => ({ kind: 'cri' as const, endpoint })), { kind: 'docker' as const, endpoint: docker }];
+}
+
+/** Connects to the first runtime that answers; Unavailable naming every socket tried, and why, otherwise. */
+export async function detectRuntime(
+  opts: DetectOptions,
+  factories: RuntimeFactories,
+  exists: (path: string) => boolean = existsSync,
+): Promise<Runtime> {
+  const tried: string[] = [];
+  for (const c of candidates(opts)) {
+    const sock = socketPathOf(c.endpoint);
+    if (opts.runtime === 'auto' && sock && !exists(sock)) {
+      tried.push(`${c.endpoint} (no such socket)`);
+      continue;
+    }
+    const rt = c.kind === 'cri' ? factories.cri(c.endpoint) : factories.docker(c.endpoint);
+    try {
+      await rt.version();
+      return rt;
+    } catch (err) {
+      rt.close();
+      tried.push(`${c.endpoint} (${asAgentError(err).message})`);
+    }
+  }
+  throw new AgentError('Unavailable', `no container runtime answered; tried: ${tried.join('; ')}`);
+}
