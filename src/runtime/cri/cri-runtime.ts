@@ -1,0 +1,125 @@
+// The Runtime of a CRI endpoint (containerd; CRI-O for everything but recreating from an inspected spec).
+import type { Clock } from '../../clock.js';
+import { AgentError } from '../../errors.js';
+import type { ContainerFilter, Runtime } from '../runtime.js';
+import type {
+  Container,
+  ContainerDetail,
+  ContainerSpec,
+  ExecResult,
+  Image,
+  ImageFsUsage,
+  Pod,
+  PulledImage,
+  PullOptions,
+  RuntimeEvent,
+  RuntimeVersion,
+} from '../types.js';
+import { CriClient } from './client.js';
+import { toImage } from './convert.js';
+import { createContainer } from './create-container.js';
+import { criEvents } from './events.js';
+import { imageFsUsage } from './image-fs.js';
+import { inspectContainer } from './inspect-container.js';
+import { listContainers } from './list-containers.js';
+import { getPod, listPods } from './list-pods.js';
+import { pullImage } from './pull-image.js';
+
+/** Options of a CriRuntime. */
+export interface CriRuntimeOptions {
+  clock?: Clock;
+  /** Interval of the ListContainers poll that stands in for the event stream on containerd 1.6, ms. */
+  eventPollIntervalMs?: number;
+}
+
+/** Runtime over the CRI gRPC API at one endpoint. */
+export class CriRuntime implements Runtime {
+  readonly kind = 'cri' as const;
+  /** The typed CRI client underneath, for callers that need raw calls (test pods, benchmarks). */
+  readonly client: CriClient;
+
+  constructor(
+    endpoint: string,
+    private readonly opts: CriRuntimeOptions = {},
+  ) {
+    this.client = new CriClient(endpoint);
+  }
+
+  async version(): Promise<RuntimeVersion> {
+    const v = await this.client.version();
+    return { kind: 'cri', name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, endpoint: this.client.endpoint };
+  }
+
+  listPods(): Promise<Pod[]> {
+    return listPods(this.client);
+  }
+
+  getPod(podId: string): Promise<Pod> {
+    return getPod(this.client, podId);
+  }
+
+  listContainers(filter?: ContainerFilter): Promise<Container[]> {
+    return listContainers(this.client, filter);
+  }
+
+  inspectContainer(containerId: string): Promise<ContainerDetail> {
+    return inspectContainer(this.client, containerId);
+  }
+
+  /** The name argument is Docker's; CRI names containers by metadata (spec.name, spec.attempt). */
+  createContainer(podId: string, spec: ContainerSpec, _name?: string): Promise<string> {
+    return createContainer(this.client, podId, spec);
+  }
+
+  startContainer(containerId: string): Promise<void> {
+    return this.client.startContainer(containerId);
+  }
+
+  /** By the CRI contract StopContainer on a stopped container succeeds; a missing one is NotFound. */
+  stopContainer(containerId: string, graceSeconds: number): Promise<void> {
+    return this.client.stopContainer(containerId, Math.max(0, Math.ceil(graceSeconds)));
+  }
+
+  /** Removing a missing container succeeds, as the CRI contract asks. */
+  async removeContainer(containerId: string): Promise<void> {
+    try {
+      await this.client.removeContainer(containerId);
+    } catch (err) {
+      if (!AgentError.is(err, 'NotFound')) throw err;
+    }
+  }
+
+  /** CRI has no container names to change: (name, attempt) metadata identifies a container. */
+  async renameContainer(_containerId: string, _newName: string): Promise<void> {}
+
+  async exec(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
+    const res = await this.client.execSync(containerId, cmd, Math.max(0, Math.ceil(timeoutSeconds)));
+    return { exitCode: res.exitCode, stdout: res.stdout.toString('utf8'), stderr: res.stderr.toString('utf8') };
+  }
+
+  /** PullImage is unary: opts.onProgress is not called. */
+  pullImage(ref: string, opts?: PullOptions): Promise<PulledImage> {
+    return pullImage(this.client, ref, opts);
+  }
+
+  async inspectImage(ref: string): Promise<Image | undefined> {
+    const { image } = await this.client.imageStatus(ref);
+    return image ? toImage(image) : undefined;
+  }
+
+  async listImages(): Promise<Image[]> {
+    return (await this.client.listImages()).images.map(toImage);
+  }
+
+  imageFsUsage(): Promise<ImageFsUsage> {
+    return imageFsUsage(this.client);
+  }
+
+  events(signal: AbortSignal): AsyncIterable<RuntimeEvent> {
+    return criEvents(this.client, signal, { clock: this.opts.clock, pollIntervalMs: this.opts.eventPollIntervalMs });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}

@@ -1,0 +1,83 @@
+// The one place where CRI gRPC failures become AgentErrors. The status code decides the kind; only for
+// UNKNOWN, which containerd uses for many plain Go errors ("...: not found"), is the message text consulted.
+import { status as Status, type ServiceError } from '@grpc/grpc-js';
+import { AgentError, type ErrorKind } from '../../errors.js';
+
+/** What a failed call was about, so that the message can name it. */
+export interface CallContext {
+  /** The RPC, e.g. 'ContainerStatus'. */
+  op: string;
+  /** The thing the call was about, e.g. `container "abc123"`; '' when it is about the runtime itself. */
+  what: string;
+  /** The runtime endpoint, e.g. unix:///run/containerd/containerd.sock. */
+  endpoint: string;
+}
+
+const kindByCode: Partial<Record<Status, ErrorKind>> = {
+  [Status.CANCELLED]: 'Cancelled',
+  [Status.INVALID_ARGUMENT]: 'InvalidArgument',
+  [Status.DEADLINE_EXCEEDED]: 'DeadlineExceeded',
+  [Status.NOT_FOUND]: 'NotFound',
+  // Our kinds have no AlreadyExists: the caller has to change something (a name, an attempt) first.
+  [Status.ALREADY_EXISTS]: 'FailedPrecondition',
+  [Status.PERMISSION_DENIED]: 'Unauthenticated',
+  [Status.RESOURCE_EXHAUSTED]: 'ResourceExhausted',
+  [Status.FAILED_PRECONDITION]: 'FailedPrecondition',
+  [Status.ABORTED]: 'Aborted',
+  [Status.OUT_OF_RANGE]: 'InvalidArgument',
+  // The runtime does not offer the call at all.
+  [Status.UNIMPLEMENTED]: 'FailedPrecondition',
+  [Status.INTERNAL]: 'Internal',
+  [Status.UNAVAILABLE]: 'Unavailable',
+  [Status.DATA_LOSS]: 'Internal',
+  [Status.UNAUTHENTICATED]: 'Unauthenticated',
+};
+
+/** Message patterns for UNKNOWN, checked in order. */
+const kindByUnknownText: [RegExp, ErrorKind][] = [
+  [/\bnot found\b|does not exist|no such (container|sandbox|image|file)/i, 'NotFound'],
+  [/\b(401 unauthorized|unauthorized|authentication required|access denied|denied: )/i, 'Unauthenticated'],
+  [/already exists|is reserved for/i, 'FailedPrecondition'],
+  [/context deadline exceeded|timeout .* exceeded/i, 'DeadlineExceeded'],
+  [/context canceled/i, 'Cancelled'],
+];
+
+/** The AgentError kind for a gRPC status code and its details text. */
+export function kindOf(code: number, details: string): ErrorKind {
+  if (code === Status.UNKNOWN) {
+    for (const [re, kind] of kindByUnknownText) if (re.test(details)) return kind;
+    return 'Internal';
+  }
+  return kindByCode[code as Status] ?? 'Internal';
+}
+
+/** Whether err looks like a grpc-js call error. */
+export function isServiceError(err: unknown): err is ServiceError {
+  return err instanceof Error && typeof (err as Partial<ServiceError>).code === 'number';
+}
+
+/** Converts a failed CRI call into an AgentError whose message names the thing it was about. */
+export function fromGrpcError(err: unknown, ctx: CallContext): AgentError {
+  if (err instanceof AgentError) return err;
+  if (!isServiceError(err)) {
+    const text = err instanceof Error ? err.message : String(err);
+    return new AgentError('Internal', `${ctx.op} ${ctx.what || ctx.endpoint}: ${text}`, { cause: err });
+  }
+  const details = err.details || err.message;
+  const kind = kindOf(err.code, details);
+  return new AgentError(kind, messageFor(kind, details, ctx), { cause: err });
+}
+
+function messageFor(kind: ErrorKind, details: string, ctx: CallContext): string {
+  const subject = ctx.what || `CRI runtime at ${ctx.endpoint}`;
+  switch (kind) {
+    case 'NotFound':
+      return `${subject} not found (${ctx.op}: ${details})`;
+    case 'Unavailable':
+      return `CRI runtime at ${ctx.endpoint} is unavailable (${ctx.op}${ctx.what ? ' ' + ctx.what : ''}): ${details}`;
+    case 'DeadlineExceeded':
+      return `${ctx.op} ${subject}: deadline exceeded: ${details}`;
+    default:
+      return `${ctx.op} ${subject}: ${details}`;
+  }
+}
