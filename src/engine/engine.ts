@@ -13,7 +13,7 @@ import { KeyedQueue } from './keyed-queue.js';
 import { isTerminal, type Operation, type RestartRequest } from './operation.js';
 import { resolvePod } from './pod-resolver.js';
 import { planRestart, preStopCommand } from './restart-plan.js';
-import { Paused, RestartExecutor } from './restart-executor.js';
+import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
 
 /** Construction parameters of the engine. */
 export interface EngineDeps {
@@ -26,6 +26,8 @@ export interface EngineDeps {
   retention?: number;
   /** Accept kubelet-managed containers (Kubernetes mode). */
   allowKubelet?: boolean;
+  /** Called after each container step is journaled. */
+  afterStep?: ExecutorDeps['afterStep'];
 }
 
 /** A pod and its containers, as shown by ListPods. */
@@ -54,6 +56,7 @@ export class Engine extends EventEmitter {
       log: d.log,
       save: (op) => this.persist(op),
       draining: () => this.isDraining,
+      afterStep: d.afterStep,
     });
   }
 

@@ -40,6 +40,8 @@ export interface ExecutorDeps {
   save(op: Operation): Promise<void>;
   /** True once the agent is draining. */
   draining(): boolean;
+  /** Called after each container step is journaled (fault injection in tests, tracing). */
+  afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
 }
 
 /** How often the replacement is checked while waiting for min-ready. */
@@ -110,6 +112,7 @@ export class RestartExecutor {
     t.step = step;
     t.steps.push({ step, at: new Date(this.d.clock.now()).toISOString() });
     await this.save(op);
+    this.d.afterStep?.(op, t, step);
   }
 
   private async save(op: Operation): Promise<void> {

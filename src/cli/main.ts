@@ -1,0 +1,286 @@
+#!/usr/bin/env node
+// inplacectl: the agent's command-line client. Exit status: 0 success; 1 the operation failed or was
+// refused; 2 bad usage.
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
+import { AgentError, asAgentError } from '../errors.js';
+import { parseDuration } from '../duration.js';
+import { parseImageRef } from '../runtime/image-ref.js';
+import type { Operation } from '../engine/operation.js';
+import { isTerminal } from '../engine/operation.js';
+import { progressLine, renderOperation, renderOperations, renderPods } from './render.js';
+import { runPull } from './pull-command.js';
+
+const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/** Exit statuses. */
+const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+/** Bad usage found after parsing (exit 2). */
+class UsageError extends Error {}
+
+interface Globals {
+  agent: string;
+  output: 'text' | 'json';
+}
+
+function client(g: Globals): AgentClient {
+  return new AgentClient(g.agent);
+}
+
+function print(g: Globals, json: unknown, text: string): void {
+  process.stdout.write(g.output === 'json' ? JSON.stringify(json, null, 2) + '\n' : text + '\n');
+}
+
+function collect(value: string, prev: string[]): string[] {
+  return [...prev, value];
+}
+
+/** `--image NAME=IMAGE` values as a map; every image reference parsed before anything is sent. */
+export function parseImageFlags(values: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of values) {
+    const eq = v.indexOf('=');
+    if (eq <= 0 || eq === v.length - 1) throw new UsageError(`--image takes CONTAINER=IMAGE, got "${v}"`);
+    const name = v.slice(0, eq);
+    const image = v.slice(eq + 1);
+    try {
+      parseImageRef(image);
+    } catch (err) {
+      throw new UsageError(asAgentError(err).message);
+    }
+    out[name] = image;
+  }
+  return out;
+}
+
+function duration(flag: string, v: string | undefined): number | undefined {
+  if (v === undefined) return undefined;
+  try {
+    return parseDuration(v);
+  } catch (err) {
+    throw new UsageError(`--${flag}: ${asAgentError(err).message}`);
+  }
+}
+
+/** Follows an operation until it ends, printing each step; returns the final record. */
+async function follow(g: Globals, c: AgentClient, first: Operation, t0: number): Promise<Operation> {
+  let prev: Operation | undefined;
+  let last = first;
+  for await (const op of c.watchOperation(first.id)) {
+    if (g.output === 'text') {
+      const line = progressLine(prev, op, t0);
+      if (line) process.stdout.write(line + '\n');
+    }
+    prev = op;
+    last = op;
+    if (isTerminal(op.state)) break;
+  }
+  return last;
+}
+
+function summary(op: Operation, t0: number): string {
+  const took = ((Date.now() - t0) / 1000).toFixed(2);
+  if (op.state === 'Succeeded') {
+    const parts = op.containers.map((c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${c.newId.slice(0, 12)} (${c.newImage})`);
+    return `restarted in place in ${took}s: ${parts.join(', ')}; pod ${op.podName} ip ${op.podIp || '-'} unchanged`;
+  }
+  return `operation ${op.id} ${op.state}: ${op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given'}`;
+}
+
+function program(): Command {
+  const prog = new Command('inplacectl')
+    .description('Drive inplace-agent: restart containers in place, pre-pull images, watch operations')
+    .version(pkg.version)
+    .addOption(new Option('--agent <uri>', 'agent API address').env('INPLACE_AGENT').default(DEFAULT_AGENT_SOCKET))
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .showHelpAfterError()
+    .exitOverride();
+  const globals = () => prog.opts<Globals>();
+
+  prog
+    .command('pods')
+    .description('pods and containers the agent sees')
+    .action(async () => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const res = await c.listPods();
+        print(g, res, renderPods(res));
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('restart')
+    .description('recreate containers of a pod in place, optionally with new images')
+    .argument('<pod>', 'NAMESPACE/NAME, a sandbox id or unique prefix (6+), or docker/<sandbox name>')
+    .argument('<containers...>', 'container names in the pod, restarted one at a time in this order')
+    .option('--image <container=image>', 'new image for a container (repeatable)', collect, [] as string[])
+    .option('--grace <duration>', 'grace period for stopping the old container (default: the agent\'s, 30s)')
+    .option('--min-ready <duration>', 'the replacement must keep running this long (default: the agent\'s, 1s)')
+    .option('--timeout <duration>', 'overall deadline (default: the agent\'s, 10m)')
+    .option('--no-wait', 'print the operation id and return at once')
+    .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean }) => {
+      const g = globals();
+      const images = parseImageFlags(o.image);
+      const grace = duration('grace', o.grace);
+      const minReady = duration('min-ready', o.minReady);
+      const timeout = duration('timeout', o.timeout);
+      const t0 = Date.now();
+      const c = client(g);
+      try {
+        const op = await c.restart({
+          pod,
+          containers,
+          images,
+          graceSeconds: grace === undefined ? 0 : Math.round(grace / 1000),
+          graceSet: grace !== undefined,
+          minReadyMs: String(minReady ?? 0),
+          minReadySet: minReady !== undefined,
+          timeoutMs: String(timeout ?? 0),
+        });
+        if (!o.wait) {
+          print(g, op, op.id);
+          return;
+        }
+        if (g.output === 'text') process.stdout.write(`operation ${op.id} on pod ${op.podName}\n`);
+        const end = await follow(g, c, op, t0);
+        print(g, end, summary(end, t0));
+        if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('pull')
+    .description('pull images into the runtime\'s store (pre-warm the node)')
+    .argument('<images...>', 'image references, by tag or digest')
+    .option('--parallel <n>', 'at most this many at once for this request', '0')
+    .option('--timeout <duration>', 'deadline per image')
+    .option('--auth-file <file>', 'Docker config.json-style credentials')
+    .option('--pin', 'protect the images from the kubelet\'s image garbage collection')
+    .option('--always', 'pull even when present')
+    .action(async (images: string[], o: { parallel: string; timeout?: string; authFile?: string; pin?: boolean; always?: boolean }) => {
+      const g = globals();
+      for (const i of images) {
+        try {
+          parseImageRef(i);
+        } catch (err) {
+          throw new UsageError(asAgentError(err).message);
+        }
+      }
+      const parallel = Number(o.parallel);
+      if (!Number.isInteger(parallel) || parallel < 0) throw new UsageError(`--parallel takes a whole number, got "${o.parallel}"`);
+      let authConfigJson = '';
+      if (o.authFile) {
+        try {
+          authConfigJson = readFileSync(o.authFile, 'utf8');
+        } catch (err) {
+          throw new UsageError(`--auth-file: cannot read ${o.authFile}: ${(err as Error).message}`);
+        }
+      }
+      const timeout = duration('timeout', o.timeout);
+      const c = client(g);
+      try {
+        const code = await runPull(
+          c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
+          { json: g.output === 'json', tty: !!process.stdout.isTTY && g.output === 'text' },
+        );
+        if (code !== 0) process.exitCode = EXIT.failed;
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('ops')
+    .description('operations, newest first')
+    .option('--pod <pod>', 'only this pod (name or sandbox id)')
+    .action(async (o: { pod?: string }) => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const ops = await c.listOperations(o.pod ?? '');
+        print(g, ops, renderOperations(ops));
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('get')
+    .description('one operation in full')
+    .argument('<op-id>')
+    .action(async (id: string) => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const op = await c.getOperation(id);
+        print(g, op, renderOperation(op));
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('watch')
+    .description('follow an operation until it ends')
+    .argument('<op-id>')
+    .action(async (id: string) => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const t0 = Date.now();
+        const first = await c.getOperation(id);
+        const end = await follow(g, c, first, t0);
+        print(g, end, renderOperation(end));
+        if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('cancel')
+    .description('stop an operation at its next safe point (the old containers keep running)')
+    .argument('<op-id>')
+    .action(async (id: string) => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const op = await c.cancelOperation(id);
+        print(g, op, `cancel requested for operation ${op.id} (now ${op.state})`);
+      } finally {
+        c.close();
+      }
+    });
+  return prog;
+}
+
+/** Runs inplacectl with argv; resolves with the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const prog = program();
+  try {
+    await prog.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok;
+      return EXIT.usage;
+    }
+    if (err instanceof UsageError) {
+      process.stderr.write(`inplacectl: ${err.message}\n`);
+      return EXIT.usage;
+    }
+    const e = err instanceof AgentError ? err : asAgentError(err);
+    process.stderr.write(`inplacectl: ${e.message}\n`);
+    return EXIT.failed;
+  }
+}
+
+const code = await main(process.argv);
+process.exit(code);

@@ -1,0 +1,64 @@
+// Text rendering of pods and operations for inplacectl.
+import { formatDuration } from '../duration.js';
+import type { Operation } from '../engine/operation.js';
+import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
+
+/** A fixed-width table. */
+export function table(rows: string[][]): string {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length)));
+  return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
+}
+
+/** Pods and their containers. */
+export function renderPods(res: ListPodsResponse__Output): string {
+  const rows = [['POD', 'POD ID', 'IP', 'CONTAINER', 'CONTAINER ID', 'STATE', 'IMAGE']];
+  for (const p of res.pods) {
+    if (p.containers.length === 0) rows.push([p.name, p.id.slice(0, 12), p.ip || '-', '-', '-', p.state, '-']);
+    for (const c of p.containers) rows.push([p.name, p.id.slice(0, 12), p.ip || '-', c.name, c.id.slice(0, 12), c.state, c.image]);
+  }
+  return table(rows);
+}
+
+/** A list of operations, newest first. */
+export function renderOperations(ops: Operation[]): string {
+  const rows = [['OPERATION', 'POD', 'STATE', 'CONTAINERS', 'CREATED', 'ERROR']];
+  for (const op of ops) {
+    rows.push([op.id.slice(0, 8), op.podName, op.state, op.containers.map((c) => c.name).join(','), op.createdAt, op.error ?? '']);
+  }
+  return table(rows);
+}
+
+/** One operation in full. */
+export function renderOperation(op: Operation): string {
+  const lines = [
+    `operation ${op.id}`,
+    `  pod:     ${op.podName} (${op.podId.slice(0, 12)}) ip ${op.podIp || '-'}`,
+    `  state:   ${op.state}${op.cancelRequested ? ' (cancel requested)' : ''}`,
+    `  created: ${op.createdAt}${op.finishedAt ? `   finished: ${op.finishedAt} (${formatDuration(Date.parse(op.finishedAt) - Date.parse(op.createdAt))})` : ''}`,
+  ];
+  if (op.error) lines.push(`  error:   ${op.error}`);
+  for (const c of op.containers) {
+    lines.push(`  container ${c.name}: ${c.step}`);
+    lines.push(`    image ${c.oldImage}${c.newImage !== c.oldImage ? ` -> ${c.newImage}` : ' (same)'}`);
+    lines.push(`    id    ${c.oldId.slice(0, 12)} -> ${c.newId ? c.newId.slice(0, 12) : '-'}${c.rollbackId ? `   rolled back to ${c.rollbackId.slice(0, 12)}` : ''}`);
+    if (c.exitCode !== undefined) lines.push(`    replacement exit code ${c.exitCode}`);
+    if (c.error) lines.push(`    error ${c.error}`);
+  }
+  return lines.join('\n');
+}
+
+/** One line describing what changed since the previous view of an operation (undefined: nothing new). */
+export function progressLine(prev: Operation | undefined, cur: Operation, t0: number): string | undefined {
+  const at = formatDuration(Date.now() - t0).padStart(7);
+  const out: string[] = [];
+  if (!prev || prev.state !== cur.state) out.push(`${at}  ${cur.state.toLowerCase()}${cur.state === 'Pending' ? ' (waiting for earlier operations on this pod)' : ''}`);
+  for (const c of cur.containers) {
+    const before = prev?.containers.find((p) => p.name === c.name);
+    if (before?.step === c.step) continue;
+    if (c.step === 'Waiting') continue;
+    const detail =
+      c.step === 'Created' ? ` ${c.newId.slice(0, 12)} (${c.newImage})` : c.step === 'RolledBack' || c.step === 'Failed' ? `: ${c.error ?? ''}` : '';
+    out.push(`${at}    ${c.name}: ${c.step.toLowerCase()}${detail}`);
+  }
+  return out.length ? out.join('\n') : undefined;
+}

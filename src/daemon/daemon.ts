@@ -1,0 +1,103 @@
+// The composition root: builds every component from the options, starts them in order (runtime, journal
+// recovery, API, metrics) and stops them in reverse on shutdown. Returns the first fatal error.
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { systemClock, type Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import { startApiServer, type ApiServer } from '../api/server.js';
+import { Engine } from '../engine/engine.js';
+import { Journal } from '../engine/journal.js';
+import type { ContainerStep, ContainerTarget, Operation } from '../engine/operation.js';
+import { detectRuntime } from '../runtime/detect.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { observeOperations } from './operation-metrics.js';
+import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
+import type { DaemonOptions } from './options.js';
+import { runtimeFactories } from './runtime-factories.js';
+import { createPullService } from './pull-wiring.js';
+
+/**
+ * Fault injection for recovery tests: with INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process kills
+ * itself with SIGKILL right after journaling that container step, as a crash at the worst moment would.
+ */
+function crashAfterStep(step: string | undefined, log: Logger): ((op: Operation, t: ContainerTarget, s: ContainerStep) => void) | undefined {
+  if (!step) return undefined;
+  log.warn('fault injection armed: the agent will SIGKILL itself after a journaled step', { step });
+  return (_op, _t, s) => {
+    if (s === step) process.kill(process.pid, 'SIGKILL');
+  };
+}
+
+/** A started daemon. */
+export interface Daemon {
+  runtime: Runtime;
+  engine: Engine;
+  api: ApiServer;
+  http?: HttpEndpoints;
+  registry: Registry;
+  /** Drains operations to a safe point, flushes the journal and stops serving. */
+  shutdown(): Promise<void>;
+}
+
+/** Starts the daemon; the journal is replayed before the API accepts calls. */
+export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock = systemClock): Promise<Daemon> {
+  const runtime = await detectRuntime(opts, runtimeFactories());
+  const v = await runtime.version();
+  log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
+
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const { pulls, parseKeyring } = createPullService(runtime, opts, registry, log, clock);
+  const engine = new Engine({
+    runtime,
+    puller: pulls,
+    journal: new Journal(opts.stateDir),
+    clock,
+    log,
+    retention: opts.retention,
+    afterStep: crashAfterStep(process.env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP, log),
+  });
+  observeOperations(engine, registry);
+  await engine.start();
+
+  const api = await startApiServer(opts.listen, {
+    engine,
+    pulls,
+    parseKeyring,
+    runtimeKind: runtime.kind,
+    restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
+  });
+  log.info('agent API listening', { address: api.address });
+
+  let http: HttpEndpoints | undefined;
+  if (opts.metricsAddr) {
+    http = await startHttpEndpoints(opts.metricsAddr, registry, async () => {
+      if (engine.draining) return 'shutting down';
+      try {
+        await runtime.version();
+        return undefined;
+      } catch (err) {
+        return `runtime unreachable: ${String(err)}`;
+      }
+    });
+    log.info('metrics and probes listening', { address: http.address });
+  }
+
+  let stopping: Promise<void> | undefined;
+  return {
+    runtime,
+    engine,
+    api,
+    http,
+    registry,
+    shutdown: () =>
+      (stopping ??= (async () => {
+        log.info('draining: no new operations; running ones stop at a safe point');
+        api.health.setStatus('', 'NOT_SERVING');
+        await engine.drain();
+        await api.stop();
+        await http?.close();
+        runtime.close();
+        log.info('stopped');
+      })()),
+  };
+}

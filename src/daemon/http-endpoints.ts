@@ -1,0 +1,38 @@
+// The daemon's HTTP side door: Prometheus /metrics, liveness /healthz, readiness /readyz.
+import http from 'node:http';
+import type { Registry } from 'prom-client';
+
+/** A running HTTP endpoint server. */
+export interface HttpEndpoints {
+  address: string;
+  close(): Promise<void>;
+}
+
+/** Serves metrics and probes on host:port; ready() decides /readyz. */
+export async function startHttpEndpoints(addr: string, registry: Registry, ready: () => Promise<string | undefined>): Promise<HttpEndpoints> {
+  const idx = addr.lastIndexOf(':');
+  const host = idx > 0 ? addr.slice(0, idx).replace(/^\[|\]$/g, '') : '127.0.0.1';
+  const port = Number(idx >= 0 ? addr.slice(idx + 1) : addr);
+  const server = http.createServer((req, res) => {
+    const send = (code: number, body: string, type = 'text/plain; charset=utf-8') => {
+      res.writeHead(code, { 'content-type': type });
+      res.end(body);
+    };
+    if (req.url === '/metrics') {
+      registry.metrics().then((m) => send(200, m, registry.contentType), (e: unknown) => send(500, String(e)));
+    } else if (req.url === '/healthz') {
+      send(200, 'ok\n');
+    } else if (req.url === '/readyz') {
+      ready().then((why) => (why ? send(503, `not ready: ${why}\n`) : send(200, 'ok\n')), (e: unknown) => send(503, `not ready: ${String(e)}\n`));
+    } else {
+      send(404, 'not found\n');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => resolve());
+  });
+  const a = server.address();
+  const address = typeof a === 'object' && a ? `${a.address}:${a.port}` : addr;
+  return { address, close: () => new Promise((resolve) => server.close(() => resolve())) };
+}

@@ -1,0 +1,93 @@
+// The daemon's settings: command-line flags, each also settable as INPLACE_AGENT_<FLAG> in the environment.
+import { Command, Option } from 'commander';
+import { parseDuration } from '../duration.js';
+import type { LogFormat } from '../log.js';
+
+/** Everything the daemon is configured with. */
+export interface DaemonOptions {
+  runtime: 'auto' | 'cri' | 'docker';
+  criEndpoint?: string;
+  dockerHost?: string;
+  containerdAddress?: string;
+  listen: string;
+  stateDir: string;
+  metricsAddr?: string;
+  logLevel: string;
+  logFormat: LogFormat;
+  maxParallelPulls: number;
+  pullRetries: number;
+  pullStallTimeoutMs: number;
+  pullTimeoutMs: number;
+  minFreeDiskBytes: number;
+  defaultGraceSeconds: number;
+  defaultMinReadyMs: number;
+  defaultTimeoutMs: number;
+  retention: number;
+}
+
+/** The daemon's command line, with defaults and environment fallbacks. */
+export function daemonCommand(version: string): Command {
+  const env = (flag: string) => `INPLACE_AGENT_${flag.toUpperCase().replace(/-/g, '_')}`;
+  const opt = (flags: string, desc: string, name: string) => new Option(flags, desc).env(env(name));
+  return new Command('inplace-agent')
+    .description('Node agent: restarts one container of a pod in place (CRI or Docker) and pre-pulls images')
+    .version(version)
+    .addOption(opt('--runtime <kind>', 'container runtime', 'runtime').choices(['auto', 'cri', 'docker']).default('auto'))
+    .addOption(opt('--cri-endpoint <uri>', 'CRI socket (default: auto-detect containerd, CRI-O, cri-dockerd)', 'cri-endpoint'))
+    .addOption(opt('--docker-host <uri>', 'Docker Engine socket (default unix:///var/run/docker.sock)', 'docker-host'))
+    .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
+    .addOption(opt('--listen <uri>', 'agent API address', 'listen').default('unix:///run/inplace-agent/agent.sock'))
+    .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
+    .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
+    .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
+    .addOption(opt('--log-format <format>', 'log format', 'log-format').choices(['json', 'text']).default('text'))
+    .addOption(opt('--max-parallel-pulls <n>', 'node-wide concurrent image pulls', 'max-parallel-pulls').default('2'))
+    .addOption(opt('--pull-retries <n>', 'retries of a pull that can heal', 'pull-retries').default('3'))
+    .addOption(opt('--pull-stall-timeout <duration>', 'fail a pull that receives no bytes this long (not while unpacking)', 'pull-stall-timeout').default('60s'))
+    .addOption(opt('--pull-timeout <duration>', 'overall deadline of one image pull', 'pull-timeout').default('30m'))
+    .addOption(opt('--min-free-disk <bytes>', 'refuse pulls when the image filesystem has less free space (e.g. 1Gi, 500Mi)', 'min-free-disk').default('1Gi'))
+    .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
+    .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
+    .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+}
+
+/** Bytes of `1Gi`, `500Mi`, `10G`, `1024`. */
+export function parseBytes(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)\s*(|k|ki|m|mi|g|gi|t|ti)b?$/i.exec(text.trim());
+  if (!m) throw new Error(`invalid size "${text}" (use e.g. 500Mi, 1Gi, 1048576)`);
+  const unit = m[2].toLowerCase();
+  const pow = { '': 0, k: 1, m: 2, g: 3, t: 4 }[unit[0] ?? ''] ?? 0;
+  const base = unit.endsWith('i') ? 1024 : 1000;
+  return Math.round(Number(m[1]) * base ** pow);
+}
+
+/** Settings from a parsed command. */
+export function daemonOptions(cmd: Command): DaemonOptions {
+  const o = cmd.opts<Record<string, string | undefined>>();
+  const int = (name: string, v: string | undefined) => {
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got "${v}"`);
+    return n;
+  };
+  return {
+    runtime: o.runtime as DaemonOptions['runtime'],
+    criEndpoint: o.criEndpoint,
+    dockerHost: o.dockerHost,
+    containerdAddress: o.containerdAddress,
+    listen: o.listen as string,
+    stateDir: o.stateDir as string,
+    metricsAddr: o.metricsAddr,
+    logLevel: o.logLevel as string,
+    logFormat: o.logFormat as LogFormat,
+    maxParallelPulls: Math.max(1, int('max-parallel-pulls', o.maxParallelPulls)),
+    pullRetries: int('pull-retries', o.pullRetries),
+    pullStallTimeoutMs: parseDuration(o.pullStallTimeout as string),
+    pullTimeoutMs: parseDuration(o.pullTimeout as string),
+    minFreeDiskBytes: parseBytes(o.minFreeDisk as string),
+    defaultGraceSeconds: Math.round(parseDuration(o.grace as string) / 1000),
+    defaultMinReadyMs: parseDuration(o.minReady as string),
+    defaultTimeoutMs: parseDuration(o.operationTimeout as string),
+    retention: int('retention', o.retention),
+  };
+}

@@ -1,0 +1,236 @@
+// End to end: the real agent process and inplacectl against the sandbox's real containerd (CRI) and dockerd.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { AgentClient } from '../../src/api/client.js';
+import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import type { Container } from '../../src/runtime/types.js';
+import { CriPodFixture } from '../../src/testbed/cri-pods.js';
+import { DockerPodFixture } from '../../src/testbed/docker-pods.js';
+import type { PodFixture, TestPod } from '../../src/testbed/pod-fixture.js';
+import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const env = sandboxEnv();
+
+interface Flavour {
+  name: 'cri' | 'docker';
+  agentArgs: string[];
+  runtime(): Runtime;
+  fixture(): PodFixture;
+}
+
+const flavours: Flavour[] = [
+  {
+    name: 'cri',
+    agentArgs: ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint],
+    runtime: () => new CriRuntime(env.criEndpoint),
+    fixture: () => new CriPodFixture(env.criEndpoint),
+  },
+  {
+    name: 'docker',
+    agentArgs: ['--runtime', 'docker', '--docker-host', env.dockerHost],
+    runtime: () => new DockerRuntime(env.dockerHost),
+    fixture: () => new DockerPodFixture(env.dockerHost),
+  },
+];
+
+/** What a pod looks like at one moment: the facts a restart must keep or change. */
+async function snapshot(rt: Runtime, podId: string): Promise<{ ip: string; byName: Map<string, Container> }> {
+  const pod = await rt.getPod(podId);
+  const cs = await rt.listContainers({ podId });
+  const byName = new Map<string, Container>();
+  for (const c of cs.filter((x) => x.state === 'running')) {
+    assert.ok(!byName.has(c.name), `two running containers named ${c.name}`);
+    byName.set(c.name, c);
+  }
+  return { ip: pod.ip, byName };
+}
+
+async function sh(rt: Runtime, id: string, script: string): Promise<string> {
+  const r = await rt.exec(id, ['/bin/sh', '-c', script], 10);
+  assert.equal(r.exitCode, 0, `exec "${script}" failed: ${r.stderr}`);
+  return r.stdout.trim();
+}
+
+for (const f of flavours) {
+  describe(`in-place restart end to end (${f.name})`, function () {
+    this.timeout(120_000);
+    let rt: Runtime;
+    let fixture: PodFixture;
+    let agent: AgentProcess;
+    let volume: string;
+    const pods: TestPod[] = [];
+
+    const threeContainerPod = async (name: string): Promise<TestPod> => {
+      const pod = await fixture.create({
+        name,
+        namespace: 'e2e',
+        containers: [
+          { name: 'app', image: env.images.appV1 },
+          { name: 'sidecar', image: env.images.appV1 },
+          { name: 'logger', image: env.images.appV1 },
+        ],
+        volume: { hostPath: fs.mkdtempSync(path.join(volume, `${name}-`)), mountPath: '/data' },
+      });
+      pods.push(pod);
+      return pod;
+    };
+
+    before(async function () {
+      rt = f.runtime();
+      await requireRuntime(this, f.name, () => rt.version());
+      fixture = f.fixture();
+      volume = fs.mkdtempSync(path.join(os.tmpdir(), `inplace-e2e-${f.name}-`));
+      agent = await startAgent([...f.agentArgs, '--min-ready', '500ms', '--grace', '5s']);
+    });
+
+    after(async () => {
+      await agent?.stop();
+      for (const p of pods) await fixture?.remove(p).catch(() => undefined);
+      fixture?.close();
+      rt?.close();
+    });
+
+    for (const newImage of [true, false]) {
+      it(`restarts one of three containers ${newImage ? 'with a new image' : 'with the same image'}; pod, IP, siblings and volume stay`, async () => {
+        const pod = await threeContainerPod(newImage ? 'upgrade' : 'same');
+        const before = await snapshot(rt, pod.podId);
+        const oldApp = before.byName.get('app')!;
+        await sh(rt, oldApp.id, 'echo kept-$(cat /app/version) > /data/before');
+
+        const args = ['restart', pod.name, 'app'];
+        if (newImage) args.push('--image', `app=${env.images.appV2}`);
+        const res = await ctl(agent.socket, ...args);
+        assert.equal(res.code, 0, `inplacectl failed: ${res.stdout}${res.stderr}\n${agent.log()}`);
+        assert.match(res.stdout, /stopping/);
+        assert.match(res.stdout, /restarted in place/);
+
+        const after = await snapshot(rt, pod.podId);
+        const newApp = after.byName.get('app')!;
+        assert.ok(newApp, 'app is running after the restart');
+        assert.notEqual(newApp.id, oldApp.id, 'app runs under a new id');
+        assert.equal(after.ip, before.ip, 'pod IP unchanged');
+        assert.equal((await rt.getPod(pod.podId)).id, pod.podId, 'same sandbox');
+        for (const sib of ['sidecar', 'logger']) {
+          assert.equal(after.byName.get(sib)?.id, before.byName.get(sib)?.id, `${sib} id unchanged`);
+          assert.equal(after.byName.get(sib)?.startedAt?.getTime(), before.byName.get(sib)?.startedAt?.getTime(), `${sib} start time unchanged`);
+        }
+        assert.equal(await sh(rt, newApp.id, 'cat /app/version'), newImage ? 'v2' : 'v1');
+        assert.equal(await sh(rt, newApp.id, 'cat /data/before'), 'kept-v1', 'volume content written by the old instance is intact');
+        await assert.rejects(rt.inspectContainer(oldApp.id), /not found/i, 'old container removed after success');
+      });
+    }
+
+    it('refuses a missing image before stopping anything (exit 1, names the image)', async () => {
+      const pod = await threeContainerPod('missing');
+      const before = await snapshot(rt, pod.podId);
+      const missing = `${env.registry}/inplace/app:does-not-exist`;
+      const res = await ctl(agent.socket, 'restart', pod.name, 'app', '--image', `app=${missing}`);
+      assert.equal(res.code, 1, res.stdout + res.stderr);
+      assert.ok((res.stdout + res.stderr).includes(missing), `message names the image: ${res.stdout}${res.stderr}`);
+      const after = await snapshot(rt, pod.podId);
+      assert.equal(after.byName.get('app')?.id, before.byName.get('app')?.id, 'target still running under its old id');
+    });
+
+    it('refuses an unknown pod, an unknown container and a malformed image with a clear message and no change', async () => {
+      const pod = await threeContainerPod('refusals');
+      const before = await snapshot(rt, pod.podId);
+      const unknownPod = await ctl(agent.socket, 'restart', 'e2e/no-such-pod', 'app');
+      assert.equal(unknownPod.code, 1);
+      assert.match(unknownPod.stderr, /pod "e2e\/no-such-pod" not found/);
+      const unknownContainer = await ctl(agent.socket, 'restart', pod.name, 'nope');
+      assert.equal(unknownContainer.code, 1);
+      assert.match(unknownContainer.stderr, /container "nope" not found in pod .*it has: .*app.*logger.*sidecar/);
+      const badImage = await ctl(agent.socket, 'restart', pod.name, 'app', '--image', 'app=Not A Ref');
+      assert.equal(badImage.code, 2);
+      assert.match(badImage.stderr, /invalid image reference "Not A Ref"/);
+      const after = await snapshot(rt, pod.podId);
+      for (const n of ['app', 'sidecar', 'logger']) assert.equal(after.byName.get(n)?.id, before.byName.get(n)?.id);
+    });
+
+    it('rolls back a replacement that exits at once: old config running again, operation Failed with the exit code', async () => {
+      const pod = await threeContainerPod('crash');
+      const before = await snapshot(rt, pod.podId);
+      const res = await ctl(agent.socket, '-o', 'json', 'restart', pod.name, 'app', '--image', `app=${env.images.crash}`, '--min-ready', '2s');
+      assert.equal(res.code, 1, res.stdout + res.stderr);
+      const op = JSON.parse(res.stdout.slice(res.stdout.indexOf('{'))) as { state: string; containers: { step: string; exitCode?: number; rollbackId: string }[] };
+      assert.equal(op.state, 'Failed');
+      assert.equal(op.containers[0].step, 'RolledBack');
+      assert.equal(op.containers[0].exitCode, 3);
+      const after = await snapshot(rt, pod.podId);
+      const app = after.byName.get('app')!;
+      assert.ok(app, 'app runs again');
+      assert.equal(app.id, op.containers[0].rollbackId);
+      assert.equal(await sh(rt, app.id, 'cat /app/version'), 'v1', 'the old config (image v1) runs again');
+      assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id);
+      const all = (await rt.listContainers({ podId: pod.podId })).filter((c) => c.state === 'running' && ['app', 'sidecar', 'logger'].includes(c.name));
+      assert.equal(all.length, 3, 'no duplicate left running');
+    });
+
+    it('serializes two restarts of one pod and runs ten pods concurrently', async function () {
+      this.timeout(240_000);
+      const pod = await threeContainerPod('serial');
+      const c = new AgentClient(`unix://${agent.socket}`);
+      try {
+        const base = { images: {}, graceSeconds: 5, graceSet: true, minReadyMs: '200', minReadySet: true, timeoutMs: '0' };
+        const [a, b] = await Promise.all([
+          c.restart({ ...base, pod: pod.name, containers: ['app'], images: { app: env.images.appV2 } }),
+          c.restart({ ...base, pod: pod.name, containers: ['sidecar'] }),
+        ]);
+        const [ea, eb] = [await waitEnd(c, a.id), await waitEnd(c, b.id)];
+        assert.equal(ea.state, 'Succeeded');
+        assert.equal(eb.state, 'Succeeded');
+        assert.ok(Date.parse(eb.containers[0].steps.find((s) => s.step === 'Creating')!.at) >= Date.parse(ea.finishedAt!), 'second began after the first ended');
+
+        const many = await Promise.all(Array.from({ length: 10 }, (_, i) => threeContainerPod(`many-${i}`)));
+        const ops = await Promise.all(many.map((p) => c.restart({ ...base, pod: p.name, containers: ['app'], images: { app: env.images.appV2 } })));
+        const ends = await Promise.all(ops.map((o) => waitEnd(c, o.id)));
+        assert.deepEqual(ends.map((e) => e.state), Array(10).fill('Succeeded'));
+      } finally {
+        c.close();
+      }
+    });
+
+    it('finishes or rolls back an operation after the agent is SIGKILLed between stop and start', async () => {
+      const pod = await threeContainerPod('crashed-agent');
+      const before = await snapshot(rt, pod.podId);
+      const crashing = await startAgent(f.agentArgs, { env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: 'Stopped' } });
+      const res = await ctl(crashing.socket, 'restart', pod.name, 'app', '--image', `app=${env.images.appV2}`);
+      assert.notEqual(res.code, 0);
+      const died = await crashing.exited;
+      assert.equal(died.signal, 'SIGKILL');
+      const mid = await snapshot(rt, pod.podId);
+      assert.ok(!mid.byName.has('app'), 'the crash left the target stopped');
+
+      const again = await startAgent(f.agentArgs, { stateDir: crashing.stateDir });
+      try {
+        const c = new AgentClient(`unix://${again.socket}`);
+        try {
+          const [op] = await c.listOperations(pod.podId);
+          const end = await waitEnd(c, op.id);
+          assert.ok(['Succeeded', 'Failed'].includes(end.state), end.state);
+        } finally {
+          c.close();
+        }
+        const after = await snapshot(rt, pod.podId);
+        const running = (await rt.listContainers({ podId: pod.podId })).filter((c) => c.state === 'running' && c.name === 'app');
+        assert.equal(running.length, 1, 'exactly one running instance of the target');
+        assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id);
+      } finally {
+        await again.stop();
+      }
+    });
+  });
+}
+
+async function waitEnd(c: AgentClient, id: string) {
+  let last;
+  for await (const op of c.watchOperation(id)) last = op;
+  assert.ok(last);
+  return last;
+}

@@ -1,0 +1,92 @@
+// Runs the real inplace-agent daemon and inplacectl as child processes, as an operator would.
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AgentClient } from '../../src/api/client.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const DAEMON = path.join(root, 'dist/src/daemon/main.js');
+const CTL = path.join(root, 'dist/src/cli/main.js');
+
+/** A running agent process. */
+export interface AgentProcess {
+  child: ChildProcess;
+  socket: string;
+  stateDir: string;
+  /** Everything the agent logged so far. */
+  log(): string;
+  /** Resolves with the exit code/signal once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+}
+
+/** Starts the agent on a runtime and waits until its API answers. */
+export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string> } = {}): Promise<AgentProcess> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-agent-'));
+  const socket = path.join(dir, 'agent.sock');
+  const stateDir = opts.stateDir ?? path.join(dir, 'state');
+  const child = spawn(process.execPath, [DAEMON, '--listen', `unix://${socket}`, '--state-dir', stateDir, '--log-level', 'debug', ...args], {
+    env: { ...process.env, ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`agent exited at start:\n${out}`);
+    if (fs.existsSync(socket)) {
+      const c = new AgentClient(`unix://${socket}`, 2000);
+      try {
+        await c.listOperations();
+        break;
+      } catch {
+        /* not yet */
+      } finally {
+        c.close();
+      }
+    }
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`agent did not come up in 20s:\n${out}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    child,
+    socket,
+    stateDir,
+    log: () => out,
+    exited,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Result of one inplacectl run. */
+export interface CtlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs inplacectl against an agent socket. */
+export function ctl(socket: string, ...args: string[]): Promise<CtlResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CTL, '--agent', `unix://${socket}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
