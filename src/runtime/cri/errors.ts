@@ -35,7 +35,10 @@ const kindByCode: Partial<Record<Status, ErrorKind>> = {
 
 /** Message patterns for UNKNOWN, checked in order. */
 const kindByUnknownText: [RegExp, ErrorKind][] = [
-  [/\bnot found\b|does not exist|no such (container|sandbox|image|file)/i, 'NotFound'],
+  // errdefs.ErrNotFound text; "no such file" is left out on purpose: exec of a missing binary says that.
+  [/\bnot found\b|does not exist|no such (container|sandbox|image)\b/i, 'NotFound'],
+  // "container is in CONTAINER_EXITED state" (start or exec of a stopped container).
+  [/is in (CONTAINER|SANDBOX)_[A-Z]+ state/, 'FailedPrecondition'],
   [/\b(401 unauthorized|unauthorized|authentication required|access denied|denied: )/i, 'Unauthenticated'],
   [/already exists|is reserved for/i, 'FailedPrecondition'],
   [/context deadline exceeded|timeout .* exceeded/i, 'DeadlineExceeded'],
