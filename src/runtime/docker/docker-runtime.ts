@@ -1,0 +1,258 @@
+// The Runtime interface over the Docker Engine API (dockerode). Pods are sandbox containers plus the containers
+// that joined their network namespace (see pods.ts); recreation goes through create-options.ts.
+import { statfsSync } from 'node:fs';
+import Dockerode from 'dockerode';
+import { AgentError } from '../../errors.js';
+import type { ContainerFilter, Runtime } from '../runtime.js';
+import type {
+  Container,
+  ContainerDetail,
+  ContainerSpec,
+  ExecResult,
+  Image,
+  ImageFsUsage,
+  Pod,
+  PulledImage,
+  PullOptions,
+  RuntimeEvent,
+  RuntimeVersion,
+} from '../types.js';
+import { containerFromInspect, imageFromInspect, imageFromSummary } from './convert.js';
+import { createOptions, type ImageDefaults } from './create-options.js';
+import { dockerodeOptions } from './endpoint.js';
+import { dockerError, dockerStatus } from './errors.js';
+import { dockerEvents } from './events.js';
+import { execInContainer } from './exec.js';
+import { groupPods, joinedContainer, sandboxResolver } from './pods.js';
+import { pullImage } from './pull.js';
+
+/** Longest `container:` chain followed when resolving a container's pod. */
+const maxJoinHops = 8;
+
+/** A Runtime that drives one dockerd. */
+export class DockerRuntime implements Runtime {
+  readonly kind = 'docker' as const;
+  /** The dockerode client (exposed for test fixtures that create raw containers). */
+  readonly docker: Dockerode;
+
+  /** Connects lazily to endpoint: `unix:///path/docker.sock`, a bare socket path, or `tcp://host:port`. */
+  constructor(readonly endpoint: string) {
+    this.docker = new Dockerode(dockerodeOptions(endpoint));
+  }
+
+  private fail(err: unknown, subject: string): AgentError {
+    return dockerError(err, subject, this.endpoint);
+  }
+
+  async version(): Promise<RuntimeVersion> {
+    try {
+      const v = await this.docker.version();
+      return { kind: 'docker', name: 'docker', version: v.Version, apiVersion: v.ApiVersion, endpoint: this.endpoint };
+    } catch (err) {
+      throw this.fail(err, 'version');
+    }
+  }
+
+  private async listAll(runningOnly = false): Promise<Dockerode.ContainerInfo[]> {
+    try {
+      return await this.docker.listContainers({ all: !runningOnly });
+    } catch (err) {
+      throw this.fail(err, 'container list');
+    }
+  }
+
+  async listPods(): Promise<Pod[]> {
+    return groupPods(await this.listAll()).pods;
+  }
+
+  async getPod(podId: string): Promise<Pod> {
+    const pods = (await this.listPods()).filter((p) => p.id === podId || (podId.length >= 4 && p.id.startsWith(podId)));
+    if (pods.length !== 1) throw new AgentError('NotFound', `pod "${podId}" not found`);
+    return pods[0]!;
+  }
+
+  async listContainers(filter: ContainerFilter = {}): Promise<Container[]> {
+    // Grouping needs every container (a stopped sandbox still owns its members), so filter afterwards.
+    const { containers } = groupPods(await this.listAll());
+    return containers.filter(
+      (c) => (filter.podId === undefined || c.podId === filter.podId) && (!filter.runningOnly || c.state === 'running'),
+    );
+  }
+
+  private async inspectRaw(containerId: string): Promise<Dockerode.ContainerInspectInfo> {
+    try {
+      return await this.docker.getContainer(containerId).inspect();
+    } catch (err) {
+      throw this.fail(err, `container "${containerId}"`);
+    }
+  }
+
+  /** Sandbox id of the pod an inspected container belongs to (its own id when it owns its network). */
+  private async podIdOf(info: Dockerode.ContainerInspectInfo): Promise<string> {
+    let current = info;
+    for (let hops = 0; hops < maxJoinHops; hops++) {
+      const ref = joinedContainer(current.HostConfig?.NetworkMode);
+      if (ref === undefined) return current.Id;
+      try {
+        current = await this.docker.getContainer(ref).inspect();
+      } catch (err) {
+        if (dockerStatus(err) === 404) return ref; // the sandbox is gone
+        throw this.fail(err, `container "${ref}"`);
+      }
+    }
+    return current.Id;
+  }
+
+  async inspectContainer(containerId: string): Promise<ContainerDetail> {
+    const info = await this.inspectRaw(containerId);
+    return containerFromInspect(info, await this.podIdOf(info));
+  }
+
+  async createContainer(podId: string, spec: ContainerSpec, name?: string): Promise<string> {
+    const native = spec.native as Dockerode.ContainerInspectInfo | undefined;
+    if (!native || typeof native !== 'object' || !native.Config || !native.HostConfig || !native.Id) {
+      throw new AgentError('InvalidArgument', `container spec "${spec.name}" carries no Docker inspect data`);
+    }
+    if (podId !== native.Id) {
+      // The sandbox must exist and own its network, else the new container would join a stranger or nothing.
+      const sandbox = await this.inspectRaw(podId).catch((err: unknown) => {
+        throw AgentError.is(err, 'NotFound') ? new AgentError('NotFound', `pod "${podId}" not found`) : err;
+      });
+      if (joinedContainer(sandbox.HostConfig?.NetworkMode) !== undefined) {
+        throw new AgentError('NotFound', `pod "${podId}" not found (container "${podId}" joins another's network)`);
+      }
+      podId = sandbox.Id;
+    }
+    let oldImage: ImageDefaults | undefined;
+    if (spec.image !== native.Config.Image) {
+      try {
+        oldImage = (await this.docker.getImage(native.Image).inspect()).Config as ImageDefaults;
+      } catch (err) {
+        if (dockerStatus(err) !== 404) throw this.fail(err, `image "${native.Image}"`);
+      }
+    }
+    const body = createOptions(native, spec, { podId, ...(name !== undefined ? { name } : {}), ...(oldImage ? { oldImage } : {}) });
+    try {
+      return (await this.docker.createContainer(body)).id;
+    } catch (err) {
+      const what = name !== undefined ? `container "${name}"` : `container from "${spec.name}"`;
+      throw this.fail(err, dockerStatus(err) === 404 ? `image "${spec.image}" for ${what}` : `create ${what}`);
+    }
+  }
+
+  async startContainer(containerId: string): Promise<void> {
+    try {
+      await this.docker.getContainer(containerId).start();
+    } catch (err) {
+      if (dockerStatus(err) === 304) return; // already running
+      throw this.fail(err, `container "${containerId}"`);
+    }
+  }
+
+  async stopContainer(containerId: string, graceSeconds: number): Promise<void> {
+    try {
+      await this.docker.getContainer(containerId).stop({ t: Math.max(0, Math.round(graceSeconds)) });
+    } catch (err) {
+      if (dockerStatus(err) === 304) return; // already stopped: the contract says stop is idempotent
+      throw this.fail(err, `container "${containerId}"`);
+    }
+  }
+
+  async removeContainer(containerId: string): Promise<void> {
+    try {
+      // v: false keeps anonymous volumes, which a replacement container may have taken over by name.
+      await this.docker.getContainer(containerId).remove({ force: true, v: false });
+    } catch (err) {
+      if (dockerStatus(err) === 404) return; // already gone: remove is idempotent
+      throw this.fail(err, `container "${containerId}"`);
+    }
+  }
+
+  async renameContainer(containerId: string, newName: string): Promise<void> {
+    try {
+      await this.docker.getContainer(containerId).rename({ name: newName });
+    } catch (err) {
+      const status = dockerStatus(err);
+      throw this.fail(err, status === 404 ? `container "${containerId}"` : `rename of container "${containerId}" to "${newName}"`);
+    }
+  }
+
+  exec(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
+    return execInContainer(this.docker, this.endpoint, containerId, cmd, timeoutSeconds);
+  }
+
+  pullImage(ref: string, opts?: PullOptions): Promise<PulledImage> {
+    return pullImage(this.docker, this.endpoint, ref, opts);
+  }
+
+  async inspectImage(ref: string): Promise<Image | undefined> {
+    try {
+      return imageFromInspect(await this.docker.getImage(ref).inspect());
+    } catch (err) {
+      if (dockerStatus(err) === 404) return undefined;
+      throw this.fail(err, `image "${ref}"`);
+    }
+  }
+
+  async listImages(): Promise<Image[]> {
+    try {
+      return (await this.docker.listImages()).map(imageFromSummary);
+    } catch (err) {
+      throw this.fail(err, 'image list');
+    }
+  }
+
+  async imageFsUsage(): Promise<ImageFsUsage> {
+    let root: string;
+    let used: number;
+    try {
+      const info = (await this.docker.info()) as { DockerRootDir: string };
+      root = info.DockerRootDir;
+      const df = (await this.docker.df()) as { LayersSize?: number };
+      used = df.LayersSize ?? 0;
+    } catch (err) {
+      throw this.fail(err, 'image filesystem');
+    }
+    try {
+      const fs = statfsSync(root);
+      return { mountpoint: root, usedBytes: used, availableBytes: fs.bavail * fs.bsize };
+    } catch (err) {
+      throw new AgentError('FailedPrecondition', `Docker root dir "${root}" cannot be read here: ${String(err)}`, {
+        cause: err,
+      });
+    }
+  }
+
+  events(signal: AbortSignal): AsyncIterable<RuntimeEvent> {
+    const since = Date.now() / 1000; // events from the moment of the call, even if iteration starts later
+    const podIds = new Map<string, string>();
+    let primed: Promise<void> | undefined;
+    const prime = async (): Promise<void> => {
+      const list = await this.listAll().catch(() => []);
+      const sandboxOf = sandboxResolver(list);
+      for (const c of list) if (!podIds.has(c.Id)) podIds.set(c.Id, sandboxOf(c));
+    };
+    const podIdOf = async (containerId: string, type: RuntimeEvent['type']): Promise<string> => {
+      await (primed ??= prime());
+      if (type === 'deleted') {
+        const known = podIds.get(containerId) ?? '';
+        podIds.delete(containerId);
+        return known;
+      }
+      const known = podIds.get(containerId);
+      if (known !== undefined) return known;
+      try {
+        const podId = await this.podIdOf(await this.docker.getContainer(containerId).inspect());
+        podIds.set(containerId, podId);
+        return podId;
+      } catch {
+        return ''; // removed before we could look
+      }
+    };
+    return dockerEvents({ docker: this.docker, podIdOf }, signal, since);
+  }
+
+  close(): void {
+    // dockerode holds no connection between requests.
+  }
+}
