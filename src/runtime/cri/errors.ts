@@ -66,7 +66,8 @@ export function fromGrpcError(err: unknown, ctx: CallContext): AgentError {
     const text = err instanceof Error ? err.message : String(err);
     return new AgentError('Internal', `${ctx.op} ${ctx.what || ctx.endpoint}: ${text}`, { cause: err });
   }
-  const details = err.details || err.message;
+  // grpc-js appends an empty "Resolution note:" to connection failures.
+  const details = (err.details || err.message).replace(/\s*Resolution note:\s*$/, '');
   const kind = kindOf(err.code, details);
   return new AgentError(kind, messageFor(kind, details, ctx), { cause: err });
 }
