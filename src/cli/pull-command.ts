@@ -1,0 +1,170 @@
+// `inplacectl pull`: renders the agent's PullImages event stream — progress bars on a terminal, plain lines
+// otherwise (one per phase change, byte progress at most every second per image), JSON lines with --output
+// json — and tells whether every image ended Done.
+import { readFile } from 'node:fs/promises';
+import cliProgress from 'cli-progress';
+import { AgentError, asAgentError } from '../errors.js';
+import { parseAuthConfig } from '../pull/auth.js';
+import type { PullEvent } from '../pull/types.js';
+
+/** How to render. */
+export interface PullRenderOptions {
+  /** One JSON object per event per line. */
+  json?: boolean;
+  /** Progress bars (stdout is a terminal). */
+  tty?: boolean;
+  out?: NodeJS.WritableStream;
+  err?: NodeJS.WritableStream;
+  /** Least time between two plain byte-progress lines of one image, ms (default 1000). */
+  plainIntervalMs?: number;
+  now?: () => number;
+}
+
+/** Events of one pull request, or a function that starts the request and returns them. */
+export type PullEventSource = AsyncIterable<PullEvent> | (() => AsyncIterable<PullEvent>);
+
+/**
+ * Reads an auth file for `--auth-file`, checks that it is a Docker config.json with usable `auths`, and
+ * returns its text for the request. Throws InvalidArgument naming the file (never a secret) otherwise.
+ */
+export async function readAuthFileForRequest(path: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (err) {
+    throw new AgentError('InvalidArgument', `--auth-file: cannot read ${path}: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  const keyring = parseAuthConfig(text, `--auth-file ${path}`);
+  if (keyring.size === 0) throw new AgentError('InvalidArgument', `--auth-file ${path} has no credentials under "auths"`);
+  return text;
+}
+
+/** Bytes in binary units. */
+export function humanBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
+
+/** The one-line description of an event, as the plain renderer prints it. */
+export function describePullEvent(e: PullEvent): string {
+  switch (e.phase) {
+    case 'Queued':
+      return `${e.image}: Queued${e.queuePosition ? ` (position ${e.queuePosition})` : ''}`;
+    case 'Pulling':
+    case 'Extracting': {
+      const bytes = e.bytesTotal > 0 ? ` ${humanBytes(e.bytesDone)} / ${humanBytes(e.bytesTotal)} (${Math.floor((100 * e.bytesDone) / e.bytesTotal)}%)` : e.bytesDone > 0 ? ` ${humanBytes(e.bytesDone)}` : '';
+      return `${e.image}: ${e.phase}${e.attempt > 1 ? ` (attempt ${e.attempt})` : ''}${bytes}, ${seconds(e.elapsedMs)}`;
+    }
+    case 'Retrying':
+      return `${e.image}: Retrying after attempt ${e.attempt}: ${e.error}`;
+    case 'Done': {
+      const what = e.alreadyPresent ? 'already present' : `pulled${e.bytesTotal > 0 ? ` ${humanBytes(e.bytesTotal)}` : ''} in ${seconds(e.elapsedMs)}`;
+      return `${e.image}: Done, ${what}${e.digest ? `, ${e.digest}` : ''}${e.pinned ? ', pinned' : ''}`;
+    }
+    case 'Failed':
+      return `${e.image}: Failed${e.errorKind ? ` [${e.errorKind}]` : ''}: ${e.error || 'unknown error'}`;
+    default:
+      return `${e.image}: ${String(e.phase)}`;
+  }
+}
+
+/** Renders the events of one pull request; resolves with the exit code: 0 if every image ended Done, else 1. */
+export async function runPull(source: PullEventSource, opts: PullRenderOptions = {}): Promise<number> {
+  const out = opts.out ?? process.stdout;
+  const err = opts.err ?? process.stderr;
+  const now = opts.now ?? Date.now;
+  const interval = opts.plainIntervalMs ?? 1000;
+  const last = new Map<string, PullEvent>();
+  const lastPlain = new Map<string, { phase: string; at: number }>();
+  let bars: cliProgress.MultiBar | undefined;
+  const barOf = new Map<string, cliProgress.SingleBar>();
+  const width = (name: string) => Math.min(40, Math.max(...[...barOf.keys(), name].map((s) => s.length)));
+
+  if (opts.tty && !opts.json) {
+    bars = new cliProgress.MultiBar(
+      {
+        format: '{image} |{bar}| {phase} {bytes}',
+        hideCursor: true,
+        clearOnComplete: false,
+        stopOnComplete: false,
+        barsize: 30,
+        autopadding: true,
+        stream: out as NodeJS.WriteStream,
+      },
+      cliProgress.Presets.shades_classic,
+    );
+  }
+
+  const showBar = (e: PullEvent) => {
+    if (!bars) return;
+    let bar = barOf.get(e.image);
+    const total = e.bytesTotal > 0 ? e.bytesTotal : 1;
+    const value = e.phase === 'Done' ? total : Math.min(e.bytesDone, total);
+    const phase = e.phase === 'Queued' && e.queuePosition ? `Queued #${e.queuePosition}` : e.phase === 'Done' && e.alreadyPresent ? 'Present' : e.phase;
+    const payload = {
+      image: e.image.length > 40 ? '…' + e.image.slice(-39) : e.image.padEnd(width(e.image)),
+      phase: phase.padEnd(10),
+      bytes: e.bytesTotal > 0 ? `${humanBytes(e.bytesDone)}/${humanBytes(e.bytesTotal)}` : e.phase === 'Failed' ? e.errorKind : '',
+    };
+    if (!bar) {
+      bar = bars.create(total, value, payload);
+      barOf.set(e.image, bar);
+    } else {
+      bar.setTotal(total);
+      bar.update(value, payload);
+    }
+  };
+
+  const showPlain = (e: PullEvent) => {
+    const prev = lastPlain.get(e.image);
+    const t = now();
+    const phaseChanged = !prev || prev.phase !== e.phase;
+    if (!phaseChanged && (t - prev.at < interval || e.phase === 'Queued')) return;
+    lastPlain.set(e.image, { phase: e.phase, at: t });
+    const line = describePullEvent(e);
+    (e.phase === 'Failed' ? err : out).write(line + '\n');
+  };
+
+  let streamError: AgentError | undefined;
+  try {
+    const events = typeof source === 'function' ? source() : source;
+    for await (const e of events) {
+      last.set(e.image, e);
+      if (opts.json) out.write(JSON.stringify(e) + '\n');
+      else if (bars) showBar(e);
+      else showPlain(e);
+    }
+  } catch (e) {
+    streamError = asAgentError(e);
+  } finally {
+    bars?.stop();
+  }
+
+  if (bars) {
+    // The bars stay on screen; the outcome of each image is printed under them.
+    for (const e of last.values()) (e.phase === 'Failed' ? err : out).write(describePullEvent(e) + '\n');
+  }
+  let ok = last.size > 0 && !streamError;
+  for (const e of last.values()) {
+    if (e.phase !== 'Done') {
+      ok = false;
+      if (e.phase !== 'Failed' && !opts.json) err.write(`error: ${e.image}: no result (last seen ${e.phase})\n`);
+    }
+  }
+  if (streamError) err.write(`error: pull: ${streamError.message}\n`);
+  else if (last.size === 0) err.write('error: pull: the agent sent no events\n');
+  if (!opts.json) {
+    const done = [...last.values()].filter((e) => e.phase === 'Done').length;
+    const failed = last.size - done;
+    if (last.size > 1 || failed > 0) (failed > 0 ? err : out).write(`${done} of ${last.size} image(s) done${failed ? `, ${failed} failed` : ''}\n`);
+  }
+  return ok ? 0 : 1;
+}

@@ -1,0 +1,196 @@
+// One pull of one image on the node, shared by every caller that asked for it (single flight): the state they
+// all see, the events they all get, and the rule that the pull is cancelled only when no caller waits any more.
+//
+//   (new) ─► Queued ─► Pulling ⇄ Extracting ─► Done
+//     │        │          │  ▲                    
+//     │        │          ▼  │                    
+//     │        │       Retrying                   
+//     └────────┴──────────┴─────────────► Failed   (error, deadline, stall, cancel when nobody waits)
+//   (an image found present goes straight from (new) to Done)
+import type { Clock } from '../clock.js';
+import { AgentError } from '../errors.js';
+import type { LayerProgress } from '../runtime/types.js';
+import type { PullEvent, PullPhase } from './types.js';
+
+/** What every caller of a flight sees. */
+export interface FlightState {
+  phase: PullPhase;
+  queuePosition: number;
+  bytesDone: number;
+  bytesTotal: number;
+  layers: LayerProgress[];
+  digest: string;
+  imageId: string;
+  error: string;
+  errorKind: string;
+  attempt: number;
+  alreadyPresent: boolean;
+}
+
+interface Subscriber {
+  image: string;
+  onEvent: (e: PullEvent) => void;
+}
+
+/** A single-flight pull: shared state, fan-out of events, cancellation when the last caller leaves. */
+export class PullFlight {
+  private readonly controller = new AbortController();
+  private readonly subscribers = new Set<Subscriber>();
+  private readonly startedAt: number;
+  private readonly outcome: Promise<FlightState>;
+  private settle!: { resolve: (s: FlightState) => void; reject: (e: AgentError) => void };
+  private lastEmit = 0;
+  private trailing: NodeJS.Timeout | undefined;
+  private finished = false;
+  private emitted = false;
+  state: FlightState = {
+    phase: 'Queued',
+    queuePosition: 0,
+    bytesDone: 0,
+    bytesTotal: 0,
+    layers: [],
+    digest: '',
+    imageId: '',
+    error: '',
+    errorKind: '',
+    attempt: 0,
+    alreadyPresent: false,
+  };
+
+  /** key: the normalised reference; progressIntervalMs: least time between two progress-only events. */
+  constructor(
+    readonly key: string,
+    private readonly clock: Clock,
+    private readonly progressIntervalMs = 200,
+  ) {
+    this.startedAt = clock.now();
+    this.outcome = new Promise<FlightState>((resolve, reject) => (this.settle = { resolve, reject }));
+    this.outcome.catch(() => undefined);
+  }
+
+  /** Aborts when the flight is cancelled (every caller left) or stopped. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Whether the flight has ended. */
+  get done(): boolean {
+    return this.finished;
+  }
+
+  /**
+   * Adds a caller: it gets the current state at once, then every change, under its own image string.
+   * Resolves with the final state when Done; rejects with the failure, or with Cancelled when the caller's
+   * signal aborts (the caller leaves; the pull goes on while anyone else waits).
+   */
+  attach(image: string, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<FlightState> {
+    const sub: Subscriber = { image, onEvent };
+    if (signal?.aborted) return Promise.reject(new AgentError('Cancelled', `request for ${image} was cancelled`));
+    this.subscribers.add(sub);
+    if (this.emitted) onEvent(this.eventFor(image));
+    return new Promise<FlightState>((resolve, reject) => {
+      const leave = () => {
+        this.subscribers.delete(sub);
+        if (this.subscribers.size === 0 && !this.finished) {
+          this.controller.abort(new AgentError('Cancelled', `pull of ${this.key} cancelled: every caller went away`));
+        }
+        reject(new AgentError('Cancelled', `request for ${image} was cancelled`));
+      };
+      signal?.addEventListener('abort', leave, { once: true });
+      this.outcome.then(
+        (s) => {
+          signal?.removeEventListener('abort', leave);
+          this.subscribers.delete(sub);
+          resolve(s);
+        },
+        (e: AgentError) => {
+          signal?.removeEventListener('abort', leave);
+          this.subscribers.delete(sub);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  /** Number of callers waiting. */
+  get waiters(): number {
+    return this.subscribers.size;
+  }
+
+  /** Changes the state; a phase or position change is sent at once, byte progress at most every interval. */
+  update(patch: Partial<FlightState>): void {
+    if (this.finished) return;
+    const before = this.state;
+    this.state = { ...before, ...patch };
+    const significant =
+      this.state.phase !== before.phase || this.state.queuePosition !== before.queuePosition || this.state.attempt !== before.attempt || this.state.error !== before.error;
+    const now = this.clock.now();
+    if (significant || now - this.lastEmit >= this.progressIntervalMs) {
+      this.emit();
+      return;
+    }
+    this.trailing ??= setTimeout(() => {
+      this.trailing = undefined;
+      if (!this.finished) this.emit();
+    }, this.progressIntervalMs);
+  }
+
+  /** Ends the flight as Done with the final state. Callers send their own last event. */
+  succeed(patch: Partial<FlightState>): void {
+    if (this.finished) return;
+    this.state = { ...this.state, ...patch, phase: 'Done', queuePosition: 0, error: '', errorKind: '' };
+    this.finish();
+    this.settle.resolve(this.state);
+  }
+
+  /** Ends the flight as Failed. */
+  fail(err: AgentError): void {
+    if (this.finished) return;
+    this.state = { ...this.state, phase: 'Failed', queuePosition: 0, error: err.message, errorKind: err.kind };
+    this.finish();
+    this.settle.reject(err);
+  }
+
+  /** Stops the flight (daemon shutdown): it fails with the reason. */
+  stop(reason: AgentError): void {
+    this.controller.abort(reason);
+  }
+
+  /** The event a caller who asked for image sees for the current state. */
+  eventFor(image: string, state: FlightState = this.state): PullEvent {
+    return {
+      image,
+      phase: state.phase,
+      queuePosition: state.queuePosition,
+      bytesDone: state.bytesDone,
+      bytesTotal: state.bytesTotal,
+      layers: state.layers,
+      digest: state.digest,
+      imageId: state.imageId,
+      error: state.error,
+      errorKind: state.errorKind,
+      attempt: state.attempt,
+      elapsedMs: this.clock.now() - this.startedAt,
+      pinned: false,
+      alreadyPresent: state.alreadyPresent,
+    };
+  }
+
+  private finish(): void {
+    this.finished = true;
+    if (this.trailing) clearTimeout(this.trailing);
+    this.trailing = undefined;
+  }
+
+  private emit(): void {
+    this.lastEmit = this.clock.now();
+    this.emitted = true;
+    for (const s of [...this.subscribers]) {
+      try {
+        s.onEvent(this.eventFor(s.image));
+      } catch {
+        // A caller's broken sink must not break the pull for the others.
+      }
+    }
+  }
+}

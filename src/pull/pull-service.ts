@@ -1,0 +1,415 @@
+// The node's image pull service: pulls into the runtime's own store with one flight per image, a node-wide
+// FIFO limit, an overall and a stall deadline per pull, retries with backoff for errors that can heal, a disk
+// guard, pinning, credentials by registry, and metrics. The API's PullImages and the restart engine's
+// pre-pull both use it.
+//
+// One image of one request, in numbered steps:
+//   1. parse the reference (InvalidArgument: Failed at once);
+//   2. wait for the request's own `parallel` limit, if any (Queued with its position);
+//   3. join the running flight of that image, or start one:
+//      a. IfNotPresent: a tag or digest already in the store is Done (alreadyPresent);
+//      b. wait for a node-wide slot (Queued with its position), then check free disk space;
+//      c. attempts: pull (Pulling/Extracting with bytes) under the overall and stall deadlines; on an error
+//         that can heal, Retrying after a backoff; otherwise Failed;
+//      d. verify a digest reference against what the runtime stored; report the resolved digest;
+//   4. pin the image if asked, and send this caller's last event (Done or Failed).
+import type { Registry } from 'prom-client';
+import type { Clock } from '../clock.js';
+import { systemClock } from '../clock.js';
+import type { EnsuredImage } from '../engine/image-puller.js';
+import { AgentError, asAgentError } from '../errors.js';
+import type { Logger } from '../log.js';
+import { silentLogger } from '../log.js';
+import { parseImageRef, type ImageRef } from '../runtime/image-ref.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { Image, PulledImage, PullProgress, RegistryAuth } from '../runtime/types.js';
+import { lookupAuth, redact } from './auth.js';
+import { Backoff, type BackoffOptions } from './backoff.js';
+import type { ProgressSource } from './progress-source.js';
+import { PullFlight, type FlightState } from './pull-flight.js';
+import { classifyPullError, isRetryable } from './pull-errors.js';
+import { PullMetrics } from './pull-metrics.js';
+import { PullQueue, type Release } from './pull-queue.js';
+import { StallWatch } from './stall-watch.js';
+import type { AuthKeyring, PullEvent, PullRequest, PullService } from './types.js';
+
+/** Defaults of the service's options (the daemon's flag defaults). */
+export const PULL_DEFAULTS = {
+  maxParallel: 2,
+  retries: 3,
+  timeoutMs: 30 * 60_000,
+  stallTimeoutMs: 60_000,
+  minFreeDiskBytes: 0,
+  progressIntervalMs: 200,
+} as const;
+
+/** How the daemon builds the service. */
+export interface PullServiceOptions {
+  /** The node's runtime: pulls go into its own store. */
+  runtime: Runtime;
+  /** Node-wide limit of pulls running at once (`--max-parallel-pulls`, default 2). */
+  maxParallel?: number;
+  /** Retries after the first attempt for errors that can heal (`--pull-retries`, default 3). */
+  retries?: number;
+  /** Overall deadline of one pull from leaving the queue, retries included, ms (default 30 min). */
+  timeoutMs?: number;
+  /** Fail an attempt when no new bytes arrive for this long, except while unpacking, ms (default 60 s; 0: off). */
+  stallTimeoutMs?: number;
+  /** Refuse to pull when the image filesystem has less free space, bytes (`--min-free-disk`; 0: no check). */
+  minFreeDiskBytes?: number;
+  /** Node-wide credentials (e.g. the daemon's `--auth-file`); a request's own keyring wins. */
+  keyring?: AuthKeyring;
+  /** Byte progress for runtimes whose pull reports none; used when the runtime is CRI. */
+  progressSource?: ProgressSource;
+  backoff?: BackoffOptions;
+  /** Least time between two byte-progress events of one image, ms (default 200). */
+  progressIntervalMs?: number;
+  clock?: Clock;
+  logger?: Logger;
+  /** Prometheus registry to register the pull metrics in (a private one when absent). */
+  metricsRegistry?: Registry;
+}
+
+/** Per-flight settings taken from the request that started it. */
+interface FlightParams {
+  auth?: RegistryAuth;
+  always: boolean;
+  timeoutMs: number;
+}
+
+/** Options of ensure() beyond the engine's ImagePuller contract. */
+export interface EnsureOptions {
+  signal?: AbortSignal;
+  onProgress?: (p: PullProgress) => void;
+  /** Credentials for this pull (e.g. the pod's image pull secrets). */
+  keyring?: AuthKeyring;
+}
+
+/** The pull service. */
+export class ImagePullService implements PullService {
+  readonly metrics: PullMetrics;
+  private readonly runtime: Runtime;
+  private readonly queue: PullQueue;
+  private readonly flights = new Map<string, PullFlight>();
+  private readonly clock: Clock;
+  private readonly log: Logger;
+  private readonly backoff: Backoff;
+  private readonly retries: number;
+  private readonly timeoutMs: number;
+  private readonly stallTimeoutMs: number;
+  private readonly minFreeDiskBytes: number;
+  private readonly progressIntervalMs: number;
+
+  constructor(private readonly opts: PullServiceOptions) {
+    this.runtime = opts.runtime;
+    this.clock = opts.clock ?? systemClock;
+    this.log = opts.logger ?? silentLogger();
+    this.metrics = new PullMetrics(opts.metricsRegistry);
+    this.queue = new PullQueue(opts.maxParallel ?? PULL_DEFAULTS.maxParallel, (_running, waiting) => this.metrics.queueLength.set(waiting));
+    this.backoff = new Backoff(this.clock, opts.backoff);
+    this.retries = opts.retries ?? PULL_DEFAULTS.retries;
+    this.timeoutMs = opts.timeoutMs ?? PULL_DEFAULTS.timeoutMs;
+    this.stallTimeoutMs = opts.stallTimeoutMs ?? PULL_DEFAULTS.stallTimeoutMs;
+    this.minFreeDiskBytes = opts.minFreeDiskBytes ?? PULL_DEFAULTS.minFreeDiskBytes;
+    this.progressIntervalMs = opts.progressIntervalMs ?? PULL_DEFAULTS.progressIntervalMs;
+  }
+
+  /** Pulls every image of the request, reporting each change; resolves with each image's last event. */
+  async pull(req: PullRequest, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<PullEvent[]> {
+    const local = req.parallel && req.parallel > 0 && req.parallel < req.images.length ? new PullQueue(req.parallel) : undefined;
+    return Promise.all(req.images.map((image) => this.pullOne(image, req, onEvent, signal, local)));
+  }
+
+  /** Makes ref present (IfNotPresent), sharing a running pull of it; throws AgentError on failure. */
+  async ensure(ref: string, opts: EnsureOptions = {}): Promise<EnsuredImage> {
+    const parsed = parseImageRef(ref);
+    const auth = lookupAuth(opts.keyring, ref) ?? lookupAuth(this.opts.keyring, ref);
+    const onEvent = (e: PullEvent) => opts.onProgress?.({ layers: e.layers, bytesDone: e.bytesDone, bytesTotal: e.bytesTotal, extracting: e.phase === 'Extracting' });
+    const s = await this.join(parsed, ref, { auth, always: false, timeoutMs: this.timeoutMs }, onEvent, opts.signal);
+    return { ref, id: s.imageId, digest: s.digest, pulled: !s.alreadyPresent };
+  }
+
+  /** Pulls running or queued now, by normalised reference. */
+  activePulls(): string[] {
+    return [...this.flights.keys()];
+  }
+
+  /** Fails every running pull (daemon shutdown). */
+  stop(): void {
+    for (const f of this.flights.values()) f.stop(new AgentError('Unavailable', 'the agent is shutting down'));
+  }
+
+  private async pullOne(image: string, req: PullRequest, onEvent: (e: PullEvent) => void, signal: AbortSignal | undefined, local?: PullQueue): Promise<PullEvent> {
+    const started = this.clock.now();
+    const base = (): PullEvent => ({
+      image,
+      phase: 'Failed',
+      queuePosition: 0,
+      bytesDone: 0,
+      bytesTotal: 0,
+      layers: [],
+      digest: '',
+      imageId: '',
+      error: '',
+      errorKind: '',
+      attempt: 0,
+      elapsedMs: this.clock.now() - started,
+      pinned: false,
+      alreadyPresent: false,
+    });
+    const auth = lookupAuth(req.keyring, image) ?? lookupAuth(this.opts.keyring, image);
+    let release: Release | undefined;
+    let last: PullEvent | undefined;
+    const track = (e: PullEvent) => {
+      last = e;
+      onEvent(e);
+    };
+    try {
+      const ref = parseImageRef(image);
+      if (local) release = await local.acquire(signal, (queuePosition) => track({ ...base(), phase: 'Queued', queuePosition }));
+      const timeoutMs = req.timeoutMs && req.timeoutMs > 0 ? req.timeoutMs : this.timeoutMs;
+      const state = await this.join(ref, image, { auth, always: !!req.always, timeoutMs }, track, signal);
+      let pinned = false;
+      if (req.pin) pinned = await this.pin(ref);
+      const done: PullEvent = { ...base(), ...state, image, phase: 'Done', pinned, elapsedMs: this.clock.now() - started };
+      onEvent(done);
+      return done;
+    } catch (err) {
+      const e = asAgentError(err);
+      const failed: PullEvent = {
+        ...base(),
+        ...(last ? { bytesDone: last.bytesDone, bytesTotal: last.bytesTotal, layers: last.layers, attempt: last.attempt } : {}),
+        error: redact(e.message, auth),
+        errorKind: e.kind,
+      };
+      onEvent(failed);
+      return failed;
+    } finally {
+      release?.();
+    }
+  }
+
+  /** Attaches to the flight of ref, starting it when there is none. */
+  private join(ref: ImageRef, image: string, params: FlightParams, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<FlightState> {
+    let flight = this.flights.get(ref.normalized);
+    if (flight && params.always && flight.state.alreadyPresent) flight = undefined;
+    if (!flight) {
+      const f = new PullFlight(ref.normalized, this.clock, this.progressIntervalMs);
+      flight = f;
+      this.flights.set(ref.normalized, f);
+      void this.run(f, ref, params).finally(() => {
+        if (this.flights.get(ref.normalized) === f) this.flights.delete(ref.normalized);
+      });
+    }
+    return flight.attach(image, onEvent, signal);
+  }
+
+  /** Drives one flight to Done or Failed (steps 3a-3d). */
+  private async run(flight: PullFlight, ref: ImageRef, params: FlightParams): Promise<void> {
+    const image = ref.original.trim();
+    try {
+      // Let the first caller attach before anything is sent.
+      await Promise.resolve();
+      if (!params.always) {
+        const present = await this.findPresent(ref);
+        if (present) {
+          flight.succeed({ alreadyPresent: true, imageId: present.id, digest: this.repoDigestOf(ref, present) });
+          this.metrics.pulls.inc({ result: 'present' });
+          return;
+        }
+      }
+      const release = await this.queue.acquire(flight.signal, (queuePosition) => flight.update({ phase: 'Queued', queuePosition }));
+      this.metrics.inProgress.inc();
+      const started = this.clock.now();
+      try {
+        await this.checkDisk(image);
+        const pulled = await this.attempts(flight, ref, params);
+        const digest = await this.verifiedDigest(ref, pulled);
+        flight.succeed({ imageId: pulled.id, digest });
+        this.metrics.pulls.inc({ result: 'pulled' });
+        this.metrics.duration.observe({ result: 'pulled' }, (this.clock.now() - started) / 1000);
+        if (flight.state.bytesTotal > 0) this.metrics.bytes.observe(flight.state.bytesTotal);
+        this.log.info('pulled image', { image, digest, bytes: flight.state.bytesTotal, ms: this.clock.now() - started, attempts: flight.state.attempt });
+      } catch (err) {
+        const e = classifyPullError(err, image, params.auth);
+        const result = e.kind === 'Cancelled' ? 'cancelled' : 'failed';
+        this.metrics.duration.observe({ result }, (this.clock.now() - started) / 1000);
+        throw e;
+      } finally {
+        release();
+        this.metrics.inProgress.dec();
+      }
+    } catch (err) {
+      const e = classifyPullError(err, image, params.auth);
+      if (e.kind === 'Cancelled') this.metrics.pulls.inc({ result: 'cancelled' });
+      else this.metrics.pulls.inc({ result: 'failed' });
+      this.log.warn('image pull failed', { image, kind: e.kind, error: e.message, attempts: flight.state.attempt });
+      flight.fail(e);
+    }
+  }
+
+  /** Attempts with retries and backoff under the overall deadline (step 3c). */
+  private async attempts(flight: PullFlight, ref: ImageRef, params: FlightParams): Promise<PulledImage> {
+    const image = ref.original.trim();
+    const overall = new AbortController();
+    const stopTimer = new AbortController();
+    const onFlightAbort = () => overall.abort(flight.signal.reason);
+    flight.signal.addEventListener('abort', onFlightAbort, { once: true });
+    if (flight.signal.aborted) onFlightAbort();
+    const deadline = this.clock.now() + params.timeoutMs;
+    this.clock.sleep(params.timeoutMs, stopTimer.signal).then(
+      () => overall.abort(new AgentError('DeadlineExceeded', `pull of ${image} did not finish within ${Math.round(params.timeoutMs / 1000)} s`)),
+      () => undefined,
+    );
+    try {
+      for (let attempt = 1; ; attempt++) {
+        flight.update({ phase: 'Pulling', attempt, queuePosition: 0 });
+        this.log.info('pulling image', { image, attempt });
+        try {
+          return await this.attempt(flight, ref, params, overall.signal, deadline - this.clock.now());
+        } catch (err) {
+          const e = classifyPullError(overall.signal.aborted ? overall.signal.reason : err, image, params.auth);
+          if (overall.signal.aborted || !isRetryable(e) || attempt > this.retries) throw e;
+          const delay = this.backoff.delay(attempt);
+          this.log.warn('image pull failed, retrying', { image, attempt, kind: e.kind, error: e.message, retryInMs: delay });
+          flight.update({ phase: 'Retrying', error: e.message, errorKind: e.kind });
+          try {
+            await this.clock.sleep(delay, overall.signal);
+          } catch {
+            throw classifyPullError(overall.signal.reason, image, params.auth);
+          }
+        }
+      }
+    } finally {
+      stopTimer.abort();
+      flight.signal.removeEventListener('abort', onFlightAbort);
+    }
+  }
+
+  /** One call of the runtime's pull under the stall deadline. */
+  private async attempt(flight: PullFlight, ref: ImageRef, params: FlightParams, overall: AbortSignal, remainingMs: number): Promise<PulledImage> {
+    const image = ref.original.trim();
+    const ctl = new AbortController();
+    const onOverall = () => ctl.abort(overall.reason);
+    overall.addEventListener('abort', onOverall, { once: true });
+    const source = this.runtime.kind === 'cri' ? this.opts.progressSource : undefined;
+    const watched = this.stallTimeoutMs > 0 && (this.runtime.kind === 'docker' || source !== undefined);
+    const watch = watched
+      ? new StallWatch(this.clock, this.stallTimeoutMs, (idle) =>
+          ctl.abort(new AgentError('DeadlineExceeded', `pull of ${image} stalled: no new bytes for ${Math.round(idle / 1000)} s (stall timeout ${Math.round(this.stallTimeoutMs / 1000)} s)`)),
+        )
+      : undefined;
+    const onProgress = (p: PullProgress) => {
+      watch?.progress(p);
+      flight.update({ phase: p.extracting ? 'Extracting' : 'Pulling', bytesDone: p.bytesDone, bytesTotal: p.bytesTotal, layers: p.layers });
+    };
+    const call = () => this.runtime.pullImage(image, { auth: params.auth, signal: ctl.signal, onProgress, timeoutMs: Math.max(1, remainingMs) });
+    const aborted = new Promise<never>((_, reject) => {
+      if (ctl.signal.aborted) reject(ctl.signal.reason);
+      ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });
+    });
+    aborted.catch(() => undefined);
+    try {
+      // The runtime may not stop at once when told to: stop waiting for it anyway.
+      return await Promise.race([source ? source.track(image, call, onProgress) : call(), aborted]);
+    } catch (err) {
+      throw ctl.signal.aborted ? ctl.signal.reason : err;
+    } finally {
+      watch?.close();
+      overall.removeEventListener('abort', onOverall);
+      if (!ctl.signal.aborted) ctl.abort(new AgentError('Cancelled', 'attempt ended'));
+    }
+  }
+
+  /** Refuses with ResourceExhausted when the image filesystem is below the free-space floor. */
+  private async checkDisk(image: string): Promise<void> {
+    if (this.minFreeDiskBytes <= 0) return;
+    let usage;
+    try {
+      usage = await this.runtime.imageFsUsage();
+    } catch (err) {
+      this.log.warn('cannot read image filesystem usage; pulling without the disk check', { image, error: asAgentError(err).message });
+      return;
+    }
+    if (usage.availableBytes < this.minFreeDiskBytes) {
+      throw new AgentError(
+        'ResourceExhausted',
+        `not pulling ${image}: only ${formatBytes(usage.availableBytes)} free on the image filesystem ${usage.mountpoint || '(unknown mount)'}, ` +
+          `below the minimum of ${formatBytes(this.minFreeDiskBytes)} (--min-free-disk)`,
+      );
+    }
+  }
+
+  /** The image in the store that ref names: by tag, or by repo digest for a digest reference. */
+  private async findPresent(ref: ImageRef): Promise<Image | undefined> {
+    const direct = await this.runtime.inspectImage(ref.original.trim()).catch(() => undefined);
+    if (direct && (!ref.digest || this.hasDigest(ref, direct) || direct.repoDigests.length === 0)) return direct;
+    const all = await this.runtime.listImages().catch(() => [] as Image[]);
+    return all.find((img) => (ref.digest ? this.hasDigest(ref, img) : img.repoTags.some((t) => normalized(t) === ref.normalized)));
+  }
+
+  private hasDigest(ref: ImageRef, img: Image): boolean {
+    const want = `${ref.registry}/${ref.repository}@${ref.digest}`;
+    return img.repoDigests.some((d) => normalized(d) === want) || img.id === ref.digest;
+  }
+
+  /** The repo digest of img for ref's repository (`name@sha256:…`), '' when the runtime lists none. */
+  private repoDigestOf(ref: ImageRef, img: Image): string {
+    const repo = `${ref.registry}/${ref.repository}@`;
+    const mine = img.repoDigests.find((d) => normalized(d).startsWith(repo));
+    if (ref.digest && mine && !normalized(mine).endsWith(ref.digest)) {
+      return img.repoDigests.find((d) => d.endsWith(ref.digest as string)) ?? mine;
+    }
+    return mine ?? img.repoDigests[0] ?? '';
+  }
+
+  /** The resolved digest of a finished pull; for a digest reference, checked against what was asked (3d). */
+  private async verifiedDigest(ref: ImageRef, pulled: PulledImage): Promise<string> {
+    let digest = pulled.digest;
+    if (digest && !digest.includes('@')) digest = `${ref.registry}/${ref.repository}@${digest}`;
+    const stored = await this.runtime.inspectImage(ref.original.trim()).catch(() => undefined);
+    if (stored && (!digest || (ref.digest && !digest.endsWith(ref.digest)))) digest = this.repoDigestOf(ref, stored) || digest;
+    if (ref.digest) {
+      const ok = digest.endsWith('@' + ref.digest) || (stored !== undefined && this.hasDigest(ref, stored));
+      if (!ok) {
+        throw new AgentError(
+          'FailedPrecondition',
+          `pulled ${ref.original} but the runtime stored ${digest || 'no repo digest'}${stored ? ` (digests: ${stored.repoDigests.join(', ') || 'none'})` : ''}, not ${ref.digest}`,
+        );
+      }
+      digest = `${ref.registry}/${ref.repository}@${ref.digest}`;
+    }
+    return digest;
+  }
+
+  /** Pins the image where the runtime can; whether it is pinned now. */
+  private async pin(ref: ImageRef): Promise<boolean> {
+    if (!this.runtime.pinImage) return false;
+    try {
+      return await this.runtime.pinImage(ref.original.trim(), true);
+    } catch (err) {
+      this.log.warn('cannot pin image', { image: ref.original, error: asAgentError(err).message });
+      return false;
+    }
+  }
+}
+
+function normalized(ref: string): string {
+  try {
+    return parseImageRef(ref).normalized;
+  } catch {
+    return ref;
+  }
+}
+
+/** Bytes in binary units, for messages. */
+export function formatBytes(n: number): string {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n;
+  let i = 0;
+  while (v >= 1024 && i < units.length - 1) {
+    v /= 1024;
+    i++;
+  }
+  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
+}
