@@ -149,8 +149,10 @@ describe('CriRuntime against containerd', function () {
     const token = randomBytes(8).toString('hex');
     assert.equal((await rt.exec(oldId, ['/bin/sh', '-c', `echo ${token} > /data/handoff`], 10)).exitCode, 0);
 
-    // 2. The second instance is created from the inspected config while the first still runs.
-    const newId = await rt.createContainer(pod.podId, { ...old.spec, attempt: old.attempt + 1 });
+    // 2. The second instance is created from the inspected config while the first still runs; the spec
+    //    goes through JSON first, as it does when the engine journals it.
+    const spec = JSON.parse(JSON.stringify(old.spec)) as typeof old.spec;
+    const newId = await rt.createContainer(pod.podId, { ...spec, attempt: old.attempt + 1 });
     assert.notEqual(newId, oldId);
     const created = await rt.inspectContainer(newId);
     assert.equal(created.state, 'created');

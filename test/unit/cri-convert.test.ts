@@ -194,6 +194,14 @@ describe('CRI container events from two ListContainers snapshots', () => {
     assert.equal(events.find((e) => e.type === 'deleted')?.podId, 'p');
   });
 
+  it('reports a container stopped and removed between two polls as stopped, then deleted', () => {
+    const prev = snapshotOf(new Map(), [item('a', 'CONTAINER_RUNNING'), item('c', 'CONTAINER_CREATED')]);
+    assert.deepEqual(
+      diffSnapshots(prev, [], at).map((e) => `${e.containerId}:${e.type}`),
+      ['a:stopped', 'a:deleted', 'c:deleted'],
+    );
+  });
+
   it('reports nothing when nothing changed, and ignores an unknown state', () => {
     const prev = snapshotOf(new Map(), [item('a', 'CONTAINER_RUNNING')]);
     assert.deepEqual(diffSnapshots(prev, [item('a', 'CONTAINER_RUNNING')], at), []);

@@ -59,7 +59,8 @@ const rank = (s: ContainerState) => STEPS.findIndex((x) => x.state === s);
 
 /**
  * The events that turn snapshot `prev` into `cur`. A container seen for the first time gets every step up to
- * its state (created, then started if it runs or ran); one that vanished gets `deleted`.
+ * its state (created, then started if it runs or ran); one that vanished gets `deleted`, after `stopped`
+ * when it was last seen running.
  */
 export function diffSnapshots(prev: Map<string, Seen>, cur: Container__Output[], at: Date): RuntimeEvent[] {
   const out: RuntimeEvent[] = [];
@@ -77,7 +78,10 @@ export function diffSnapshots(prev: Map<string, Seen>, cur: Container__Output[],
     }
   }
   for (const [id, seen] of prev) {
-    if (!ids.has(id)) out.push({ type: 'deleted', containerId: id, podId: seen.podId, at });
+    if (ids.has(id)) continue;
+    // Stopped and removed between two polls: it must have stopped first.
+    if (seen.state === 'running') out.push({ type: 'stopped', containerId: id, podId: seen.podId, at });
+    out.push({ type: 'deleted', containerId: id, podId: seen.podId, at });
   }
   return out;
 }
