@@ -160,6 +160,12 @@ describe('ContainerConfig for a replacement', () => {
     assert.deepEqual(out.image?.annotations, { k: 'v' });
     assert.equal(out.labels?.op, 'x');
     assert.equal(out.logPath, 'app/3.log');
+    assert.equal(out.annotations?.['io.kubernetes.container.restartCount'], '3');
+  });
+
+  it('adds no restartCount annotation where kubelet did not put one', () => {
+    const out = toContainerConfig({ ...spec, attempt: 3, annotations: {} }, native);
+    assert.deepEqual(out.annotations, {});
   });
 
   it('keeps what the domain spec does not model', () => {

@@ -153,7 +153,8 @@ export function toContainerSpec(config: ContainerConfig, sandboxConfig: PodSandb
  * The ContainerConfig to create `spec` with: the native config with the spec's name, attempt, image,
  * command, args, env, working dir, labels and annotations applied. Mounts, devices, resources, security
  * context and everything else come from the native config unchanged. A kubelet-style log path
- * (`<name>/<attempt>.log`) follows the new attempt so two instances never share a log file.
+ * (`<name>/<attempt>.log`) and kubelet's restartCount annotation follow the new attempt, so two instances
+ * never share a log file and kubelet's own next attempt does not collide with ours.
  */
 export function toContainerConfig(spec: ContainerSpec, native: CriNative): ContainerConfig {
   const base = native.containerConfig;
@@ -167,9 +168,22 @@ export function toContainerConfig(spec: ContainerSpec, native: CriNative): Conta
     envs: spec.env.map((e) => ({ key: e.key, value: e.value })),
     workingDir: spec.workingDir,
     labels: { ...spec.labels },
-    annotations: { ...spec.annotations },
+    annotations: withRestartCount(spec.annotations, spec.attempt),
     logPath: attemptLogPath(base.logPath ?? '', spec.attempt),
   };
+}
+
+/** kubelet's annotation holding a container's attempt; it derives its next attempt from it. */
+export const RESTART_COUNT_ANNOTATION = 'io.kubernetes.container.restartCount';
+
+/**
+ * Annotations with kubelet's restart count, where present, set to the new attempt: kubelet creates its next
+ * container with attempt restartCount + 1, which must not collide with (name, attempt) of ours.
+ */
+function withRestartCount(annotations: Record<string, string>, attempt: number): Record<string, string> {
+  const out = { ...annotations };
+  if (RESTART_COUNT_ANNOTATION in out) out[RESTART_COUNT_ANNOTATION] = String(attempt);
+  return out;
 }
 
 /** Replaces the attempt number of a `<dir>/<n>.log` log path; other paths are kept. */
