@@ -121,8 +121,8 @@ export function isTerminal(state: OperationState): boolean {
 const ALLOWED: Record<OperationState, OperationState[]> = {
   Pending: ['Pulling', 'Cancelled', 'Failed'],
   Pulling: ['Recreating', 'Failed', 'Cancelled'],
-  Recreating: ['Verifying', 'Recreating', 'Failed', 'RolledBack', 'Succeeded'],
-  Verifying: ['Recreating', 'Succeeded', 'Failed', 'RolledBack'],
+  Recreating: ['Verifying', 'Recreating', 'Failed', 'RolledBack', 'Cancelled', 'Succeeded'],
+  Verifying: ['Recreating', 'Succeeded', 'Failed', 'RolledBack', 'Cancelled'],
   Succeeded: [],
   Failed: [],
   RolledBack: [],

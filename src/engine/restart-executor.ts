@@ -7,7 +7,7 @@ import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
-import { isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
+import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
 
 /** Fixed reasons recorded on failures. */
@@ -104,8 +104,13 @@ export class RestartExecutor {
 
   private async setState(op: Operation, state: OperationState): Promise<void> {
     if (op.state === state) return;
+    this.checkTransition(op, state);
     op.state = state;
     await this.save(op);
+  }
+
+  private checkTransition(op: Operation, to: OperationState): void {
+    if (!canTransition(op.state, to)) throw new AgentError('Internal', `operation ${op.id}: illegal transition ${op.state} -> ${to}`);
   }
 
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep): Promise<void> {
@@ -122,6 +127,7 @@ export class RestartExecutor {
 
   private async finish(op: Operation, state: OperationState, error?: string, kind?: string): Promise<void> {
     if (isTerminal(op.state)) return;
+    this.checkTransition(op, state);
     op.state = state;
     if (error) op.error = error;
     if (kind) op.errorKind = kind;
