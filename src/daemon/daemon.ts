@@ -46,7 +46,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const { pulls, parseKeyring } = createPullService(runtime, opts, registry, log, clock);
+  const { pulls, parseKeyring } = await createPullService(runtime, opts, registry, log, clock);
   const engine = new Engine({
     runtime,
     puller: pulls,

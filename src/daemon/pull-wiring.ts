@@ -1,44 +1,41 @@
-// Builds the node's pull service for the daemon.
+// Builds the node's pull service for the daemon, with containerd byte progress when the runtime is CRI on
+// containerd.
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { DirectPuller } from '../engine/image-puller.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { AuthKeyring, PullEvent, PullRequest, PullService } from '../pull/types.js';
-import { asAgentError } from '../errors.js';
+import { socketPathOf } from '../runtime/detect.js';
+import { parseAuthConfig } from '../pull/auth.js';
+import { ContainerdProgressSource } from '../pull/containerd-progress.js';
+import { ImagePullService } from '../pull/pull-service.js';
+import type { AuthKeyring, PullService } from '../pull/types.js';
 import type { DaemonOptions } from './options.js';
 
 /** The pull service and the parser of config.json credentials it takes. */
-export function createPullService(
+export async function createPullService(
   runtime: Runtime,
-  _opts: DaemonOptions,
-  _registry: Registry,
-  _log: Logger,
+  opts: DaemonOptions,
+  registry: Registry,
+  log: Logger,
   clock: Clock,
-): { pulls: PullService; parseKeyring: (json: string) => AuthKeyring } {
-  const direct = new DirectPuller(runtime);
-  const pulls: PullService = {
-    ensure: (ref, o) => direct.ensure(ref, o),
-    async pull(req: PullRequest, onEvent: (e: PullEvent) => void, signal?: AbortSignal) {
-      const out: PullEvent[] = [];
-      for (const image of req.images) {
-        const start = clock.now();
-        const base: PullEvent = { image, phase: 'Pulling', queuePosition: 0, bytesDone: 0, bytesTotal: 0, layers: [], digest: '', imageId: '', error: '', errorKind: '', attempt: 1, elapsedMs: 0, pinned: false, alreadyPresent: false };
-        onEvent(base);
-        try {
-          const got = await direct.ensure(image, { signal });
-          const e: PullEvent = { ...base, phase: 'Done', digest: got.digest, imageId: got.id, alreadyPresent: !got.pulled, elapsedMs: clock.now() - start };
-          onEvent(e);
-          out.push(e);
-        } catch (err) {
-          const ae = asAgentError(err);
-          const e: PullEvent = { ...base, phase: 'Failed', error: ae.message, errorKind: ae.kind, elapsedMs: clock.now() - start };
-          onEvent(e);
-          out.push(e);
-        }
-      }
-      return out;
-    },
-  };
-  return { pulls, parseKeyring: () => new Map() };
+): Promise<{ pulls: PullService; parseKeyring: (json: string) => AuthKeyring }> {
+  let progressSource: ContainerdProgressSource | undefined;
+  if (runtime.kind === 'cri') {
+    const v = await runtime.version();
+    const address = opts.containerdAddress ?? (v.name === 'containerd' ? socketPathOf(v.endpoint) : undefined);
+    if (address) progressSource = new ContainerdProgressSource({ address, clock, logger: log });
+  }
+  const pulls = new ImagePullService({
+    runtime,
+    maxParallel: opts.maxParallelPulls,
+    retries: opts.pullRetries,
+    timeoutMs: opts.pullTimeoutMs,
+    stallTimeoutMs: opts.pullStallTimeoutMs,
+    minFreeDiskBytes: opts.minFreeDiskBytes,
+    progressSource,
+    clock,
+    logger: log,
+    metricsRegistry: registry,
+  });
+  return { pulls, parseKeyring: (json) => parseAuthConfig(json, 'request auth config') };
 }
