@@ -40,7 +40,9 @@ function daemonMessage(err: unknown): string {
     return (json as { message: string }).message;
   }
   if (Buffer.isBuffer(json) && json.length > 0) return json.toString().trim();
-  return err instanceof Error ? err.message : String(err);
+  const message = err instanceof Error ? err.message : String(err);
+  // Streamed requests carry the daemon's text only inside dockerode's "(HTTP code N) reason - text" message.
+  return message.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
 }
 
 /**
