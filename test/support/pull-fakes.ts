@@ -1,0 +1,156 @@
+// Fakes for unit tests of the pull service's pure logic: a manual clock, and a Runtime that implements only
+// the image methods, with pulls the test finishes by hand. Integration tests use the real runtimes.
+import type { Clock } from '../../src/clock.js';
+import { AgentError } from '../../src/errors.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import type { Image, ImageFsUsage, PulledImage, PullOptions, PullProgress, RuntimeKind } from '../../src/runtime/types.js';
+
+/** A clock that moves only when advanced. */
+export class ManualClock implements Clock {
+  private t = 1_000_000;
+  private timers: { at: number; resolve: () => void }[] = [];
+
+  now(): number {
+    return this.t;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<void>((resolve, reject) => {
+      const timer = {
+        at: this.t + ms,
+        resolve: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        this.timers = this.timers.filter((x) => x !== timer);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.timers.push(timer);
+    });
+  }
+
+  /** Moves time forward by ms, firing due timers in order and letting their continuations run. */
+  async advance(ms: number): Promise<void> {
+    const target = this.t + ms;
+    for (;;) {
+      await flush();
+      const due = this.timers.filter((x) => x.at <= target).sort((a, b) => a.at - b.at)[0];
+      if (!due) break;
+      this.timers = this.timers.filter((x) => x !== due);
+      this.t = Math.max(this.t, due.at);
+      due.resolve();
+    }
+    this.t = target;
+    await flush();
+  }
+}
+
+/** Lets pending promise continuations run. */
+export async function flush(): Promise<void> {
+  for (let i = 0; i < 20; i++) await Promise.resolve();
+  await new Promise((r) => setImmediate(r));
+}
+
+/** One pull the fake runtime is running. */
+export interface FakePull {
+  ref: string;
+  opts: PullOptions;
+  progress(p: Partial<PullProgress>): void;
+  finish(result?: Partial<PulledImage>): void;
+  fail(err: unknown): void;
+}
+
+/** A Runtime with an image store and pulls driven by the test; every other method throws. */
+export class FakeRuntime {
+  readonly images: Image[] = [];
+  readonly pulls: FakePull[] = [];
+  freeBytes = 100 * 1024 ** 3;
+  pinned: string[] = [];
+  /** When set, each pull ends at once with this (an error or a result). */
+  autoFinish?: (ref: string, n: number) => Partial<PulledImage> | Error;
+  private waiting: ((p: FakePull) => void)[] = [];
+
+  constructor(readonly kind: RuntimeKind = 'docker') {}
+
+  /** The fake as the Runtime interface (only image methods work). */
+  asRuntime(withPin = true): Runtime {
+    const unsupported = () => {
+      throw new AgentError('Internal', 'not in the fake');
+    };
+    return {
+      kind: this.kind,
+      version: unsupported,
+      listPods: unsupported,
+      getPod: unsupported,
+      listContainers: unsupported,
+      inspectContainer: unsupported,
+      createContainer: unsupported,
+      startContainer: unsupported,
+      stopContainer: unsupported,
+      removeContainer: unsupported,
+      renameContainer: unsupported,
+      exec: unsupported,
+      events: unsupported,
+      close: () => undefined,
+      pullImage: (ref, opts) => this.pullImage(ref, opts),
+      inspectImage: async (ref) => this.images.find((i) => i.repoTags.includes(ref) || i.id === ref),
+      listImages: async () => [...this.images],
+      imageFsUsage: async (): Promise<ImageFsUsage> => ({ mountpoint: '/var/lib/fake', usedBytes: 1, availableBytes: this.freeBytes }),
+      ...(withPin
+        ? {
+            pinImage: async (ref: string, pinned: boolean) => {
+              if (pinned) this.pinned.push(ref);
+              return true;
+            },
+          }
+        : {}),
+    };
+  }
+
+  /** Resolves with the next pull that starts (or one already started and not yet taken). */
+  nextPull(): Promise<FakePull> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  private pullImage(ref: string, opts: PullOptions = {}): Promise<PulledImage> {
+    return new Promise<PulledImage>((resolve, reject) => {
+      const n = this.pulls.length + 1;
+      const pull: FakePull = {
+        ref,
+        opts,
+        progress: (p) => opts.onProgress?.({ layers: [], bytesDone: 0, bytesTotal: 0, extracting: false, ...p }),
+        finish: (result = {}) => {
+          const id = result.id ?? `sha256:${'c'.repeat(63)}${n % 10}`;
+          const digest = result.digest ?? `${ref.split(/[:@]/)[0] === ref ? ref : ref.replace(/[:@][^/]*$/, '')}@sha256:${'d'.repeat(63)}${n % 10}`;
+          this.images.push({ id, repoTags: ref.includes('@') ? [] : [ref], repoDigests: [digest], size: 1, pinned: false });
+          resolve({ id, digest });
+        },
+        fail: reject,
+      };
+      opts.signal?.addEventListener('abort', () => reject(opts.signal?.reason), { once: true });
+      this.pulls.push(pull);
+      if (this.autoFinish) {
+        const r = this.autoFinish(ref, n);
+        if (r instanceof Error) reject(r);
+        else pull.finish(r);
+        return;
+      }
+      const w = this.waiting.shift();
+      if (w) w(pull);
+      else this.pending.push(pull);
+    }).finally(() => undefined);
+  }
+
+  private readonly pending: FakePull[] = [];
+
+  /** The next started pull not yet handed out, or waits for one. */
+  async takePull(): Promise<FakePull> {
+    const p = this.pending.shift();
+    if (p) return p;
+    return this.nextPull();
+  }
+}
