@@ -1,0 +1,137 @@
+import assert from 'node:assert/strict';
+import type Dockerode from 'dockerode';
+import { specFromInspect } from '../../src/runtime/docker/convert.js';
+import { bindFromMount, createOptions, type ImageDefaults } from '../../src/runtime/docker/create-options.js';
+import { ANON_VOLUME, APP_ID, SANDBOX_ID, appInspect, appV1ImageConfig } from '../support/docker-json.js';
+
+const NEW_SANDBOX = 'e'.repeat(64);
+
+describe('Docker create body from an inspected container', () => {
+  it('recreates the same container: same config, joined to the pod, every mount as a bind', () => {
+    const info = appInspect();
+    const body = createOptions(info, specFromInspect(info), { podId: SANDBOX_ID, name: 'dk-a-next' });
+    assert.equal(body.name, 'dk-a-next');
+    assert.equal(body.Image, '127.0.0.1:5000/inplace/app:v1');
+    assert.deepEqual(body.Entrypoint, ['/app/run.sh']);
+    assert.equal(body.Cmd, null);
+    assert.deepEqual(body.Env, info.Config.Env);
+    assert.deepEqual(body.Labels, info.Config.Labels);
+    assert.equal(body.WorkingDir, '/app');
+    assert.equal(body.StopSignal, 'SIGTERM');
+    const host = body.HostConfig!;
+    assert.equal(host.NetworkMode, `container:${SANDBOX_ID}`);
+    assert.deepEqual(host.Binds, ['/tmp/dk-shared:/shared', `${ANON_VOLUME}:/data`, '/etc/app:/config:ro']);
+    assert.deepEqual(host.Mounts, [{ Type: 'tmpfs', Target: '/scratch' }], 'only tmpfs mounts remain: the rest are binds now');
+    assert.equal(host.VolumesFrom, null);
+    assert.deepEqual(host.Tmpfs, { '/run': 'rw,size=1m' });
+    assert.deepEqual(host.RestartPolicy, { Name: 'on-failure', MaximumRetryCount: 3 });
+    assert.equal(host.Memory, 33554432);
+    assert.equal(host.NanoCpus, 500000000);
+    assert.equal((host as { ContainerIDFile?: string }).ContainerIDFile, undefined);
+  });
+
+  it('drops what Docker rejects with NetworkMode container:<id> (hostname, MAC, ports, DNS, hosts, links)', () => {
+    const info = appInspect();
+    Object.assign(info.Config, { Domainname: 'x', MacAddress: '02:42:ac:11:00:02', ExposedPorts: { '80/tcp': {} } });
+    Object.assign(info.HostConfig, {
+      Dns: ['1.1.1.1'],
+      DnsSearch: ['a'],
+      DnsOptions: ['ndots:1'],
+      ExtraHosts: ['h:1.2.3.4'],
+      Links: ['/x:/dk-a/x'],
+      PortBindings: { '80/tcp': [{ HostPort: '8080' }] },
+      PublishAllPorts: true,
+    });
+    const body = createOptions(info, specFromInspect(info), { podId: SANDBOX_ID });
+    for (const key of ['Hostname', 'Domainname', 'MacAddress', 'ExposedPorts', 'name'] as const) {
+      assert.equal(body[key], undefined, key);
+    }
+    const host = body.HostConfig!;
+    for (const key of ['Dns', 'DnsSearch', 'DnsOptions', 'ExtraHosts', 'Links', 'PortBindings'] as const) {
+      assert.equal(host[key], undefined, key);
+    }
+    assert.equal(host.PublishAllPorts, false);
+  });
+
+  it('does not change the inspect JSON it is given', () => {
+    const info = appInspect();
+    const before = JSON.stringify(info);
+    createOptions(info, { ...specFromInspect(info), image: 'other:1', args: ['x'] }, { podId: NEW_SANDBOX });
+    assert.equal(JSON.stringify(info), before);
+  });
+
+  it('joins the pod it is told to, by id', () => {
+    const info = appInspect();
+    const body = createOptions(info, specFromInspect(info), { podId: NEW_SANDBOX });
+    assert.equal(body.HostConfig!.NetworkMode, `container:${NEW_SANDBOX}`);
+  });
+
+  it('keeps its own network for a pod of one, dropping only the hostname Docker derived from the old id', () => {
+    const info = appInspect();
+    info.HostConfig.NetworkMode = 'bridge';
+    info.Config.Hostname = APP_ID.slice(0, 12);
+    info.Config.ExposedPorts = { '80/tcp': {} };
+    let body = createOptions(info, specFromInspect(info), { podId: APP_ID });
+    assert.equal(body.HostConfig!.NetworkMode, 'bridge');
+    assert.equal(body.Hostname, undefined);
+    assert.deepEqual(body.ExposedPorts, { '80/tcp': {} });
+    info.Config.Hostname = 'web-1';
+    body = createOptions(info, specFromInspect(info), { podId: APP_ID });
+    assert.equal(body.Hostname, 'web-1', 'a hostname someone chose is kept');
+  });
+
+  it("with a new image, drops the old image's defaults so the new image's apply, keeping the container's own", () => {
+    const info = appInspect();
+    const spec = { ...specFromInspect(info), image: '127.0.0.1:5000/inplace/app:v2' };
+    const body = createOptions(info, spec, { podId: SANDBOX_ID, oldImage: appV1ImageConfig() as ImageDefaults });
+    assert.equal(body.Image, '127.0.0.1:5000/inplace/app:v2');
+    assert.deepEqual(body.Env, ['MODE=fast'], "APP_VERSION=v1 and PATH came from app:v1; MODE is the container's own");
+    assert.deepEqual(body.Labels, { team: 'blue', 'annotation.example.com/owner': 'ops' });
+    assert.equal(body.Entrypoint, undefined);
+    assert.equal(body.Cmd, undefined);
+    assert.equal(body.WorkingDir, undefined);
+    assert.deepEqual(body.Volumes, {});
+    assert.equal(body.StopSignal, 'SIGTERM', 'not an image default: kept');
+    assert.ok(body.HostConfig!.Binds!.includes(`${ANON_VOLUME}:/data`), 'the data volume still comes along');
+  });
+
+  it('keeps an entrypoint the container set itself and drops cmd only with an inherited entrypoint', () => {
+    const info = appInspect();
+    info.Config.Entrypoint = ['/bin/sh', '-c'];
+    info.Config.Cmd = ['exec /app/run.sh'];
+    const spec = { ...specFromInspect(info), image: 'app:v2' };
+    const body = createOptions(info, spec, { podId: SANDBOX_ID, oldImage: appV1ImageConfig() as ImageDefaults });
+    assert.deepEqual(body.Entrypoint, ['/bin/sh', '-c']);
+    assert.deepEqual(body.Cmd, ['exec /app/run.sh']);
+  });
+
+  it('applies changed command, args, env, working dir, labels and annotations from the spec', () => {
+    const info = appInspect();
+    const spec = {
+      ...specFromInspect(info),
+      command: ['/bin/sh'],
+      args: ['-c', 'sleep 1'],
+      env: [{ key: 'ONLY', value: '1' }],
+      workingDir: '/tmp',
+      labels: { op: 'x' },
+      annotations: { 'a/b': 'c' },
+    };
+    const body = createOptions(info, spec, { podId: SANDBOX_ID });
+    assert.deepEqual(body.Entrypoint, ['/bin/sh']);
+    assert.deepEqual(body.Cmd, ['-c', 'sleep 1']);
+    assert.deepEqual(body.Env, ['ONLY=1']);
+    assert.equal(body.WorkingDir, '/tmp');
+    assert.deepEqual(body.Labels, { op: 'x', 'annotation.a/b': 'c' });
+  });
+
+  it('writes binds with their options', () => {
+    const m = (o: Partial<Dockerode.ContainerInspectInfo['Mounts'][number]>) =>
+      ({ Type: 'bind', Source: '/s', Destination: '/d', Mode: '', RW: true, Propagation: 'rprivate', ...o }) as Dockerode.ContainerInspectInfo['Mounts'][number];
+    assert.equal(bindFromMount(m({})), '/s:/d');
+    assert.equal(bindFromMount(m({ RW: false, Mode: 'ro' })), '/s:/d:ro');
+    assert.equal(bindFromMount(m({ Propagation: 'rshared', Mode: 'z' })), '/s:/d:rshared,z');
+    assert.equal(bindFromMount(m({ Type: 'volume', Name: 'vol', Source: '/var/lib/docker/volumes/vol/_data', Propagation: '' })), 'vol:/d');
+    assert.equal(bindFromMount(m({ Type: 'volume', Name: 'vol', Mode: 'nocopy', RW: false, Propagation: '' })), 'vol:/d:nocopy,ro');
+    assert.equal(bindFromMount(m({ Type: 'tmpfs', Source: '' })), undefined);
+  });
+});
