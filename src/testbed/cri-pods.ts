@@ -25,12 +25,9 @@ function sandboxConfig(spec: TestPodSpec, namespace: string, uid: string, logDir
     metadata: { name: spec.name, namespace, uid, attempt: 0 },
     hostname: spec.name,
     logDirectory,
-    labels: {
-      'io.kubernetes.pod.name': spec.name,
-      'io.kubernetes.pod.namespace': namespace,
-      'io.kubernetes.pod.uid': uid,
-      [TEST_POD_LABEL]: 'true',
-    },
+    // No kubelet labels: these pods are not kubelet-managed, and the agent refuses kubelet-managed ones
+    // outside Kubernetes mode.
+    labels: { [TEST_POD_LABEL]: 'true' },
     annotations: {},
     linux: {
       securityContext: { namespaceOptions: { network: 'POD', pid: 'CONTAINER', ipc: 'POD' } },
@@ -46,14 +43,7 @@ function containerConfig(c: TestContainerSpec, pod: TestPodSpec, namespace: stri
     args: c.args ?? [],
     envs: Object.entries(c.env ?? {}).map(([key, value]) => ({ key, value })),
     mounts: pod.volume ? [{ containerPath: pod.volume.mountPath, hostPath: pod.volume.hostPath }] : [],
-    labels: {
-      'io.kubernetes.container.name': c.name,
-      'io.kubernetes.pod.name': pod.name,
-      'io.kubernetes.pod.namespace': namespace,
-      'io.kubernetes.pod.uid': uid,
-      [TEST_POD_LABEL]: 'true',
-      ...c.labels,
-    },
+    labels: { [TEST_POD_LABEL]: 'true', ...c.labels },
     annotations: { ...c.annotations },
     logPath: `${c.name}/0.log`,
     linux: {

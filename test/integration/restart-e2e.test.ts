@@ -185,7 +185,9 @@ for (const f of flavours) {
         const [ea, eb] = [await waitEnd(c, a.id), await waitEnd(c, b.id)];
         assert.equal(ea.state, 'Succeeded');
         assert.equal(eb.state, 'Succeeded');
-        assert.ok(Date.parse(eb.containers[0].steps.find((s) => s.step === 'Creating')!.at) >= Date.parse(ea.finishedAt!), 'second began after the first ended');
+        const began = (o: typeof ea) => Date.parse(o.containers[0].steps.find((s) => s.step === 'Creating')!.at);
+        const [first, second] = began(ea) <= began(eb) ? [ea, eb] : [eb, ea];
+        assert.ok(began(second) >= Date.parse(first.finishedAt!), 'the second began only after the first ended');
 
         const many = await Promise.all(Array.from({ length: 10 }, (_, i) => threeContainerPod(`many-${i}`)));
         const ops = await Promise.all(many.map((p) => c.restart({ ...base, pod: p.name, containers: ['app'], images: { app: env.images.appV2 } })));
