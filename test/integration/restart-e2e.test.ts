@@ -114,6 +114,7 @@ for (const f of flavours) {
         const newApp = after.byName.get('app')!;
         assert.ok(newApp, 'app is running after the restart');
         assert.notEqual(newApp.id, oldApp.id, 'app runs under a new id');
+        assert.equal(newApp.runtimeName, oldApp.runtimeName, 'the replacement keeps the runtime name (Docker)');
         assert.equal(after.ip, before.ip, 'pod IP unchanged');
         assert.equal((await rt.getPod(pod.podId)).id, pod.podId, 'same sandbox');
         for (const sib of ['sidecar', 'logger']) {
