@@ -277,6 +277,9 @@ describe('DockerRuntime against the sandbox dockerd', function () {
     await rejectsWith(rt.getPod(pod!.containerIds.app!), 'NotFound', /pod ".*" not found/);
     const spec = (await rt.inspectContainer(pod!.containerIds.app!)).spec;
     await rejectsWith(rt.createContainer('no-such-pod-4711', spec), 'NotFound', /pod "no-such-pod-4711" not found/);
+    const notPulled = `${env.registry}/inplace/app:not-pulled`;
+    await rejectsWith(rt.createContainer(pod!.podId, { ...spec, image: notPulled }, 'never'), 'NotFound', new RegExp(`image "${notPulled}" not found`));
+    await rejectsWith(rt.createContainer(pod!.podId, { ...spec, native: undefined }), 'InvalidArgument', /carries no Docker inspect data/);
     await rejectsWith(
       rt.renameContainer(pod!.containerIds.app!, (await rt.inspectContainer(pod!.containerIds.sidecar!)).runtimeName!),
       'FailedPrecondition',

@@ -95,6 +95,16 @@ describe('Docker create body from an inspected container', () => {
     assert.ok(body.HostConfig!.Binds!.includes(`${ANON_VOLUME}:/data`), 'the data volume still comes along');
   });
 
+  it('treats a re-pulled tag with other content as a new image, and the same image id as no change', () => {
+    const info = appInspect();
+    const spec = specFromInspect(info);
+    const old = appV1ImageConfig() as ImageDefaults;
+    assert.deepEqual(createOptions(info, spec, { podId: SANDBOX_ID, imageChanged: true, oldImage: old }).Env, ['MODE=fast']);
+    const same = createOptions(info, { ...spec, image: 'alias/of-the-same:v1' }, { podId: SANDBOX_ID, imageChanged: false, oldImage: old });
+    assert.deepEqual(same.Env, info.Config.Env);
+    assert.equal(same.Image, 'alias/of-the-same:v1');
+  });
+
   it('keeps an entrypoint the container set itself and drops cmd only with an inherited entrypoint', () => {
     const info = appInspect();
     info.Config.Entrypoint = ['/bin/sh', '-c'];

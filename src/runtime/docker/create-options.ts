@@ -3,8 +3,9 @@
 // Docker's inspect shows the container's config merged with its image's defaults, and some fields the daemon
 // filled in itself. Sending it back as it is would fail or pin the old image's defaults, so:
 //   - spec fields the caller changed (image, command, args, env, working dir, labels/annotations) are applied;
-//   - when the image changes, values equal to the old image's defaults (entrypoint+cmd, env entries, labels,
-//     working dir, user, volumes, exposed ports, healthcheck, stop signal) are dropped so the new image's apply;
+//   - when the image changes (by id: a re-pulled tag counts), values equal to the old image's defaults
+//     (entrypoint+cmd, env entries, labels, working dir, user, volumes, exposed ports, healthcheck, stop
+//     signal) are dropped so that the new image's apply;
 //   - with NetworkMode `container:<sandbox>` the fields Docker rejects or the sandbox owns (hostname, domain
 //     name, MAC address, exposed/published ports, DNS, extra hosts, links) are cleared;
 //   - every bind and volume mount in inspect's `Mounts` (anonymous volumes by their generated name) becomes a
@@ -34,6 +35,8 @@ export interface CreateTarget {
   podId: string;
   /** Container name to create under; Docker picks one when absent. */
   name?: string;
+  /** Whether the new container runs another image (by id) than the inspected one; default: the references differ. */
+  imageChanged?: boolean;
   /** The defaults of the image the inspected container runs, when known. */
   oldImage?: ImageDefaults;
 }
@@ -110,7 +113,7 @@ export function createOptions(
   if (!sameRecord(spec.labels, was.labels) || !sameRecord(spec.annotations, was.annotations)) {
     config.Labels = joinLabels(spec.labels, spec.annotations);
   }
-  const imageChanged = spec.image !== native.Config.Image;
+  const imageChanged = target.imageChanged ?? spec.image !== native.Config.Image;
   if (imageChanged && target.oldImage) dropImageDefaults(config, target.oldImage);
   config.Image = spec.image;
 

@@ -123,15 +123,23 @@ export class DockerRuntime implements Runtime {
       }
       podId = sandbox.Id;
     }
+    // Compare image ids, not references: a tag re-pulled with new content is a new image too.
+    const target = await this.inspectImage(spec.image);
+    if (!target) throw new AgentError('NotFound', `image "${spec.image}" not found in Docker's store (pull it first)`);
     let oldImage: ImageDefaults | undefined;
-    if (spec.image !== native.Config.Image) {
+    if (target.id !== native.Image) {
       try {
         oldImage = (await this.docker.getImage(native.Image).inspect()).Config as ImageDefaults;
       } catch (err) {
         if (dockerStatus(err) !== 404) throw this.fail(err, `image "${native.Image}"`);
       }
     }
-    const body = createOptions(native, spec, { podId, ...(name !== undefined ? { name } : {}), ...(oldImage ? { oldImage } : {}) });
+    const body = createOptions(native, spec, {
+      podId,
+      imageChanged: target.id !== native.Image,
+      ...(name !== undefined ? { name } : {}),
+      ...(oldImage ? { oldImage } : {}),
+    });
     try {
       return (await this.docker.createContainer(body)).id;
     } catch (err) {
