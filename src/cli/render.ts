@@ -51,7 +51,8 @@ export function renderOperation(op: Operation): string {
 export function progressLine(prev: Operation | undefined, cur: Operation, t0: number): string | undefined {
   const at = formatDuration(Date.now() - t0).padStart(7);
   const out: string[] = [];
-  if (!prev || prev.state !== cur.state) out.push(`${at}  ${cur.state.toLowerCase()}${cur.state === 'Pending' ? ' (waiting for earlier operations on this pod)' : ''}`);
+  const backFromVerify = prev?.state === 'Verifying' && cur.state === 'Recreating';
+  if ((!prev || prev.state !== cur.state) && !backFromVerify) out.push(`${at}  ${cur.state.toLowerCase()}${cur.state === 'Pending' ? ' (waiting for earlier operations on this pod)' : ''}`);
   for (const c of cur.containers) {
     const before = prev?.containers.find((p) => p.name === c.name);
     if (before?.step === c.step) continue;
