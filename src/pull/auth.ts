@@ -60,7 +60,9 @@ export function parseAuthConfig(input: string | object, source = 'auth config'):
     }
     const e = rawEntry as ConfigEntry;
     const key = normalizeRegistryKey(rawKey);
-    const auth: RegistryAuth = { serverAddress: key.split('/')[0] };
+    // No serverAddress: the keyring already chose the registry, and containerd's CRI parses that field as a
+    // URL (a bare `host:port` fails the pull), while dockerd does not need it to pull.
+    const auth: RegistryAuth = {};
     const encoded = str(e.auth);
     if (encoded) {
       const decoded = Buffer.from(encoded, 'base64').toString('utf8');

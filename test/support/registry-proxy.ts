@@ -15,6 +15,8 @@ export interface RegistryProxy {
   requests: string[];
   /** From now on, blob responses larger than minBlobBytes stop after `afterBytes` bytes (0: stall off). */
   setStall(afterBytes: number, minBlobBytes?: number): void;
+  /** From now on, blob responses are sent at most this fast (0: no limit). */
+  setRate(bytesPerSecond: number): void;
   /** Bytes forwarded in blob responses so far. */
   bytesForwarded(): number;
   close(): Promise<void>;
@@ -29,6 +31,7 @@ export async function startRegistryProxy(upstream: string): Promise<RegistryProx
   let stallAfter = 0;
   let stallMin = 0;
   let forwarded = 0;
+  let rate = 0;
 
   const server = http.createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
@@ -56,10 +59,15 @@ export async function startRegistryProxy(upstream: string): Promise<RegistryProx
           sent += chunk.length;
           if (isBlobBody) forwarded += chunk.length;
           res.write(chunk);
+          if (isBlobBody && rate > 0) {
+            upRes.pause();
+            setTimeout(() => upRes.resume(), (chunk.length / rate) * 1000);
+          }
         });
         upRes.on('end', () => res.end());
       },
     );
+    res.on('close', () => up.destroy());
     up.on('error', (err) => {
       if (!res.headersSent) res.writeHead(502);
       res.end(String(err));
@@ -80,6 +88,9 @@ export async function startRegistryProxy(upstream: string): Promise<RegistryProx
     setStall: (afterBytes, minBlobBytes = 1024 * 1024) => {
       stallAfter = afterBytes;
       stallMin = minBlobBytes;
+    },
+    setRate: (bytesPerSecond) => {
+      rate = bytesPerSecond;
     },
     bytesForwarded: () => forwarded,
     close: () =>
