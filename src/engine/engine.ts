@@ -82,11 +82,11 @@ export class Engine extends EventEmitter {
   /** Validates a request against the node, records it Pending and queues it. Refusals touch nothing. */
   async restart(req: RestartRequest): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
-    const pod = resolvePod(await this.d.runtime.listPods(), req.pod);
-    const containers = await this.d.runtime.listContainers({ podId: pod.id });
+    const [pods, all] = await Promise.all([this.d.runtime.listPods(), this.d.runtime.listContainers()]);
+    const pod = resolvePod(pods, req.pod);
+    const containers = all.filter((c) => c.podId === pod.id);
     const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    const details = await Promise.all(planned.map((p) => this.d.runtime.inspectContainer(p.current.id)));
-    details.forEach((det) => preStopCommand(det.spec.labels, det.spec.annotations));
+    planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
       id: randomUUID(),
@@ -95,10 +95,10 @@ export class Engine extends EventEmitter {
       podIp: pod.ip,
       state: 'Pending',
       request: { ...req, pod: req.pod },
-      containers: planned.map((p, i) => ({
+      containers: planned.map((p) => ({
         name: p.name,
         oldId: p.current.id,
-        oldRuntimeName: this.d.runtime.kind === 'docker' ? (details[i].runtimeName ?? '') : '',
+        oldRuntimeName: this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '',
         oldImage: p.current.image,
         newImage: p.newImage,
         newAttempt: p.newAttempt,

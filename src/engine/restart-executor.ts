@@ -54,6 +54,8 @@ export class RestartExecutor {
   /** Drives op from whatever state its journal record holds to the end. */
   async run(op: Operation): Promise<void> {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
+    // The old containers' creation configs are read while images are checked or pulled.
+    const inspected = new Map(op.containers.map((t) => [t.oldId, this.inspectOld(t)]));
     try {
       if (op.state === 'Pending' || op.state === 'Pulling') {
         this.safePoint(op, deadline);
@@ -66,7 +68,7 @@ export class RestartExecutor {
         if (t.step === 'Done') continue;
         if (t.step === 'RolledBack' || t.step === 'Failed') return;
         if (t.step === 'Waiting') this.safePoint(op, deadline);
-        const ok = await this.advance(op, t, deadline);
+        const ok = await this.advance(op, t, deadline, await inspected.get(t.oldId)!);
         if (!ok) {
           await this.finish(op, op.cancelRequested ? 'RolledBack' : 'Failed', t.error);
           return;
@@ -140,14 +142,10 @@ export class RestartExecutor {
    * Moves one container forward from its journaled step until Done; on failure rolls back to the old config.
    * Returns false when the container was rolled back or failed.
    */
-  private async advance(op: Operation, t: ContainerTarget, deadline: number): Promise<boolean> {
+  private async advance(op: Operation, t: ContainerTarget, deadline: number, inspected: ContainerDetail | undefined): Promise<boolean> {
     const rt = this.d.runtime;
-    let old: ContainerDetail | undefined;
-    try {
-      old = await rt.inspectContainer(t.oldId);
-    } catch (err) {
-      if (!AgentError.is(err, 'NotFound')) throw err;
-    }
+    // An inspection from before a queue wait may be stale: look again when the target is not fresh.
+    const old = inspected?.state === 'running' || t.step !== 'Waiting' ? inspected : await this.inspectOld(t);
     if (t.step === 'Waiting' && (!old || old.state !== 'running')) {
       t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; nothing was changed`;
       await this.step(op, t, 'Failed');
@@ -220,15 +218,15 @@ export class RestartExecutor {
             await this.step(op, t, 'Starting');
             break;
           case 'Starting': {
-            const cur = await rt.inspectContainer(t.newId);
-            if (cur.state === 'created') {
-              try {
-                await rt.startContainer(t.newId);
-              } catch (err) {
+            try {
+              await rt.startContainer(t.newId);
+            } catch (err) {
+              // Resumed after a crash, the replacement may have been started already, or have exited.
+              const cur = await rt.inspectContainer(t.newId);
+              if (cur.state === 'exited') throw this.exitedError(t, cur);
+              if (cur.state !== 'running') {
                 throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
               }
-            } else if (cur.state !== 'running') {
-              throw this.exitedError(t, cur);
             }
             await this.step(op, t, 'Started');
             break;
@@ -264,6 +262,16 @@ export class RestartExecutor {
       if (!t.error || t.step !== 'RollingBack') t.error = e.message;
       await this.rollback(op, t, oldSpec);
       return false;
+    }
+  }
+
+  /** The old container with its creation config; undefined when it is gone. */
+  private async inspectOld(t: ContainerTarget): Promise<ContainerDetail | undefined> {
+    try {
+      return await this.d.runtime.inspectContainer(t.oldId);
+    } catch (err) {
+      if (AgentError.is(err, 'NotFound')) return undefined;
+      throw err;
     }
   }
 

@@ -46,7 +46,8 @@ async function snapshot(rt: Runtime, podId: string): Promise<{ ip: string; byNam
   const byName = new Map<string, Container>();
   for (const c of cs.filter((x) => x.state === 'running')) {
     assert.ok(!byName.has(c.name), `two running containers named ${c.name}`);
-    byName.set(c.name, c);
+    // Inspect, not the list: Docker's list carries no start time.
+    byName.set(c.name, await rt.inspectContainer(c.id));
   }
   return { ip: pod.ip, byName };
 }
@@ -118,6 +119,7 @@ for (const f of flavours) {
         assert.equal(after.ip, before.ip, 'pod IP unchanged');
         assert.equal((await rt.getPod(pod.podId)).id, pod.podId, 'same sandbox');
         for (const sib of ['sidecar', 'logger']) {
+          assert.ok(before.byName.get(sib)?.startedAt, `${sib} has a start time`);
           assert.equal(after.byName.get(sib)?.id, before.byName.get(sib)?.id, `${sib} id unchanged`);
           assert.equal(after.byName.get(sib)?.startedAt?.getTime(), before.byName.get(sib)?.startedAt?.getTime(), `${sib} start time unchanged`);
         }

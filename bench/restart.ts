@@ -1,0 +1,165 @@
+// `npm run bench:restart`: in-place restart through the agent versus the raw CRI sequence and versus
+// recreating the whole pod, on the sandbox's containerd, all in one run; plus the agent's memory.
+// Needs the sandbox up (`sudo scripts/sandbox up`). Rounds: BENCH_ROUNDS (default 10).
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { AgentClient } from '../src/api/client.js';
+import type { Operation } from '../src/engine/operation.js';
+import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
+import { CriPodFixture } from '../src/testbed/cri-pods.js';
+import type { TestPod, TestPodSpec } from '../src/testbed/pod-fixture.js';
+import { sandboxEnv } from '../src/testbed/sandbox-env.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const env = sandboxEnv();
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+const GRACE = 10;
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+
+function podSpec(name: string, volume: string): TestPodSpec {
+  return {
+    name,
+    namespace: 'bench',
+    containers: ['app', 'sidecar', 'logger'].map((n) => ({ name: n, image: env.images.appV1 })),
+    volume: { hostPath: volume, mountPath: '/data' },
+  };
+}
+
+function rssMiB(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
+
+async function waitEnd(c: AgentClient, id: string): Promise<Operation> {
+  let last: Operation | undefined;
+  for await (const op of c.watchOperation(id)) last = op;
+  if (!last || last.state !== 'Succeeded') throw new Error(`operation ${id} ended ${last?.state}: ${last?.error}`);
+  return last;
+}
+
+async function main(): Promise<void> {
+  const rt = new CriRuntime(env.criEndpoint);
+  try {
+    await rt.version();
+  } catch (err) {
+    throw new Error(`the sandbox containerd is not reachable (${String(err)}); run \`sudo scripts/sandbox up\` first`);
+  }
+  const fixture = new CriPodFixture(env.criEndpoint);
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-bench-'));
+  const sock = path.join(work, 'agent.sock');
+  const agent = spawn(
+    process.execPath,
+    [path.join(root, 'dist/src/daemon/main.js'), '--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', `unix://${sock}`, '--state-dir', path.join(work, 'state'), '--log-level', 'warn', '--min-ready', '0'],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const client = new AgentClient(`unix://${sock}`, 60_000);
+  const pods: TestPod[] = [];
+  try {
+    for (let i = 0; ; i++) {
+      try {
+        await client.listOperations();
+        break;
+      } catch (err) {
+        if (i > 200) throw err;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    }
+    await new Promise((r) => setTimeout(r, 1500));
+    const rssIdle = rssMiB(agent.pid!);
+
+    const pod = await fixture.create(podSpec('target', fs.mkdtempSync(path.join(work, 'vol-'))));
+    pods.push(pod);
+    const base = { images: {}, graceSeconds: GRACE, graceSet: true, minReadyMs: '0', minReadySet: true, timeoutMs: '0' };
+
+    // Warm-up: one of each so first-call costs (connections, page cache) are not measured.
+    await waitEnd(client, (await client.restart({ ...base, pod: pod.name, containers: ['app'] })).id);
+
+    const a: number[] = [];
+    const aDown: number[] = [];
+    const b: number[] = [];
+    const bStopStart: number[] = [];
+    const c: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      // (a) the agent, through its API, image already present.
+      let t0 = now();
+      const op = await waitEnd(client, (await client.restart({ ...base, pod: pod.name, containers: ['app'] })).id);
+      a.push(now() - t0);
+      const steps = op.containers[0].steps;
+      aDown.push(Date.parse(steps.find((s) => s.step === 'Started')!.at) - Date.parse(steps.find((s) => s.step === 'Stopping')!.at));
+
+      // (b) the raw CRI sequence: stop, remove, create, start.
+      const cur = (await rt.listContainers({ podId: pod.podId })).find((x) => x.name === 'app' && x.state === 'running')!;
+      const det = await rt.inspectContainer(cur.id);
+      t0 = now();
+      await rt.stopContainer(cur.id, GRACE);
+      const tStop = now() - t0;
+      await rt.removeContainer(cur.id);
+      const id = await rt.createContainer(pod.podId, { ...det.spec, attempt: det.attempt + 1 });
+      const tStart0 = now();
+      await rt.startContainer(id);
+      const tStart = now() - tStart0;
+      b.push(now() - t0);
+      bStopStart.push(tStop + tStart);
+    }
+    // (c) the whole pod again: sandbox, network, three containers.
+    let whole = pod;
+    for (let r = 0; r < ROUNDS; r++) {
+      const t0 = now();
+      await fixture.remove(whole);
+      whole = await fixture.create(podSpec('target', fs.mkdtempSync(path.join(work, 'vol-'))));
+      c.push(now() - t0);
+    }
+    pods[0] = whole;
+
+    // Memory during 10 concurrent restarts of 10 pods.
+    const many = await Promise.all(Array.from({ length: 10 }, (_, i) => fixture.create(podSpec(`many-${i}`, fs.mkdtempSync(path.join(work, 'vol-'))))));
+    pods.push(...many);
+    let rssPeak = rssMiB(agent.pid!);
+    const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(agent.pid!))), 10);
+    const tMany = now();
+    await Promise.all(many.map(async (p) => waitEnd(client, (await client.restart({ ...base, pod: p.name, containers: ['app'], images: { app: env.images.appV2 } })).id)));
+    const manyMs = now() - tMany;
+    clearInterval(sampler);
+
+    const [ma, mb, mc] = [median(a), median(b), median(c)];
+    const verdict = (ok: boolean) => (ok ? 'ok' : 'MISSED');
+    const out = [
+      `in-place restart benchmark: containerd ${(await rt.version()).version}, ${ROUNDS} rounds, 3-container pod, grace ${GRACE}s, image present`,
+      `  (a) agent restart through the API     median ${fmt(ma)}   (min ${fmt(Math.min(...a))}, max ${fmt(Math.max(...a))})`,
+      `  (b) raw CRI stop+remove+create+start  median ${fmt(mb)}   (min ${fmt(Math.min(...b))}, max ${fmt(Math.max(...b))})`,
+      `  (c) whole pod recreated               median ${fmt(mc)}   (min ${fmt(Math.min(...c))}, max ${fmt(Math.max(...c))})`,
+      `  a/b = ${(ma / mb).toFixed(2)}   target <= 1.2   ${verdict(ma / mb <= 1.2)}`,
+      `  a/c = ${(ma / mc).toFixed(2)}   target <= 0.3   ${verdict(ma / mc <= 0.3)}`,
+      `  downtime (old stopping -> replacement started): agent median ${fmt(median(aDown))}; raw stop + start median ${fmt(median(bStopStart))}   ${verdict(median(aDown) <= median(bStopStart) * 1.05)}`,
+      `  agent RSS idle ${rssIdle.toFixed(1)} MiB (target <= 96)   ${verdict(rssIdle <= 96)}`,
+      `  agent RSS peak during 10 concurrent restarts ${rssPeak.toFixed(1)} MiB (target <= 160)   ${verdict(rssPeak <= 160)}; all 10 done in ${fmt(manyMs)}`,
+    ];
+    process.stdout.write(out.join('\n') + '\n');
+  } finally {
+    for (const p of pods) await fixture.remove(p).catch(() => undefined);
+    client.close();
+    agent.kill('SIGTERM');
+    fixture.close();
+    rt.close();
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    process.stderr.write(`bench:restart failed: ${err instanceof Error ? err.stack : String(err)}\n`);
+    process.exit(1);
+  },
+);
