@@ -55,6 +55,7 @@ export class Engine extends EventEmitter {
       clock: d.clock,
       log: d.log,
       save: (op) => this.persist(op),
+      publish: (op) => this.emit('change', structuredClone(op)),
       draining: () => this.isDraining,
       afterStep: d.afterStep,
     });
@@ -82,8 +83,9 @@ export class Engine extends EventEmitter {
   /** Validates a request against the node, records it Pending and queues it. Refusals touch nothing. */
   async restart(req: RestartRequest): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
-    const [pods, all] = await Promise.all([this.d.runtime.listPods(), this.d.runtime.listContainers()]);
-    const pod = resolvePod(pods, req.pod);
+    const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
+    const found = resolvePod(pods, req.pod);
+    const pod = found.ip ? found : await this.d.runtime.getPod(found.id);
     const containers = all.filter((c) => c.podId === pod.id);
     const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
     planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));

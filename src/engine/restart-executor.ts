@@ -38,6 +38,8 @@ export interface ExecutorDeps {
   log: Logger;
   /** Journals and publishes a changed operation; resolves once durable. */
   save(op: Operation): Promise<void>;
+  /** Publishes a change to watchers without journaling it (the next save carries it). */
+  publish(op: Operation): void;
   /** True once the agent is draining. */
   draining(): boolean;
   /** Called after each container step is journaled (fault injection in tests, tracing). */
@@ -59,10 +61,10 @@ export class RestartExecutor {
     try {
       if (op.state === 'Pending' || op.state === 'Pulling') {
         this.safePoint(op, deadline);
-        await this.setState(op, 'Pulling');
+        this.setState(op, 'Pulling');
         await this.pull(op, deadline);
         this.safePoint(op, deadline);
-        await this.setState(op, 'Recreating');
+        this.setState(op, 'Recreating');
       }
       for (const t of op.containers) {
         if (t.step === 'Done') continue;
@@ -104,22 +106,43 @@ export class RestartExecutor {
     }
   }
 
-  private async setState(op: Operation, state: OperationState): Promise<void> {
+  /** Moves the operation to a non-terminal state; published now, journaled with the next step. */
+  private setState(op: Operation, state: OperationState): void {
     if (op.state === state) return;
     this.checkTransition(op, state);
     op.state = state;
-    await this.save(op);
+    op.updatedAt = new Date(this.d.clock.now()).toISOString();
+    this.d.publish(op);
   }
 
   private checkTransition(op: Operation, to: OperationState): void {
     if (!canTransition(op.state, to)) throw new AgentError('Internal', `operation ${op.id}: illegal transition ${op.state} -> ${to}`);
   }
 
+  /**
+   * Enters a step and journals it durably: used for intents (before a side effect) and outcomes recovery
+   * must not repeat.
+   */
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep): Promise<void> {
-    t.step = step;
-    t.steps.push({ step, at: new Date(this.d.clock.now()).toISOString() });
+    this.record(t, step);
     await this.save(op);
     this.d.afterStep?.(op, t, step);
+  }
+
+  /**
+   * Enters a step that records a finished side effect. It is published at once and reaches the journal with
+   * the next intent: recovery from the previous intent repeats an idempotent call, so nothing is lost.
+   */
+  private mark(op: Operation, t: ContainerTarget, step: ContainerStep): void {
+    this.record(t, step);
+    op.updatedAt = new Date(this.d.clock.now()).toISOString();
+    this.d.publish(op);
+    this.d.afterStep?.(op, t, step);
+  }
+
+  private record(t: ContainerTarget, step: ContainerStep): void {
+    t.step = step;
+    t.steps.push({ step, at: new Date(this.d.clock.now()).toISOString() });
   }
 
   private async save(op: Operation): Promise<void> {
@@ -161,7 +184,7 @@ export class RestartExecutor {
               const found = await this.findReplacement(op, t);
               if (found) {
                 t.newId = found;
-                await this.step(op, t, 'Created');
+                this.mark(op, t, 'Created');
                 break;
               }
             }
@@ -177,7 +200,7 @@ export class RestartExecutor {
               await this.step(op, t, 'Failed');
               return false;
             }
-            await this.step(op, t, 'Created');
+            this.mark(op, t, 'Created');
             break;
           }
           case 'Created': {
@@ -206,12 +229,12 @@ export class RestartExecutor {
             }
             await this.step(op, t, 'Stopping');
             await rt.stopContainer(t.oldId, grace);
-            await this.step(op, t, 'Stopped');
+            this.mark(op, t, 'Stopped');
             break;
           }
           case 'Stopping':
             await rt.stopContainer(t.oldId, op.request.graceSeconds);
-            await this.step(op, t, 'Stopped');
+            this.mark(op, t, 'Stopped');
             break;
           case 'Stopped':
             if (rt.kind === 'docker') await this.swapNames(op, t);
@@ -228,23 +251,23 @@ export class RestartExecutor {
                 throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
               }
             }
-            await this.step(op, t, 'Started');
+            this.mark(op, t, 'Started');
             break;
           }
           case 'Started':
           case 'Verifying': {
             if (op.state !== 'Verifying') op.state = 'Verifying';
-            await this.step(op, t, 'Verifying');
+            this.mark(op, t, 'Verifying');
             await this.waitReady(t, op.request.minReadyMs);
             op.state = 'Recreating';
-            await this.step(op, t, 'Verified');
+            this.mark(op, t, 'Verified');
             break;
           }
           case 'Verified':
           case 'RemovingOld':
             await this.step(op, t, 'RemovingOld');
             await rt.removeContainer(t.oldId);
-            await this.step(op, t, 'Done');
+            this.mark(op, t, 'Done');
             return true;
           case 'RollingBack':
             throw new AgentError('Aborted', t.error ?? 'rollback was interrupted; resuming it');
@@ -325,8 +348,7 @@ export class RestartExecutor {
   private async waitReady(t: ContainerTarget, minReadyMs: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
-      const cur = await this.d.runtime.inspectContainer(t.newId);
-      if (cur.state !== 'running') throw this.exitedError(t, cur);
+      if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
       const left = until - this.d.clock.now();
       if (left <= 0) return;
       await this.d.clock.sleep(Math.min(READY_POLL_MS, left));

@@ -4,6 +4,7 @@ import type {
   Container,
   ContainerDetail,
   ContainerSpec,
+  ContainerState,
   ExecResult,
   Image,
   ImageFsUsage,
@@ -27,12 +28,17 @@ export interface Runtime {
   readonly kind: RuntimeKind;
   /** The runtime's version; throws Unavailable when it cannot be reached. */
   version(): Promise<RuntimeVersion>;
-  /** Lists pods (ready and not ready). */
-  listPods(): Promise<Pod[]>;
+  /**
+   * Lists pods (ready and not ready). With `withIp: false` an adapter may leave `ip` empty when reading it
+   * costs a call per pod (CRI); getPod always fills it.
+   */
+  listPods(opts?: { withIp?: boolean }): Promise<Pod[]>;
   /** One pod by sandbox id; NotFound when there is none. */
   getPod(podId: string): Promise<Pod>;
   /** Lists containers. */
   listContainers(filter?: ContainerFilter): Promise<Container[]>;
+  /** Just the state of a container, as cheaply as the runtime allows; NotFound when there is none. */
+  containerState(containerId: string): Promise<ContainerState>;
   /** A container with the config it was created from; NotFound when there is none. */
   inspectContainer(containerId: string): Promise<ContainerDetail>;
   /**

@@ -6,6 +6,7 @@ import type {
   Container,
   ContainerDetail,
   ContainerSpec,
+  ContainerState,
   ExecResult,
   Image,
   ImageFsUsage,
@@ -16,7 +17,7 @@ import type {
   RuntimeVersion,
 } from '../types.js';
 import { CriClient } from './client.js';
-import { toImage } from './convert.js';
+import { toContainerState, toImage } from './convert.js';
 import { createContainer } from './create-container.js';
 import { criEvents } from './events.js';
 import { imageFsUsage } from './image-fs.js';
@@ -50,8 +51,8 @@ export class CriRuntime implements Runtime {
     return { kind: 'cri', name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, endpoint: this.client.endpoint };
   }
 
-  listPods(): Promise<Pod[]> {
-    return listPods(this.client);
+  listPods(opts: { withIp?: boolean } = {}): Promise<Pod[]> {
+    return listPods(this.client, opts.withIp ?? true);
   }
 
   getPod(podId: string): Promise<Pod> {
@@ -60,6 +61,12 @@ export class CriRuntime implements Runtime {
 
   listContainers(filter?: ContainerFilter): Promise<Container[]> {
     return listContainers(this.client, filter);
+  }
+
+  async containerState(containerId: string): Promise<ContainerState> {
+    const res = await this.client.containerStatus(containerId, false);
+    if (!res.status) throw new AgentError('NotFound', `container "${containerId}" not found`);
+    return toContainerState(res.status.state);
   }
 
   inspectContainer(containerId: string): Promise<ContainerDetail> {

@@ -9,12 +9,11 @@ import { readContainerInfo, readSandboxConfig } from './verbose-info.js';
 
 /** A container with its spec; NotFound naming the container when there is none. */
 export async function inspectContainer(client: CriClient, containerId: string): Promise<ContainerDetail> {
-  const res = await client.containerStatus(containerId, true);
+  // The list item knows the image id; the status only knows a tag and a repo digest. Both are asked at once.
+  const [res, { containers }] = await Promise.all([client.containerStatus(containerId, true), client.listContainers({ filter: { id: containerId } })]);
   if (!res.status) throw new AgentError('NotFound', `container "${containerId}" not found`);
   const id = res.status.id || containerId;
   const { sandboxId, config } = readContainerInfo(res.info, id);
-  // The list item knows the image id; the status only knows a tag and a repo digest.
-  const { containers } = await client.listContainers({ filter: { id } });
   const item = containers.find((c) => c.id === id);
   const podId = sandboxId || item?.podSandboxId || '';
   if (!podId) throw new AgentError('Internal', `container "${id}": the runtime does not say which pod it belongs to`);

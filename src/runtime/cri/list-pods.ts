@@ -11,9 +11,10 @@ export async function getPod(client: CriClient, podId: string): Promise<Pod> {
   return toPod(res.status, res.status.network?.ip ?? '');
 }
 
-/** All pods, ready and not ready. Pods removed while listing are left out. */
-export async function listPods(client: CriClient): Promise<Pod[]> {
+/** All pods, ready and not ready; withIp reads each pod's status for its IP. Pods removed while listing are left out. */
+export async function listPods(client: CriClient, withIp = true): Promise<Pod[]> {
   const { items } = await client.listPodSandbox({});
+  if (!withIp) return items.map((s) => toPod(s));
   const pods = await Promise.all(
     items.map(async (s) => {
       try {

@@ -8,6 +8,7 @@ import type {
   Container,
   ContainerDetail,
   ContainerSpec,
+  ContainerState,
   ExecResult,
   Image,
   ImageFsUsage,
@@ -17,7 +18,7 @@ import type {
   RuntimeEvent,
   RuntimeVersion,
 } from '../types.js';
-import { containerFromInspect, imageFromInspect, imageFromSummary } from './convert.js';
+import { containerFromInspect, containerState, imageFromInspect, imageFromSummary } from './convert.js';
 import { createOptions, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
 import { dockerError, dockerStatus } from './errors.js';
@@ -101,6 +102,10 @@ export class DockerRuntime implements Runtime {
       }
     }
     return current.Id;
+  }
+
+  async containerState(containerId: string): Promise<ContainerState> {
+    return containerState((await this.inspectRaw(containerId)).State.Status);
   }
 
   async inspectContainer(containerId: string): Promise<ContainerDetail> {
