@@ -43,6 +43,7 @@ export class PullFlight {
   private trailing: NodeJS.Timeout | undefined;
   private finished = false;
   private emitted = false;
+  private emittedState: FlightState | undefined;
   state: FlightState = {
     phase: 'Queued',
     queuePosition: 0,
@@ -131,7 +132,7 @@ export class PullFlight {
     }
     this.trailing ??= setTimeout(() => {
       this.trailing = undefined;
-      if (!this.finished) this.emit();
+      if (!this.finished && this.state !== this.emittedState) this.emit();
     }, this.progressIntervalMs);
   }
 
@@ -183,8 +184,11 @@ export class PullFlight {
   }
 
   private emit(): void {
+    if (this.trailing) clearTimeout(this.trailing);
+    this.trailing = undefined;
     this.lastEmit = this.clock.now();
     this.emitted = true;
+    this.emittedState = this.state;
     for (const s of [...this.subscribers]) {
       try {
         s.onEvent(this.eventFor(s.image));

@@ -299,7 +299,9 @@ export class ImagePullService implements PullService {
           ctl.abort(new AgentError('DeadlineExceeded', `pull of ${image} stalled: no new bytes for ${Math.round(idle / 1000)} s (stall timeout ${Math.round(this.stallTimeoutMs / 1000)} s)`)),
         )
       : undefined;
+    let live = true;
     const onProgress = (p: PullProgress) => {
+      if (!live) return; // a late report of an attempt that already ended
       watch?.progress(p);
       flight.update({ phase: p.extracting ? 'Extracting' : 'Pulling', bytesDone: p.bytesDone, bytesTotal: p.bytesTotal, layers: p.layers });
     };
@@ -315,6 +317,7 @@ export class ImagePullService implements PullService {
     } catch (err) {
       throw ctl.signal.aborted ? ctl.signal.reason : err;
     } finally {
+      live = false;
       watch?.close();
       overall.removeEventListener('abort', onOverall);
       if (!ctl.signal.aborted) ctl.abort(new AgentError('Cancelled', 'attempt ended'));

@@ -177,8 +177,9 @@ for (const target of targets) {
       const events: PullEvent[] = [];
       const [e] = await newService({ retries: 2 }).pull({ images: [ref] }, (x) => events.push(x));
       assert.equal(e.phase, 'Failed');
-      assert.equal(e.attempt, 3);
-      assert.equal(events.filter((x) => x.phase === 'Retrying').length, 2);
+      const trace = events.map((x) => `${x.phase}#${x.attempt}${x.error ? ' ' + x.error : ''}`).join('\n');
+      assert.equal(e.attempt, 3, trace);
+      assert.equal(events.filter((x) => x.phase === 'Retrying').length, 2, trace);
       assert.match(e.error, /connection refused/);
     });
 

@@ -187,6 +187,27 @@ describe('ImagePullService: queue, retries, deadlines, disk', () => {
     assert.equal(await metric(registry, 'inplace_image_pulls_total', { result: 'failed' }), 1);
   });
 
+  it('sends each phase change once, even with byte progress pending', async () => {
+    const rt = new FakeRuntime();
+    const { svc } = service(rt, { progressIntervalMs: 50, backoff: { initialMs: 150, jitter: 0 } });
+    const events: PullEvent[] = [];
+    const p = svc.pull({ images: [IMG] }, (e) => events.push(e));
+    const first = await rt.takePull();
+    first.progress({ bytesDone: 1, bytesTotal: 10 });
+    first.progress({ bytesDone: 2, bytesTotal: 10 });
+    first.fail(new AgentError('Unavailable', 'connection reset'));
+    const second = await rt.takePull();
+    first.progress({ bytesDone: 3, bytesTotal: 10 });
+    await new Promise((r) => setTimeout(r, 100));
+    second.finish();
+    await p;
+    assert.deepEqual(
+      events.filter((e) => e.phase !== 'Pulling').map((e) => e.phase),
+      ['Retrying', 'Done'],
+    );
+    assert.ok(!events.some((e) => e.attempt === 2 && e.bytesDone === 3), 'a late report of attempt 1 is dropped');
+  });
+
   it('succeeds on a retry', async () => {
     const rt = new FakeRuntime();
     rt.autoFinish = (_ref, n) => (n < 2 ? new AgentError('Unavailable', 'connection reset') : {});
