@@ -7,10 +7,11 @@ export default tseslint.config(
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', process: 'readonly' } },
+    files: ['**/*.cjs', '**/*.mjs'],
+    languageOptions: { globals: { require: 'readonly', module: 'writable', process: 'readonly', console: 'readonly' } },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  { files: ['**/*.cjs'], languageOptions: { sourceType: 'commonjs' } },
   {
     rules: {
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],

@@ -35,7 +35,7 @@ function sandboxConfig(spec: TestPodSpec, namespace: string, uid: string, logDir
   };
 }
 
-function containerConfig(c: TestContainerSpec, pod: TestPodSpec, namespace: string, uid: string): ContainerConfig {
+function containerConfig(c: TestContainerSpec, pod: TestPodSpec): ContainerConfig {
   return {
     metadata: { name: c.name, attempt: 0 },
     image: { image: c.image },
@@ -78,7 +78,7 @@ async function createWith(client: CriClient, spec: TestPodSpec): Promise<TestPod
   try {
     const containerIds: Record<string, string> = {};
     for (const c of spec.containers) {
-      const id = await client.createContainer({ podSandboxId: podId, config: containerConfig(c, spec, namespace, uid), sandboxConfig: sbConfig });
+      const id = await client.createContainer({ podSandboxId: podId, config: containerConfig(c, spec), sandboxConfig: sbConfig });
       containerIds[c.name] = id;
       await client.startContainer(id);
     }

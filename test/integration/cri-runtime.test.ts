@@ -8,7 +8,7 @@ import path from 'node:path';
 import { AgentError, type ErrorKind } from '../../src/errors.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import type { RuntimeEvent } from '../../src/runtime/types.js';
-import { createCriPod, removeCriPod } from '../../src/testbed/cri-pods.js';
+import { createCriPod, removeCriPod, TEST_POD_LABEL } from '../../src/testbed/cri-pods.js';
 import type { TestPod } from '../../src/testbed/pod-fixture.js';
 import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -106,7 +106,7 @@ describe('CriRuntime against containerd', function () {
     assert.match(d.imageId, /^sha256:[0-9a-f]{64}$/);
     assert.deepEqual(d.spec.command, LOOP('app'));
     assert.equal(d.spec.image, env.images.busybox);
-    assert.equal(d.spec.labels['io.kubernetes.container.name'], 'app');
+    assert.equal(d.spec.labels[TEST_POD_LABEL], 'true', 'labels of the creation config are kept');
     assert.deepEqual(d.spec.mounts, d.mounts);
   });
 

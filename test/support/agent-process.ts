@@ -66,7 +66,9 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
     exited,
     stop: async () => {
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      const force = setTimeout(() => child.kill('SIGKILL'), 15_000);
       await exited;
+      clearTimeout(force);
     },
   };
 }

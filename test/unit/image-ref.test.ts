@@ -26,7 +26,7 @@ describe('parseImageRef', () => {
     assert.equal(r.normalized, `localhost:5000/app@${d}`);
   });
 
-  for (const bad of ['', 'UPPER/case', 'app:', 'app:bad tag', 'app@sha256:xyz', 'a//b', 'app@md5', '-app']) {
+  for (const bad of ['', 'app/UPPER', 'app:', 'app:bad tag', 'app@sha256:xyz', 'a//b', 'app@md5', '-app']) {
     it(`refuses ${JSON.stringify(bad)} with InvalidArgument naming it`, () => {
       assert.throws(
         () => parseImageRef(bad),
