@@ -179,7 +179,9 @@ describe('DockerRuntime against the sandbox dockerd', function () {
     const written = await rt.exec(cacheId, ['/bin/sh', '-c', 'echo host-path > /shared/f && echo anonymous > /cache/f'], 10);
     assert.equal(written.exitCode, 0, written.stderr);
 
-    // The replacement exists, created, while the old instance still runs.
+    // The replacement exists, created, while the old instance still runs (its image is pulled first, as the
+    // engine does: the sandbox starts with an empty image store).
+    await rt.pullImage(env.images.appV2);
     const tempName = `${cacheName}-next`;
     const newId = await rt.createContainer(pod!.podId, { ...old.spec, image: env.images.appV2 }, tempName);
     const created = await rt.inspectContainer(newId);
