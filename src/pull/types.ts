@@ -9,7 +9,10 @@ export type PullPhase = 'Queued' | 'Pulling' | 'Extracting' | 'Retrying' | 'Done
 export interface PullEvent {
   image: string;
   phase: PullPhase;
-  /** 1-based position in the node-wide queue while Queued; 0 otherwise. */
+  /**
+   * 1-based position while Queued: first in the request's own `parallel` queue (when it has one), then in
+   * the node-wide queue; 0 otherwise.
+   */
   queuePosition: number;
   bytesDone: number;
   bytesTotal: number;
