@@ -88,6 +88,7 @@ export class FakeRuntime {
       getPod: unsupported,
       listContainers: unsupported,
       inspectContainer: unsupported,
+      containerState: unsupported,
       createContainer: unsupported,
       startContainer: unsupported,
       stopContainer: unsupported,
