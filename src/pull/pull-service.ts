@@ -294,9 +294,16 @@ export class ImagePullService implements PullService {
     overall.addEventListener('abort', onOverall, { once: true });
     const source = this.runtime.kind === 'cri' ? this.opts.progressSource : undefined;
     const watched = this.stallTimeoutMs > 0 && (this.runtime.kind === 'docker' || source !== undefined);
+    // Docker reports from the first message on; a containerd source only once it has found the pull's lease,
+    // so there the deadline starts with its first report.
     const watch = watched
-      ? new StallWatch(this.clock, this.stallTimeoutMs, (idle) =>
-          ctl.abort(new AgentError('DeadlineExceeded', `pull of ${image} stalled: no new bytes for ${Math.round(idle / 1000)} s (stall timeout ${Math.round(this.stallTimeoutMs / 1000)} s)`)),
+      ? new StallWatch(
+          this.clock,
+          this.stallTimeoutMs,
+          (idle) =>
+            ctl.abort(new AgentError('DeadlineExceeded', `pull of ${image} stalled: no new bytes for ${Math.round(idle / 1000)} s (stall timeout ${Math.round(this.stallTimeoutMs / 1000)} s)`)),
+          undefined,
+          source === undefined,
         )
       : undefined;
     let live = true;

@@ -11,12 +11,16 @@ export class StallWatch {
   private extracting = false;
   private readonly stop = new AbortController();
 
-  /** Starts watching at once; checkMs is how often the deadline is checked (default stallMs/4, ≤ 1 s). */
+  /**
+   * Starts watching; checkMs is how often the deadline is checked (default stallMs/4, ≤ 1 s). With armed
+   * false the deadline starts only with the first progress report (for sources that may report nothing).
+   */
   constructor(
     private readonly clock: Clock,
     private readonly stallMs: number,
     private readonly onStall: (idleMs: number) => void,
     checkMs?: number,
+    private armed = true,
   ) {
     this.lastChangeAt = clock.now();
     void this.loop(checkMs ?? Math.max(10, Math.min(1000, Math.floor(stallMs / 4))));
@@ -24,6 +28,7 @@ export class StallWatch {
 
   /** Records a progress report: new bytes (or a new layer) restart the deadline; extracting holds it. */
   progress(p: PullProgress): void {
+    this.armed = true;
     if (p.bytesDone > this.lastBytes || p.layers.length !== this.lastLayers || p.extracting !== this.extracting) {
       this.lastChangeAt = this.clock.now();
     }
@@ -44,7 +49,7 @@ export class StallWatch {
       } catch {
         return;
       }
-      if (this.extracting) {
+      if (this.extracting || !this.armed) {
         this.lastChangeAt = this.clock.now();
         continue;
       }

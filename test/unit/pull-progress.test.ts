@@ -62,6 +62,17 @@ describe('StallWatch', () => {
     w.close();
   });
 
+  it('unarmed, waits for the first report before the deadline starts', async () => {
+    const clock = new ManualClock();
+    let fired = false;
+    const w = new StallWatch(clock, 100, () => (fired = true), 10, false);
+    await clock.advance(1000);
+    assert.equal(fired, false);
+    w.progress({ layers: [], bytesDone: 0, bytesTotal: 0, extracting: false });
+    await clock.advance(150);
+    assert.equal(fired, true);
+  });
+
   it('does not fire after close', async () => {
     const clock = new ManualClock();
     let fired = false;
