@@ -310,7 +310,9 @@ export class ImagePullService implements PullService {
     const onProgress = (p: PullProgress) => {
       if (!live) return; // a late report of an attempt that already ended
       watch?.progress(p);
-      flight.update({ phase: p.extracting ? 'Extracting' : 'Pulling', bytesDone: p.bytesDone, bytesTotal: p.bytesTotal, layers: p.layers });
+      // Once every byte is in, unpacking is all that is left: stay Extracting rather than flip back to Pulling.
+      const finishing = flight.state.phase === 'Extracting' && p.bytesTotal > 0 && p.bytesDone >= p.bytesTotal;
+      flight.update({ phase: p.extracting || finishing ? 'Extracting' : 'Pulling', bytesDone: p.bytesDone, bytesTotal: p.bytesTotal, layers: p.layers });
     };
     const call = () => this.runtime.pullImage(image, { auth: params.auth, signal: ctl.signal, onProgress, timeoutMs: Math.max(1, remainingMs) });
     const aborted = new Promise<never>((_, reject) => {
