@@ -84,8 +84,8 @@ export class Engine extends EventEmitter {
   async restart(req: RestartRequest): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
     const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
-    const found = resolvePod(pods, req.pod);
-    const pod = found.ip ? found : await this.d.runtime.getPod(found.id);
+    // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
+    const pod = resolvePod(pods, req.pod);
     const containers = all.filter((c) => c.podId === pod.id);
     const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
     planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));

@@ -58,6 +58,7 @@ export class RestartExecutor {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
     // The old containers' creation configs are read while images are checked or pulled.
     const inspected = new Map(op.containers.map((t) => [t.oldId, this.inspectOld(t)]));
+    const podIp = op.podIp ? Promise.resolve(op.podIp) : this.d.runtime.getPod(op.podId).then((p) => p.ip, () => '');
     try {
       if (op.state === 'Pending' || op.state === 'Pulling') {
         this.safePoint(op, deadline);
@@ -66,6 +67,7 @@ export class RestartExecutor {
         this.safePoint(op, deadline);
         this.setState(op, 'Recreating');
       }
+      op.podIp = await podIp;
       for (const t of op.containers) {
         if (t.step === 'Done') continue;
         if (t.step === 'RolledBack' || t.step === 'Failed') return;

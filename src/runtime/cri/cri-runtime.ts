@@ -21,7 +21,7 @@ import { toContainerState, toImage } from './convert.js';
 import { createContainer } from './create-container.js';
 import { criEvents } from './events.js';
 import { imageFsUsage } from './image-fs.js';
-import { inspectContainer } from './inspect-container.js';
+import { inspectContainer, SandboxConfigCache } from './inspect-container.js';
 import { listContainers } from './list-containers.js';
 import { getPod, listPods } from './list-pods.js';
 import { pullImage } from './pull-image.js';
@@ -38,6 +38,7 @@ export class CriRuntime implements Runtime {
   readonly kind = 'cri' as const;
   /** The typed CRI client underneath, for callers that need raw calls (test pods, benchmarks). */
   readonly client: CriClient;
+  private readonly sandboxConfigs = new SandboxConfigCache();
 
   constructor(
     endpoint: string,
@@ -70,7 +71,7 @@ export class CriRuntime implements Runtime {
   }
 
   inspectContainer(containerId: string): Promise<ContainerDetail> {
-    return inspectContainer(this.client, containerId);
+    return inspectContainer(this.client, containerId, this.sandboxConfigs);
   }
 
   /** The name argument is Docker's; CRI names containers by metadata (spec.name, spec.attempt). */
