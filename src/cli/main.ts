@@ -10,7 +10,7 @@ import { parseImageRef } from '../runtime/image-ref.js';
 import type { Operation } from '../engine/operation.js';
 import { isTerminal } from '../engine/operation.js';
 import { progressLine, renderOperation, renderOperations, renderPods } from './render.js';
-import { runPull } from './pull-command.js';
+import { readAuthFileForRequest, runPull } from './pull-command.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -178,9 +178,9 @@ function program(): Command {
       let authConfigJson = '';
       if (o.authFile) {
         try {
-          authConfigJson = readFileSync(o.authFile, 'utf8');
+          authConfigJson = await readAuthFileForRequest(o.authFile);
         } catch (err) {
-          throw new UsageError(`--auth-file: cannot read ${o.authFile}: ${(err as Error).message}`);
+          throw new UsageError(`--auth-file: ${asAgentError(err).message}`);
         }
       }
       const timeout = duration('timeout', o.timeout);

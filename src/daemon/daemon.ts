@@ -46,7 +46,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
-  const { pulls, parseKeyring } = await createPullService(runtime, opts, registry, log, clock);
+  const pullWiring = await createPullService(runtime, opts, registry, log, clock);
+  const { pulls, parseKeyring } = pullWiring;
   const engine = new Engine({
     runtime,
     puller: pulls,
@@ -95,6 +96,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         api.health.setStatus('', 'NOT_SERVING');
         await engine.drain();
         await api.stop();
+        pullWiring.close();
         await http?.close();
         runtime.close();
         log.info('stopped');

@@ -19,6 +19,7 @@ export interface DaemonOptions {
   pullStallTimeoutMs: number;
   pullTimeoutMs: number;
   minFreeDiskBytes: number;
+  authFile?: string;
   defaultGraceSeconds: number;
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
@@ -46,6 +47,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--pull-stall-timeout <duration>', 'fail a pull that receives no bytes this long (not while unpacking)', 'pull-stall-timeout').default('60s'))
     .addOption(opt('--pull-timeout <duration>', 'overall deadline of one image pull', 'pull-timeout').default('30m'))
     .addOption(opt('--min-free-disk <bytes>', 'refuse pulls when the image filesystem has less free space (e.g. 1Gi, 500Mi)', 'min-free-disk').default('1Gi'))
+    .addOption(opt('--auth-file <file>', 'node-wide registry credentials, Docker config.json style (a request\'s own win)', 'auth-file'))
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
@@ -85,6 +87,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     pullStallTimeoutMs: parseDuration(o.pullStallTimeout as string),
     pullTimeoutMs: parseDuration(o.pullTimeout as string),
     minFreeDiskBytes: parseBytes(o.minFreeDisk as string),
+    authFile: o.authFile,
     defaultGraceSeconds: Math.round(parseDuration(o.grace as string) / 1000),
     defaultMinReadyMs: parseDuration(o.minReady as string),
     defaultTimeoutMs: parseDuration(o.operationTimeout as string),
