@@ -31,7 +31,8 @@ export function fromServiceError(err: unknown, target: string): AgentError {
   if (typeof se.code !== 'number') return asAgentError(err);
   const kind = (Object.keys(TO_CODE) as ErrorKind[]).find((k) => TO_CODE[k] === se.code) ?? 'Internal';
   if (se.code === grpc.status.UNAVAILABLE && /connect|No connection|ENOENT|ECONNREFUSED/i.test(se.details ?? '')) {
-    return new AgentError('Unavailable', `cannot reach the agent at ${target}: ${se.details}`);
+    const why = /ENOENT/.test(se.details ?? '') ? 'no such socket' : /ECONNREFUSED/.test(se.details ?? '') ? 'connection refused' : (se.details ?? '').split('. ')[0];
+    return new AgentError('Unavailable', `cannot reach the agent at ${target} (${why}): is inplace-agent running? (--agent or $INPLACE_AGENT)`);
   }
   return new AgentError(kind, se.details || se.message || 'unknown error');
 }
