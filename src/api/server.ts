@@ -76,7 +76,11 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
       new Promise<void>((resolve) => {
         health.setStatus('', 'NOT_SERVING');
         health.setStatus(AGENT_SERVICE, 'NOT_SERVING');
-        const force = setTimeout(() => server.forceShutdown(), graceMs);
+        // Calls still open after graceMs (e.g. watch streams of clients that never hang up) are cut.
+        const force = setTimeout(() => {
+          server.forceShutdown();
+          resolve();
+        }, graceMs);
         server.tryShutdown(() => {
           clearTimeout(force);
           resolve();

@@ -95,7 +95,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
         await engine.drain();
-        await api.stop();
+        // Operations are drained: what is left are reads and watch streams, cut after a short grace.
+        await api.stop(1000);
         pullWiring.close();
         await http?.close();
         runtime.close();

@@ -36,7 +36,7 @@ export interface PodView {
   containers: Container[];
 }
 
-/** Emits 'change' (Operation) whenever an operation's record changes. */
+/** Emits 'change' (Operation) whenever an operation's record changes, and 'drained' once drain() is done. */
 export class Engine extends EventEmitter {
   private readonly ops = new Map<string, Operation>();
   private readonly queue = new KeyedQueue();
@@ -163,6 +163,7 @@ export class Engine extends EventEmitter {
   async drain(): Promise<void> {
     this.isDraining = true;
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    this.emit('drained');
   }
 
   /** Whether the engine is draining. */

@@ -67,12 +67,12 @@ for (const f of flavours) {
     let volume: string;
     const pods: TestPod[] = [];
 
-    const threeContainerPod = async (name: string): Promise<TestPod> => {
+    const threeContainerPod = async (name: string, appLabels: Record<string, string> = {}): Promise<TestPod> => {
       const pod = await fixture.create({
         name,
         namespace: 'e2e',
         containers: [
-          { name: 'app', image: env.images.appV1 },
+          { name: 'app', image: env.images.appV1, labels: appLabels },
           { name: 'sidecar', image: env.images.appV1 },
           { name: 'logger', image: env.images.appV1 },
         ],
@@ -180,7 +180,6 @@ for (const f of flavours) {
       const pod = await threeContainerPod('serial');
       const c = new AgentClient(`unix://${agent.socket}`);
       try {
-        const base = { images: {}, graceSeconds: 5, graceSet: true, minReadyMs: '200', minReadySet: true, timeoutMs: '0' };
         const [a, b] = await Promise.all([
           c.restart({ ...base, pod: pod.name, containers: ['app'], images: { app: env.images.appV2 } }),
           c.restart({ ...base, pod: pod.name, containers: ['sidecar'] }),
@@ -198,6 +197,69 @@ for (const f of flavours) {
         assert.deepEqual(ends.map((e) => e.state), Array(10).fill('Succeeded'));
       } finally {
         c.close();
+      }
+    });
+
+    const base = { images: {}, graceSeconds: 5, graceSet: true, minReadyMs: '200', minReadySet: true, timeoutMs: '0' };
+
+    it('runs the preStop hook (label inplace-agent.io/pre-stop) in the old container before stopping it', async () => {
+      const pod = await threeContainerPod('prestop', { 'inplace-agent.io/pre-stop': '["/bin/sh","-c","echo drained-$(cat /app/version) > /data/prestop"]' });
+      const res = await ctl(agent.socket, 'restart', pod.name, 'app', '--image', `app=${env.images.appV2}`);
+      assert.equal(res.code, 0, res.stdout + res.stderr);
+      const app = (await snapshot(rt, pod.podId)).byName.get('app')!;
+      assert.equal(await sh(rt, app.id, 'cat /data/prestop'), 'drained-v1', 'the hook ran in the old (v1) container');
+    });
+
+    it('cancels a queued operation: it ends Cancelled and its container is untouched', async () => {
+      const pod = await threeContainerPod('cancel');
+      const before = await snapshot(rt, pod.podId);
+      const c = new AgentClient(`unix://${agent.socket}`);
+      try {
+        const first = await c.restart({ ...base, pod: pod.name, containers: ['app'], minReadyMs: '2000' });
+        const second = await c.restart({ ...base, pod: pod.name, containers: ['sidecar'] });
+        assert.equal(second.state, 'Pending');
+        const res = await ctl(agent.socket, 'cancel', second.id);
+        assert.equal(res.code, 0, res.stdout + res.stderr);
+        assert.equal((await waitEnd(c, second.id)).state, 'Cancelled');
+        assert.equal((await waitEnd(c, first.id)).state, 'Succeeded');
+        const again = await ctl(agent.socket, 'cancel', second.id);
+        assert.equal(again.code, 1, 'an ended operation cannot be cancelled');
+        assert.match(again.stderr, /already ended \(Cancelled\)/);
+      } finally {
+        c.close();
+      }
+      const after = await snapshot(rt, pod.podId);
+      assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id, 'the cancelled target was not touched');
+      assert.notEqual(after.byName.get('app')?.id, before.byName.get('app')?.id);
+    });
+
+    it('drains on SIGTERM: the running operation completes, a queued one resumes at the next start', async () => {
+      const pod = await threeContainerPod('drain');
+      const own = await startAgent(f.agentArgs);
+      const c = new AgentClient(`unix://${own.socket}`);
+      let queued = '';
+      try {
+        const running = await c.restart({ ...base, pod: pod.name, containers: ['app'], minReadyMs: '1500' });
+        queued = (await c.restart({ ...base, pod: pod.name, containers: ['sidecar'] })).id;
+        for await (const op of c.watchOperation(running.id)) if (op.state === 'Verifying') break;
+        own.child.kill('SIGTERM');
+        assert.deepEqual(await own.exited, { code: 0, signal: null }, own.log());
+        const journal = (id: string) => JSON.parse(fs.readFileSync(path.join(own.stateDir, 'operations', `${id}.json`), 'utf8')) as { state: string };
+        assert.equal(journal(running.id).state, 'Succeeded', 'the running operation reached its end before exit');
+        assert.equal(journal(queued).state, 'Pending', 'the queued one waits in the journal');
+      } finally {
+        c.close();
+      }
+      const again = await startAgent(f.agentArgs, { stateDir: own.stateDir });
+      try {
+        const c2 = new AgentClient(`unix://${again.socket}`);
+        try {
+          assert.equal((await waitEnd(c2, queued)).state, 'Succeeded');
+        } finally {
+          c2.close();
+        }
+      } finally {
+        await again.stop();
       }
     });
 

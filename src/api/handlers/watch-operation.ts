@@ -25,10 +25,16 @@ export function watchOperationHandler(engine: Engine): grpc.handleServerStreamin
     };
     const done = () => {
       engine.off('change', onChange);
+      engine.off('drained', done);
       call.end();
     };
-    call.on('cancelled', () => engine.off('change', onChange));
+    call.on('cancelled', () => {
+      engine.off('change', onChange);
+      engine.off('drained', done);
+    });
     engine.on('change', onChange);
+    // The agent is stopping: the stream ends; the operation resumes at the next start.
+    engine.once('drained', done);
     call.write(operationToWire(op));
     if (isTerminal(op.state)) done();
   };
