@@ -3,6 +3,7 @@
 // json — and tells whether every image ended Done.
 import { readFile } from 'node:fs/promises';
 import cliProgress from 'cli-progress';
+import { formatBytes } from '../bytes.js';
 import { AgentError, asAgentError } from '../errors.js';
 import { parseAuthConfig } from '../pull/auth.js';
 import type { PullEvent } from '../pull/types.js';
@@ -39,17 +40,6 @@ export async function readAuthFileForRequest(path: string): Promise<string> {
   return text;
 }
 
-/** Bytes in binary units. */
-export function humanBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
-}
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
@@ -60,13 +50,13 @@ export function describePullEvent(e: PullEvent): string {
       return `${e.image}: Queued${e.queuePosition ? ` (position ${e.queuePosition})` : ''}`;
     case 'Pulling':
     case 'Extracting': {
-      const bytes = e.bytesTotal > 0 ? ` ${humanBytes(e.bytesDone)} / ${humanBytes(e.bytesTotal)} (${Math.floor((100 * e.bytesDone) / e.bytesTotal)}%)` : e.bytesDone > 0 ? ` ${humanBytes(e.bytesDone)}` : '';
+      const bytes = e.bytesTotal > 0 ? ` ${formatBytes(e.bytesDone)} / ${formatBytes(e.bytesTotal)} (${Math.floor((100 * e.bytesDone) / e.bytesTotal)}%)` : e.bytesDone > 0 ? ` ${formatBytes(e.bytesDone)}` : '';
       return `${e.image}: ${e.phase}${e.attempt > 1 ? ` (attempt ${e.attempt})` : ''}${bytes}, ${seconds(e.elapsedMs)}`;
     }
     case 'Retrying':
       return `${e.image}: Retrying after attempt ${e.attempt}: ${e.error}`;
     case 'Done': {
-      const what = e.alreadyPresent ? 'already present' : `pulled${e.bytesTotal > 0 ? ` ${humanBytes(e.bytesTotal)}` : ''} in ${seconds(e.elapsedMs)}`;
+      const what = e.alreadyPresent ? 'already present' : `pulled${e.bytesTotal > 0 ? ` ${formatBytes(e.bytesTotal)}` : ''} in ${seconds(e.elapsedMs)}`;
       return `${e.image}: Done, ${what}${e.digest ? `, ${e.digest}` : ''}${e.pinned ? ', pinned' : ''}`;
     }
     case 'Failed':
@@ -112,7 +102,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     const payload = {
       image: e.image.length > 40 ? '…' + e.image.slice(-39) : e.image.padEnd(width(e.image)),
       phase: phase.padEnd(10),
-      bytes: e.bytesTotal > 0 ? `${humanBytes(e.bytesDone)}/${humanBytes(e.bytesTotal)}` : e.phase === 'Failed' ? e.errorKind : '',
+      bytes: e.bytesTotal > 0 ? `${formatBytes(e.bytesDone)}/${formatBytes(e.bytesTotal)}` : e.phase === 'Failed' ? e.errorKind : '',
     };
     if (!bar) {
       bar = bars.create(total, value, payload);

@@ -1,5 +1,6 @@
 // The daemon's settings: command-line flags, each also settable as INPLACE_AGENT_<FLAG> in the environment.
 import { Command, Option } from 'commander';
+import { parseBytes } from '../bytes.js';
 import { parseDuration } from '../duration.js';
 import type { LogFormat } from '../log.js';
 
@@ -52,16 +53,6 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
     .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
-}
-
-/** Bytes of `1Gi`, `500Mi`, `10G`, `1024`. */
-export function parseBytes(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)\s*(|k|ki|m|mi|g|gi|t|ti)b?$/i.exec(text.trim());
-  if (!m) throw new Error(`invalid size "${text}" (use e.g. 500Mi, 1Gi, 1048576)`);
-  const unit = m[2].toLowerCase();
-  const pow = { '': 0, k: 1, m: 2, g: 3, t: 4 }[unit[0] ?? ''] ?? 0;
-  const base = unit.endsWith('i') ? 1024 : 1000;
-  return Math.round(Number(m[1]) * base ** pow);
 }
 
 /** Settings from a parsed command. */

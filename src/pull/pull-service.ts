@@ -13,6 +13,7 @@
 //         that can heal, Retrying after a backoff; otherwise Failed;
 //      d. verify a digest reference against what the runtime stored; report the resolved digest;
 //   4. pin the image if asked, and send this caller's last event (Done or Failed).
+import { formatBytes } from '../bytes.js';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -414,14 +415,3 @@ function normalized(ref: string): string {
   }
 }
 
-/** Bytes in binary units, for messages. */
-export function formatBytes(n: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = n;
-  let i = 0;
-  while (v >= 1024 && i < units.length - 1) {
-    v /= 1024;
-    i++;
-  }
-  return `${i === 0 ? v : v.toFixed(1)} ${units[i]}`;
-}
