@@ -1,22 +1,21 @@
 // An in-place restart operation and its state machine.
 //
-//              submit
-//                |
-//                v
-//   +-------- Pending ----------+  (waits for the pod's earlier operations, FIFO)
-//   |            |              |
-//   | cancel     v              |
-//   +------<- Pulling --------> Failed        (a pull failed: nothing was stopped)
-//   |            |
-//   v            v
-// Cancelled   Recreating ------> Failed       (replacement failed; old config running again:
-//                |   \                          the container's step is RolledBack)
-//                |    \--cancel--> RolledBack (cancelled mid-way; old config running again)
-//                v
-//            Verifying ------> Failed
-//                |
-//                v
-//            Succeeded
+//                 submit
+//                   |
+//                   v
+//      +-------- Pending ---------------> Failed     (the pod or a container changed meanwhile)
+//      |            |
+//      | cancel     v
+//      +------- Pulling ----------------> Failed     (a pull failed: nothing was stopped)
+//      |            |
+//      v            v
+//  Cancelled <-- Recreating ------------> Failed    (a replacement failed; the old config runs
+//  (at a safe     |   ^   \                           again: that container's step is RolledBack)
+//   point)        v   |    \--cancel--> RolledBack   (a created replacement was discarded before
+//              Verifying                              the old container was stopped)
+//                 |   (then the next container)
+//                 v
+//             Succeeded
 //
 // Per container (one at a time, in the order given):
 //   Waiting -> Creating -> Created -> PreStop -> Stopping -> Stopped -> Starting -> Started

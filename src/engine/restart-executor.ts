@@ -82,9 +82,10 @@ export class RestartExecutor {
     } catch (err) {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
-      const touched = op.containers.some((c) => c.step !== 'Waiting');
-      const state: OperationState = e.kind === 'Cancelled' ? (touched ? 'RolledBack' : 'Cancelled') : 'Failed';
-      await this.finish(op, state, e.message, e.kind);
+      // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
+      const done = op.containers.filter((c) => c.step === 'Done').map((c) => c.name);
+      const note = done.length > 0 ? `; already replaced: ${done.join(', ')}; the others were not touched` : '; nothing was changed';
+      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + note, e.kind);
     }
   }
 
@@ -260,7 +261,7 @@ export class RestartExecutor {
           case 'Verifying': {
             if (op.state !== 'Verifying') op.state = 'Verifying';
             this.mark(op, t, 'Verifying');
-            await this.waitReady(t, op.request.minReadyMs);
+            await this.waitReady(t, op.request.minReadyMs, deadline);
             op.state = 'Recreating';
             this.mark(op, t, 'Verified');
             break;
@@ -347,9 +348,12 @@ export class RestartExecutor {
   }
 
   /** Waits minReadyMs, failing as soon as the replacement is seen not running. */
-  private async waitReady(t: ContainerTarget, minReadyMs: number): Promise<void> {
+  private async waitReady(t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
+      if (this.d.clock.now() > deadline) {
+        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`);
+      }
       if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
       const left = until - this.d.clock.now();
       if (left <= 0) return;

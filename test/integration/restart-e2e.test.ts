@@ -233,6 +233,38 @@ for (const f of flavours) {
       assert.notEqual(after.byName.get('app')?.id, before.byName.get('app')?.id);
     });
 
+    it('cancel between containers: the first stays replaced, the second is not touched, the operation ends Cancelled', async () => {
+      const pod = await threeContainerPod('cancel-mid');
+      const before = await snapshot(rt, pod.podId);
+      const c = new AgentClient(`unix://${agent.socket}`);
+      try {
+        const op = await c.restart({ ...base, pod: pod.name, containers: ['app', 'sidecar'], minReadyMs: '1500' });
+        for await (const o of c.watchOperation(op.id)) if (o.state === 'Verifying') break;
+        await c.cancelOperation(op.id);
+        const end = await waitEnd(c, op.id);
+        assert.equal(end.state, 'Cancelled');
+        assert.deepEqual(end.containers.map((x) => x.step), ['Done', 'Waiting']);
+        assert.match(end.error ?? '', /already replaced: app; the others were not touched/);
+      } finally {
+        c.close();
+      }
+      const after = await snapshot(rt, pod.podId);
+      assert.notEqual(after.byName.get('app')?.id, before.byName.get('app')?.id);
+      assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id);
+    });
+
+    it('an operation that outlives --timeout during min-ready is rolled back and fails with DeadlineExceeded', async () => {
+      const pod = await threeContainerPod('deadline');
+      const res = await ctl(agent.socket, '-o', 'json', 'restart', pod.name, 'app', '--image', `app=${env.images.appV2}`, '--min-ready', '5s', '--timeout', '1500ms');
+      assert.equal(res.code, 1, res.stdout + res.stderr);
+      const op = JSON.parse(res.stdout.slice(res.stdout.indexOf('{'))) as { state: string; errorKind: string; containers: { step: string; error: string }[] };
+      assert.equal(op.state, 'Failed');
+      assert.equal(op.containers[0].step, 'RolledBack');
+      assert.match(op.containers[0].error, /DeadlineExceeded/);
+      const app = (await snapshot(rt, pod.podId)).byName.get('app')!;
+      assert.equal(await sh(rt, app.id, 'cat /app/version'), 'v1', 'the old config runs again');
+    });
+
     it('drains on SIGTERM: the running operation completes, a queued one resumes at the next start', async () => {
       const pod = await threeContainerPod('drain');
       const own = await startAgent(f.agentArgs);
