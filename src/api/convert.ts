@@ -45,6 +45,7 @@ export function operationToWire(op: Operation): WireOperation {
     error: op.error ?? '',
     errorKind: op.errorKind ?? '',
     cancelRequested: op.cancelRequested ?? false,
+    pulls: (op.pulls ?? []).map((p) => ({ ...p, bytesDone: String(p.bytesDone), bytesTotal: String(p.bytesTotal) })),
     containers: op.containers.map((c) => ({
       name: c.name,
       oldId: c.oldId,
@@ -76,6 +77,7 @@ export function operationFromWire(w: WireOperationOut): Operation {
     error: w.error || undefined,
     errorKind: w.errorKind || undefined,
     cancelRequested: w.cancelRequested,
+    pulls: w.pulls.map((p) => ({ ...p, bytesDone: Number(p.bytesDone), bytesTotal: Number(p.bytesTotal) })),
     containers: w.containers.map((c) => ({
       name: c.name,
       oldId: c.oldId,

@@ -1,4 +1,5 @@
 // Text rendering of pods and operations for inplacectl.
+import { formatBytes } from '../bytes.js';
 import { formatDuration } from '../duration.js';
 import type { Operation } from '../engine/operation.js';
 import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
@@ -53,6 +54,12 @@ export function progressLine(prev: Operation | undefined, cur: Operation, t0: nu
   const out: string[] = [];
   const backFromVerify = prev?.state === 'Verifying' && cur.state === 'Recreating';
   if ((!prev || prev.state !== cur.state) && !backFromVerify) out.push(`${at}  ${cur.state.toLowerCase()}${cur.state === 'Pending' ? ' (waiting for earlier operations on this pod)' : ''}`);
+  for (const p of cur.pulls ?? []) {
+    const before = prev?.pulls?.find((x) => x.image === p.image);
+    if (before && before.done === p.done && before.bytesDone === p.bytesDone) continue;
+    if (p.done) out.push(`${at}    ${p.image}: ${p.pulled ? `pulled${p.bytesTotal ? ` (${formatBytes(p.bytesTotal)})` : ''}` : 'present'}`);
+    else if (p.bytesDone > 0) out.push(`${at}    ${p.image}: ${formatBytes(p.bytesDone)}${p.bytesTotal ? ` / ${formatBytes(p.bytesTotal)}` : ''}`);
+  }
   for (const c of cur.containers) {
     const before = prev?.containers.find((p) => p.name === c.name);
     if (before?.step === c.step) continue;

@@ -81,6 +81,16 @@ export interface ContainerTarget {
   error?: string;
 }
 
+/** Progress of one image the operation needs. */
+export interface ImagePull {
+  image: string;
+  bytesDone: number;
+  bytesTotal: number;
+  done: boolean;
+  /** False when the image was already present. */
+  pulled: boolean;
+}
+
 /** What a caller asked for. */
 export interface RestartRequest {
   /** Pod as given: ns/name, sandbox id or prefix, docker/<name>. */
@@ -102,6 +112,8 @@ export interface Operation {
   state: OperationState;
   request: RestartRequest;
   containers: ContainerTarget[];
+  /** The images the operation makes present, with their progress. */
+  pulls?: ImagePull[];
   createdAt: string;
   updatedAt: string;
   finishedAt?: string;

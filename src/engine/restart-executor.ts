@@ -46,6 +46,9 @@ export interface ExecutorDeps {
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
 }
 
+/** Least time between two published pull-progress updates of one operation. */
+const PULL_PUBLISH_MS = 500;
+
 /** How often the replacement is checked while waiting for min-ready. */
 const READY_POLL_MS = 100;
 
@@ -95,17 +98,41 @@ export class RestartExecutor {
     if (this.d.clock.now() > deadline) throw new AgentError('DeadlineExceeded', `operation ${op.id} ran out of time (timeout ${op.request.timeoutMs / 1000}s)`);
   }
 
+  /** Makes every new image present, all at once (the pull service bounds the node's concurrency). */
   private async pull(op: Operation, deadline: number): Promise<void> {
     const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting').map((c) => c.newImage))];
-    const signal = AbortSignal.timeout(Math.max(1, deadline - this.d.clock.now()));
-    for (const image of images) {
-      try {
-        const got = await this.d.puller.ensure(image, { signal });
-        this.d.log.info('image ready', { op: op.id, image, pulled: got.pulled, digest: got.digest });
-      } catch (err) {
-        const e = asAgentError(err);
-        throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err });
-      }
+    const abort = new AbortController();
+    const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.max(1, deadline - this.d.clock.now()));
+    op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
+    let lastPublish = 0;
+    try {
+      await Promise.all(
+        op.pulls.map(async (p) => {
+          try {
+            const got = await this.d.puller.ensure(p.image, {
+              signal: abort.signal,
+              onProgress: (pr) => {
+                p.bytesDone = pr.bytesDone;
+                p.bytesTotal = pr.bytesTotal;
+                if (this.d.clock.now() - lastPublish >= PULL_PUBLISH_MS) {
+                  lastPublish = this.d.clock.now();
+                  this.d.publish(op);
+                }
+              },
+            });
+            p.done = true;
+            p.pulled = got.pulled;
+            this.d.publish(op);
+            this.d.log.info('image ready', { op: op.id, image: p.image, pulled: got.pulled, digest: got.digest });
+          } catch (err) {
+            const e = asAgentError(err);
+            abort.abort(e);
+            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err });
+          }
+        }),
+      );
+    } finally {
+      clearTimeout(timer);
     }
   }
 

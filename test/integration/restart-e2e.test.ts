@@ -110,6 +110,8 @@ for (const f of flavours) {
         assert.equal(res.code, 0, `inplacectl failed: ${res.stdout}${res.stderr}\n${agent.log()}`);
         assert.match(res.stdout, /stopping/);
         assert.match(res.stdout, /restarted in place/);
+        const image = newImage ? env.images.appV2 : env.images.appV1;
+        assert.ok(new RegExp(`${image.replace(/[.]/g, '\\.')}: (pulled|present)`).test(res.stdout), `the image step is shown: ${res.stdout}`);
 
         const after = await snapshot(rt, pod.podId);
         const newApp = after.byName.get('app')!;
