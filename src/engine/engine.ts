@@ -54,7 +54,7 @@ export class Engine extends EventEmitter {
       puller: d.puller,
       clock: d.clock,
       log: d.log,
-      save: (op) => this.persist(op),
+      save: (op, sync) => this.persist(op, sync),
       publish: (op) => this.emit('change', structuredClone(op)),
       draining: () => this.isDraining,
       afterStep: d.afterStep,
@@ -189,9 +189,9 @@ export class Engine extends EventEmitter {
     this.running.add(p);
   }
 
-  private async persist(op: Operation): Promise<void> {
+  private async persist(op: Operation, sync = true): Promise<void> {
     this.ops.set(op.id, op);
-    await this.d.journal.write(op);
+    await this.d.journal.write(op, sync);
     this.emit('change', structuredClone(op));
   }
 

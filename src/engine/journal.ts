@@ -7,6 +7,7 @@ import type { Operation } from './operation.js';
 /** Durable storage of operation records. */
 export class Journal {
   private readonly dir: string;
+  private readonly chains = new Map<string, Promise<void>>();
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, 'operations');
@@ -17,18 +18,34 @@ export class Journal {
     await fs.mkdir(this.dir, { recursive: true, mode: 0o700 });
   }
 
-  /** Writes a record; when this resolves, the record survives a crash. */
-  async write(op: Operation): Promise<void> {
+  /**
+   * Replaces a record atomically (temp file, rename): a reader sees the old record or the new one, whole.
+   * With sync (the default) the file and the directory are fsynced, so the record also survives a power loss.
+   */
+  write(op: Operation, sync = true): Promise<void> {
+    // Writes of one record go one after another, so an older state can never land after a newer one.
+    const prev = this.chains.get(op.id) ?? Promise.resolve();
+    const next = prev.then(() => this.writeNow(op, sync));
+    const tail = next.catch(() => undefined);
+    this.chains.set(op.id, tail);
+    void tail.then(() => {
+      if (this.chains.get(op.id) === tail) this.chains.delete(op.id);
+    });
+    return next;
+  }
+
+  private async writeNow(op: Operation, sync: boolean): Promise<void> {
     const file = path.join(this.dir, `${op.id}.json`);
     const tmp = `${file}.tmp-${process.pid}`;
     const fh = await fs.open(tmp, 'w', 0o600);
     try {
-      await fh.writeFile(JSON.stringify(op, null, 1));
-      await fh.sync();
+      await fh.writeFile(JSON.stringify(op));
+      if (sync) await fh.sync();
     } finally {
       await fh.close();
     }
     await fs.rename(tmp, file);
+    if (!sync) return;
     const dh = await fs.open(this.dir, 'r');
     try {
       await dh.sync();

@@ -36,8 +36,11 @@ export interface ExecutorDeps {
   puller: ImagePuller;
   clock: Clock;
   log: Logger;
-  /** Journals and publishes a changed operation; resolves once durable. */
-  save(op: Operation): Promise<void>;
+  /**
+   * Journals (atomically) and publishes a changed operation. With sync the record is also fsynced, so it
+   * survives a power loss; without, it survives any crash of the agent process.
+   */
+  save(op: Operation, sync: boolean): Promise<void>;
   /** Publishes a change to watchers without journaling it (the next save carries it). */
   publish(op: Operation): void;
   /** True once the agent is draining. */
@@ -45,6 +48,9 @@ export interface ExecutorDeps {
   /** Called after each container step is journaled (fault injection in tests, tracing). */
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
 }
+
+/** Intents whose journal record need not be fsynced (see step()). */
+const UNSYNCED_STEPS: ReadonlySet<ContainerStep> = new Set(['Stopping', 'Starting', 'RemovingOld']);
 
 /** Least time between two published pull-progress updates of one operation. */
 const PULL_PUBLISH_MS = 500;
@@ -150,12 +156,14 @@ export class RestartExecutor {
   }
 
   /**
-   * Enters a step and journals it durably: used for intents (before a side effect) and outcomes recovery
-   * must not repeat.
+   * Enters a step and journals it before its side effect. Creating, PreStop, RollingBack and the end states
+   * are fsynced. Stopping, Starting and RemovingOld are written without fsync: a crash of the agent keeps
+   * them (the page cache survives it), and if a power loss drops one, recovery from the fsynced record before
+   * it repeats the same idempotent call (stop, start with a state check, remove).
    */
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep): Promise<void> {
     this.record(t, step);
-    await this.save(op);
+    await this.save(op, !UNSYNCED_STEPS.has(step));
     this.d.afterStep?.(op, t, step);
   }
 
@@ -175,9 +183,9 @@ export class RestartExecutor {
     t.steps.push({ step, at: new Date(this.d.clock.now()).toISOString() });
   }
 
-  private async save(op: Operation): Promise<void> {
+  private async save(op: Operation, sync = true): Promise<void> {
     op.updatedAt = new Date(this.d.clock.now()).toISOString();
-    await this.d.save(op);
+    await this.d.save(op, sync);
   }
 
   private async finish(op: Operation, state: OperationState, error?: string, kind?: string): Promise<void> {

@@ -1,0 +1,60 @@
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { Journal } from '../../src/engine/journal.js';
+import type { Operation } from '../../src/engine/operation.js';
+
+const op = (id: string, createdAt: string, state: Operation['state'] = 'Pending'): Operation => ({
+  id,
+  podId: 'p',
+  podName: 'ns/p',
+  podIp: '',
+  state,
+  request: { pod: 'ns/p', containers: ['c'], images: {}, graceSeconds: 1, minReadyMs: 0, timeoutMs: 1000 },
+  containers: [],
+  createdAt,
+  updatedAt: createdAt,
+});
+
+describe('Journal', () => {
+  let dir: string;
+  beforeEach(() => (dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-'))));
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('reads back what it wrote, oldest first, with the last write of each record winning', async () => {
+    const j = new Journal(dir);
+    await j.open();
+    const a = op('a', '2026-01-01T00:00:02Z');
+    await Promise.all([j.write(op('b', '2026-01-01T00:00:01Z')), j.write(a)]);
+    // Many overlapping writes of one record, synced and not: the file ends with the newest state.
+    const writes: Promise<void>[] = [];
+    for (const state of ['Pulling', 'Recreating', 'Verifying', 'Succeeded'] as const) {
+      a.state = state;
+      writes.push(j.write(structuredClone(a), state !== 'Succeeded'));
+    }
+    await Promise.all(writes);
+    const back = await j.readAll();
+    assert.deepEqual(back.map((o) => [o.id, o.state]), [['b', 'Pending'], ['a', 'Succeeded']]);
+    assert.deepEqual(fs.readdirSync(path.join(dir, 'operations')).sort(), ['a.json', 'b.json'], 'no temp files left');
+  });
+
+  it('skips and reports a damaged record instead of failing start-up', async () => {
+    const j = new Journal(dir);
+    await j.open();
+    await j.write(op('good', '2026-01-01T00:00:00Z'));
+    fs.writeFileSync(path.join(dir, 'operations', 'bad.json'), '{"id": "bad", "sta');
+    const bad: string[] = [];
+    const back = await j.readAll((file) => bad.push(file));
+    assert.deepEqual(back.map((o) => o.id), ['good']);
+    assert.deepEqual(bad, ['bad.json']);
+  });
+
+  it('removes records', async () => {
+    const j = new Journal(dir);
+    await j.open();
+    await j.write(op('x', '2026-01-01T00:00:00Z'));
+    await j.remove('x');
+    assert.deepEqual(await j.readAll(), []);
+  });
+});
