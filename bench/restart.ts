@@ -1,6 +1,6 @@
 // `npm run bench:restart`: in-place restart through the agent versus the raw CRI sequence and versus
 // recreating the whole pod, on the sandbox's containerd, all in one run; plus the agent's memory.
-// Needs the sandbox up (`sudo scripts/sandbox up`). Rounds: BENCH_ROUNDS (default 10).
+// Needs the sandbox up (`sudo scripts/sandbox up`). Rounds: BENCH_ROUNDS (default 20).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,7 +15,7 @@ import { sandboxEnv } from '../src/testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const env = sandboxEnv();
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 10);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
 const GRACE = 10;
 
 const median = (xs: number[]) => {
