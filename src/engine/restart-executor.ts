@@ -66,7 +66,13 @@ export class RestartExecutor {
   async run(op: Operation): Promise<void> {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
     // The old containers' creation configs are read while images are checked or pulled.
-    const inspected = new Map(op.containers.map((t) => [t.oldId, this.inspectOld(t)]));
+    const inspected = new Map(
+      op.containers.map((t) => {
+        const p = this.inspectOld(t);
+        p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
+        return [t.oldId, p];
+      }),
+    );
     const podIp = op.podIp ? Promise.resolve(op.podIp) : this.d.runtime.getPod(op.podId).then((p) => p.ip, () => '');
     try {
       if (op.state === 'Pending' || op.state === 'Pulling') {
