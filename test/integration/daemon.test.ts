@@ -1,0 +1,111 @@
+// The daemon as an operator runs it: runtime detection failures, the API socket's mode, the gRPC health
+// service, Prometheus metrics and probes, and a clean exit on SIGTERM.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import { protoPath as healthProto } from 'grpc-health-check';
+import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
+import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const env = sandboxEnv();
+const DAEMON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/daemon/main.js');
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = net.createServer().listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function runDaemon(args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [DAEMON, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
+    child.once('exit', (code) => {
+      clearTimeout(kill);
+      resolve({ code, output });
+    });
+  });
+}
+
+describe('inplace-agent daemon', function () {
+  this.timeout(60_000);
+
+  it('refuses to start when no runtime answers, naming the socket it tried', async () => {
+    const res = await runDaemon(['--runtime', 'cri', '--cri-endpoint', 'unix:///tmp/no-such-runtime.sock', '--listen', 'unix:///tmp/inplace-never.sock']);
+    assert.equal(res.code, 1);
+    assert.match(res.output, /cannot start: no container runtime answered; tried: unix:\/\/\/tmp\/no-such-runtime\.sock/);
+  });
+
+  it('refuses bad flags with a message naming them', async () => {
+    const res = await runDaemon(['--min-free-disk', 'lots']);
+    assert.equal(res.code, 1);
+    assert.match(res.output, /invalid size "lots"/);
+  });
+
+  describe('serving', () => {
+    let agent: AgentProcess;
+    let metricsPort: number;
+
+    before(async function () {
+      const rt = new CriRuntime(env.criEndpoint);
+      try {
+        await requireRuntime(this, 'cri', () => rt.version());
+      } finally {
+        rt.close();
+      }
+      metricsPort = await freePort();
+      agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--metrics-addr', `127.0.0.1:${metricsPort}`]);
+    });
+
+    after(async () => {
+      await agent?.stop();
+    });
+
+    it('creates its socket with mode 0660', () => {
+      assert.equal(fs.statSync(agent.socket).mode & 0o777, 0o660);
+    });
+
+    it('answers the standard gRPC health service for the agent service', async () => {
+      const def = protoLoader.loadSync(healthProto, { keepCase: true, longs: String, enums: String, defaults: true });
+      const pkg = grpc.loadPackageDefinition(def) as unknown as { grpc: { health: { v1: { Health: grpc.ServiceClientConstructor } } } };
+      const client = new pkg.grpc.health.v1.Health(`unix://${agent.socket}`, grpc.credentials.createInsecure());
+      try {
+        const res = await new Promise<{ status: string }>((resolve, reject) =>
+          client.Check({ service: 'inplace.v1.Agent' }, (err: Error | null, r: { status: string }) => (err ? reject(err) : resolve(r))),
+        );
+        assert.equal(res.status, 'SERVING');
+      } finally {
+        client.close();
+      }
+    });
+
+    it('serves Prometheus metrics and liveness/readiness probes', async () => {
+      const base = `http://127.0.0.1:${metricsPort}`;
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      for (const name of ['inplace_operations_active', 'inplace_image_pulls_in_progress', 'inplace_image_pull_queue_length', 'process_resident_memory_bytes']) {
+        assert.match(metrics, new RegExp(`^${name} `, 'm'), `${name} exported`);
+      }
+      assert.equal((await fetch(`${base}/healthz`)).status, 200);
+      assert.equal((await fetch(`${base}/readyz`)).status, 200);
+    });
+
+    it('exits 0 on SIGTERM', async () => {
+      agent.child.kill('SIGTERM');
+      assert.deepEqual(await agent.exited, { code: 0, signal: null });
+      assert.match(agent.log(), /stopped/);
+    });
+  });
+});
