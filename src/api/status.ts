@@ -15,6 +15,9 @@ const TO_CODE: Record<ErrorKind, grpc.status> = {
   Internal: grpc.status.INTERNAL,
 };
 
+/** Trailer the agent puts on every error it sends, so a client can tell them from its own transport errors. */
+export const AGENT_ERROR_TRAILER = 'x-inplace-agent-error';
+
 /** A gRPC service error carrying the agent error's code and message. */
 export function toServiceError(err: unknown): grpc.ServiceError {
   const e = asAgentError(err);
@@ -22,6 +25,7 @@ export function toServiceError(err: unknown): grpc.ServiceError {
   out.code = TO_CODE[e.kind];
   out.details = e.message;
   out.metadata = new grpc.Metadata();
+  out.metadata.set(AGENT_ERROR_TRAILER, e.kind);
   return out;
 }
 
@@ -30,7 +34,8 @@ export function fromServiceError(err: unknown, target: string): AgentError {
   const se = err as Partial<grpc.ServiceError>;
   if (typeof se.code !== 'number') return asAgentError(err);
   const kind = (Object.keys(TO_CODE) as ErrorKind[]).find((k) => TO_CODE[k] === se.code) ?? 'Internal';
-  if (se.code === grpc.status.UNAVAILABLE && /connect|No connection|ENOENT|ECONNREFUSED/i.test(se.details ?? '')) {
+  const fromAgent = (se.metadata?.get(AGENT_ERROR_TRAILER).length ?? 0) > 0;
+  if (!fromAgent && se.code === grpc.status.UNAVAILABLE && /connect|No connection|ENOENT|ECONNREFUSED/i.test(se.details ?? '')) {
     const why = /ENOENT/.test(se.details ?? '') ? 'no such socket' : /ECONNREFUSED/.test(se.details ?? '') ? 'connection refused' : (se.details ?? '').split('. ')[0];
     return new AgentError('Unavailable', `cannot reach the agent at ${target} (${why}): is inplace-agent running? (--agent or $INPLACE_AGENT)`);
   }

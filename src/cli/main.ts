@@ -269,8 +269,8 @@ export async function main(argv: string[]): Promise<number> {
     return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
   } catch (err) {
     if (err instanceof CommanderError) {
-      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return EXIT.ok;
-      return EXIT.usage;
+      // --help and --version exit 0; everything else commander rejects (including no command) is bad usage.
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (err instanceof UsageError) {
       process.stderr.write(`inplacectl: ${err.message}\n`);

@@ -56,6 +56,12 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     log,
     retention: opts.retention,
     afterStep: crashAfterStep(process.env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP, log),
+    // Going on without a journal could leave a container stopped with no record of it: exit, and let the
+    // supervisor's restart recover every operation from its last good record.
+    onFatal: (err) => {
+      log.error('exiting: the operation journal cannot be written', { error: String(err), stateDir: opts.stateDir });
+      process.exit(1);
+    },
   });
   observeOperations(engine, registry);
   await engine.start();

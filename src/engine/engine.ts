@@ -28,6 +28,11 @@ export interface EngineDeps {
   allowKubelet?: boolean;
   /** Called after each container step is journaled. */
   afterStep?: ExecutorDeps['afterStep'];
+  /**
+   * Called when the journal cannot be written while an operation runs. The daemon exits so that a restart
+   * recovers from the last good record; without a handler the error propagates.
+   */
+  onFatal?: (err: unknown) => void;
 }
 
 /** A pod and its containers, as shown by ListPods. */
@@ -39,6 +44,7 @@ export interface PodView {
 /** Emits 'change' (Operation) whenever an operation's record changes, and 'drained' once drain() is done. */
 export class Engine extends EventEmitter {
   private readonly ops = new Map<string, Operation>();
+  private readonly drainAbort = new AbortController();
   private readonly queue = new KeyedQueue();
   private readonly running = new Set<Promise<void>>();
   private readonly executor: RestartExecutor;
@@ -54,9 +60,11 @@ export class Engine extends EventEmitter {
       puller: d.puller,
       clock: d.clock,
       log: d.log,
-      save: (op, sync) => this.persist(op, sync),
+      save: (op, sync) => this.persistOrDie(op, sync),
       publish: (op) => this.emit('change', structuredClone(op)),
       draining: () => this.isDraining,
+      drainSignal: this.drainAbort.signal,
+      replan: (op) => this.replan(op),
       afterStep: d.afterStep,
     });
   }
@@ -69,7 +77,7 @@ export class Engine extends EventEmitter {
     const unfinished = all.filter((op) => !isTerminal(op.state));
     for (const op of unfinished) {
       this.d.log.info('resuming operation from journal', { op: op.id, pod: op.podName, state: op.state });
-      this.schedule(op);
+      this.schedule(op, true);
     }
     await this.prune();
   }
@@ -119,9 +127,12 @@ export class Engine extends EventEmitter {
 
   /** One operation; NotFound when unknown. */
   get(id: string): Operation {
-    const op = this.ops.get(id) ?? [...this.ops.values()].find((o) => id.length >= 6 && o.id.startsWith(id));
-    if (!op) throw new AgentError('NotFound', `operation "${id}" not found`);
-    return op;
+    const exact = this.ops.get(id);
+    if (exact) return exact;
+    const byPrefix = id.length >= 6 ? [...this.ops.values()].filter((o) => o.id.startsWith(id)) : [];
+    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`);
+    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`);
+    return byPrefix[0];
   }
 
   /** All known operations, newest first, optionally of one pod. */
@@ -140,28 +151,10 @@ export class Engine extends EventEmitter {
     return op;
   }
 
-  /** Resolves when the operation ends (or the signal aborts). */
-  waitFor(id: string, signal?: AbortSignal): Promise<Operation> {
-    const op = this.get(id);
-    if (isTerminal(op.state)) return Promise.resolve(op);
-    return new Promise((resolve, reject) => {
-      const onChange = (o: Operation) => {
-        if (o.id === id && isTerminal(o.state)) {
-          this.off('change', onChange);
-          resolve(o);
-        }
-      };
-      this.on('change', onChange);
-      signal?.addEventListener('abort', () => {
-        this.off('change', onChange);
-        reject(new AgentError('Cancelled', 'stopped waiting'));
-      });
-    });
-  }
-
   /** Stops taking operations; running ones continue to a safe point; resolves when none runs. */
   async drain(): Promise<void> {
     this.isDraining = true;
+    this.drainAbort.abort(new AgentError('Unavailable', 'agent is shutting down'));
     while (this.running.size > 0) await Promise.allSettled([...this.running]);
     this.emit('drained');
   }
@@ -171,12 +164,14 @@ export class Engine extends EventEmitter {
     return this.isDraining;
   }
 
-  private schedule(op: Operation): void {
+  private schedule(op: Operation, resumed = false): void {
+    // An operation that waits behind another on its pod is planned again when its turn comes.
+    const replan = resumed || this.queue.depth(op.podId) > 0;
     const p = this.queue
       .run(op.podId, async () => {
         if (isTerminal(op.state)) return;
         if (this.isDraining) throw new Paused();
-        await this.executor.run(op);
+        await this.executor.run(op, { replan });
       })
       .catch((err: unknown) => {
         if (err instanceof Paused) this.d.log.info('operation paused for shutdown; it resumes at next start', { op: op.id });
@@ -184,15 +179,41 @@ export class Engine extends EventEmitter {
       })
       .finally(() => {
         this.running.delete(p);
-        void this.prune();
+        this.prune().catch((err: unknown) => this.d.log.warn('pruning old operations failed', { error: String(err) }));
       });
     this.running.add(p);
   }
 
   private async persist(op: Operation, sync = true): Promise<void> {
-    this.ops.set(op.id, op);
     await this.d.journal.write(op, sync);
+    this.ops.set(op.id, op);
     this.emit('change', structuredClone(op));
+  }
+
+  /** persist() for a running operation: a journal that cannot be written is fatal (see onFatal). */
+  private async persistOrDie(op: Operation, sync: boolean): Promise<void> {
+    try {
+      await this.persist(op, sync);
+    } catch (err) {
+      this.d.log.error('cannot write the operation journal while an operation runs', { op: op.id, error: String(err) });
+      if (!this.d.onFatal) throw err;
+      this.d.onFatal(err);
+    }
+  }
+
+  /** Plans a queued operation again from the pod's current containers (see ExecutorDeps.replan). */
+  private async replan(op: Operation): Promise<void> {
+    const [pod, containers] = await Promise.all([this.d.runtime.getPod(op.podId), this.d.runtime.listContainers({ podId: op.podId })]);
+    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
+    planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    op.containers.forEach((t, i) => {
+      const p = planned[i];
+      t.oldId = p.current.id;
+      t.oldRuntimeName = this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '';
+      t.oldImage = p.current.image;
+      t.newImage = p.newImage;
+      t.newAttempt = p.newAttempt;
+    });
   }
 
   private async prune(): Promise<void> {

@@ -19,8 +19,9 @@ export class Journal {
   }
 
   /**
-   * Replaces a record atomically (temp file, rename): a reader sees the old record or the new one, whole.
-   * With sync (the default) the file and the directory are fsynced, so the record also survives a power loss.
+   * Replaces a record atomically (temp file fsynced, rename): a reader sees the old record or the new one,
+   * whole. With sync (the default) the directory is fsynced too, so the new record survives a power loss;
+   * without, a power loss may bring back the previous record.
    */
   write(op: Operation, sync = true): Promise<void> {
     // Writes of one record go one after another, so an older state can never land after a newer one.
@@ -40,7 +41,9 @@ export class Journal {
     const fh = await fs.open(tmp, 'w', 0o600);
     try {
       await fh.writeFile(JSON.stringify(op));
-      if (sync) await fh.sync();
+      // The file's content is always on disk before the rename, so a rename that survives a power loss
+      // never points at an empty file; only the directory fsync (the rename's own durability) is optional.
+      await fh.sync();
     } finally {
       await fh.close();
     }

@@ -20,7 +20,7 @@ export const Reasons = {
   RollbackFailed: 'RollbackFailed',
   Cancelled: 'Cancelled',
   Deadline: 'DeadlineExceeded',
-  Interrupted: 'ContainerChangedWhileAgentWasDown',
+  Interrupted: 'ContainerChangedMeanwhile',
 } as const;
 
 /** Thrown at a safe point when the agent is draining: the operation stays in the journal and resumes later. */
@@ -45,8 +45,27 @@ export interface ExecutorDeps {
   publish(op: Operation): void;
   /** True once the agent is draining. */
   draining(): boolean;
+  /** Aborts when the agent starts draining (cuts pulls short). */
+  drainSignal?: AbortSignal;
+  /**
+   * Plans the operation again from the node's current facts (an operation that waited behind others on the
+   * same pod, or was resumed while still Pending). Throws when the request no longer fits the pod.
+   */
+  replan?: (op: Operation) => Promise<void>;
   /** Called after each container step is journaled (fault injection in tests, tracing). */
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
+}
+
+/** How many times a rollback is tried when the runtime fails in a way that can heal. */
+const ROLLBACK_TRIES = 5;
+
+/** A read of the old containers older than this is taken again before they are touched. */
+const STALE_READ_MS = 1000;
+
+/** What a failed or cancelled operation's message adds: which containers were already replaced. */
+function replacedNote(op: Operation): string {
+  const done = op.containers.filter((c) => c.step === 'Done').map((c) => c.name);
+  return done.length > 0 ? `; already replaced: ${done.join(', ')}; the others were not touched` : '';
 }
 
 /** Intents whose journal record need not be fsynced (see step()). */
@@ -62,10 +81,20 @@ const READY_POLL_MS = 100;
 export class RestartExecutor {
   constructor(private readonly d: ExecutorDeps) {}
 
-  /** Drives op from whatever state its journal record holds to the end. */
-  async run(op: Operation): Promise<void> {
+  /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
+  async run(op: Operation, opts: { replan?: boolean } = {}): Promise<void> {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
+    if (opts.replan && op.state === 'Pending' && this.d.replan) {
+      try {
+        await this.d.replan(op);
+      } catch (err) {
+        const e = asAgentError(err);
+        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind);
+        return;
+      }
+    }
     // The old containers' creation configs are read while images are checked or pulled.
+    const inspectedAt = this.d.clock.now();
     const inspected = new Map(
       op.containers.map((t) => {
         const p = this.inspectOld(t);
@@ -85,22 +114,24 @@ export class RestartExecutor {
       op.podIp = await podIp;
       for (const t of op.containers) {
         if (t.step === 'Done') continue;
-        if (t.step === 'RolledBack' || t.step === 'Failed') return;
-        if (t.step === 'Waiting') this.safePoint(op, deadline);
-        const ok = await this.advance(op, t, deadline, await inspected.get(t.oldId)!);
-        if (!ok) {
-          await this.finish(op, op.cancelRequested ? 'RolledBack' : 'Failed', t.error);
-          return;
+        if (t.step !== 'RolledBack' && t.step !== 'Failed') {
+          if (t.step === 'Waiting') this.safePoint(op, deadline);
+          // A read from before a long pull may be stale (the container could have been stopped meanwhile).
+          const fresh = this.d.clock.now() - inspectedAt <= STALE_READ_MS;
+          const old = fresh || t.step !== 'Waiting' ? await inspected.get(t.oldId)! : await this.inspectOld(t);
+          if (await this.advance(op, t, deadline, old)) continue;
         }
+        // This container failed (and was rolled back where it had been touched): the operation ends here.
+        const discarded = t.step === 'RolledBack' && (t.error ?? '').startsWith(Reasons.Cancelled);
+        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`);
+        return;
       }
       await this.finish(op, 'Succeeded');
     } catch (err) {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
-      const done = op.containers.filter((c) => c.step === 'Done').map((c) => c.name);
-      const note = done.length > 0 ? `; already replaced: ${done.join(', ')}; the others were not touched` : '; nothing was changed';
-      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + note, e.kind);
+      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind);
     }
   }
 
@@ -122,7 +153,7 @@ export class RestartExecutor {
         op.pulls.map(async (p) => {
           try {
             const got = await this.d.puller.ensure(p.image, {
-              signal: abort.signal,
+              signal: this.d.drainSignal ? AbortSignal.any([abort.signal, this.d.drainSignal]) : abort.signal,
               onProgress: (pr) => {
                 p.bytesDone = pr.bytesDone;
                 p.bytesTotal = pr.bytesTotal;
@@ -137,6 +168,7 @@ export class RestartExecutor {
             this.d.publish(op);
             this.d.log.info('image ready', { op: op.id, image: p.image, pulled: got.pulled, digest: got.digest });
           } catch (err) {
+            if (this.d.draining()) throw new Paused();
             const e = asAgentError(err);
             abort.abort(e);
             throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err });
@@ -163,9 +195,9 @@ export class RestartExecutor {
 
   /**
    * Enters a step and journals it before its side effect. Creating, PreStop, RollingBack and the end states
-   * are fsynced. Stopping, Starting and RemovingOld are written without fsync: a crash of the agent keeps
-   * them (the page cache survives it), and if a power loss drops one, recovery from the fsynced record before
-   * it repeats the same idempotent call (stop, start with a state check, remove).
+   * are fully durable. Stopping, Starting and RemovingOld skip the directory fsync: a crash of the agent keeps
+   * them, and if a power loss brings back the record before one, recovery from it repeats the same idempotent
+   * call (stop, start with a state check, remove).
    */
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep): Promise<void> {
     this.record(t, step);
@@ -211,10 +243,9 @@ export class RestartExecutor {
    */
   private async advance(op: Operation, t: ContainerTarget, deadline: number, inspected: ContainerDetail | undefined): Promise<boolean> {
     const rt = this.d.runtime;
-    // An inspection from before a queue wait may be stale: look again when the target is not fresh.
-    const old = inspected?.state === 'running' || t.step !== 'Waiting' ? inspected : await this.inspectOld(t);
+    const old = inspected;
     if (t.step === 'Waiting' && (!old || old.state !== 'running')) {
-      t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; nothing was changed`;
+      t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; it was not touched`;
       await this.step(op, t, 'Failed');
       return false;
     }
@@ -239,7 +270,10 @@ export class RestartExecutor {
               t.newId = await rt.createContainer(op.podId, spec, this.tempName(op, t));
             } catch (err) {
               const e = asAgentError(err);
-              // Nothing was stopped: the old container still runs.
+              // Nothing was stopped: the old container still runs. A create that failed on our side (a
+              // deadline) may still have happened in the runtime: remove what it left.
+              const stray = await this.findReplacement(op, t).catch(() => undefined);
+              if (stray) await rt.removeContainer(stray).catch(() => undefined);
               t.error = `${Reasons.CreateFailed}: ${e.message}`;
               await this.step(op, t, 'Failed');
               return false;
@@ -264,7 +298,8 @@ export class RestartExecutor {
             let grace = op.request.graceSeconds;
             if (hook && old?.state === 'running') {
               try {
-                const res = await rt.exec(t.oldId, hook, op.request.graceSeconds);
+                const secondsLeft = Math.ceil((deadline - this.d.clock.now()) / 1000);
+                const res = await rt.exec(t.oldId, hook, Math.max(1, Math.min(op.request.graceSeconds, secondsLeft)));
                 if (res.exitCode !== 0) this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, exitCode: res.exitCode, stderr: res.stderr.slice(0, 500) });
               } catch (err) {
                 this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, error: asAgentError(err).message });
@@ -414,45 +449,64 @@ export class RestartExecutor {
    * again after a crash.
    */
   private async rollback(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined): Promise<void> {
-    const rt = this.d.runtime;
     await this.step(op, t, 'RollingBack');
-    try {
-      if (t.newId) {
-        try {
-          const cur = await rt.inspectContainer(t.newId);
-          if (cur.exitCode !== undefined && cur.state === 'exited' && t.exitCode === undefined) t.exitCode = cur.exitCode;
-          await rt.stopContainer(t.newId, 2);
-        } catch (err) {
-          if (!AgentError.is(err, 'NotFound')) throw err;
-        }
-      }
-      let old: ContainerDetail | undefined;
+    for (let attempt = 1; ; attempt++) {
       try {
-        old = await rt.inspectContainer(t.oldId);
+        await this.rollbackOnce(op, t, oldSpec);
+        await this.step(op, t, 'RolledBack');
+        this.d.log.info('rolled back', { op: op.id, container: t.name, running: t.rollbackId });
+        return;
+      } catch (err) {
+        const e = asAgentError(err);
+        // A runtime that is briefly unavailable must not leave the container stopped: try again.
+        if (attempt < ROLLBACK_TRIES && e.kind !== 'NotFound' && e.kind !== 'InvalidArgument' && e.kind !== 'FailedPrecondition') {
+          this.d.log.warn('rollback step failed; retrying', { op: op.id, container: t.name, attempt, error: e.message });
+          await this.d.clock.sleep(Math.min(8000, 500 * 2 ** (attempt - 1)));
+          continue;
+        }
+        t.error = `${t.error ?? 'replacement failed'}; ${Reasons.RollbackFailed}: ${e.message}; container "${t.name}" may need manual attention`;
+        await this.step(op, t, 'Failed');
+        return;
+      }
+    }
+  }
+
+  /** One pass of the rollback; every call in it is safe to repeat. */
+  private async rollbackOnce(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined): Promise<void> {
+    const rt = this.d.runtime;
+    if (t.newId) {
+      try {
+        const cur = await rt.inspectContainer(t.newId);
+        if (cur.exitCode !== undefined && cur.state === 'exited' && t.exitCode === undefined) t.exitCode = cur.exitCode;
+        await rt.stopContainer(t.newId, 2);
       } catch (err) {
         if (!AgentError.is(err, 'NotFound')) throw err;
       }
-      if (rt.kind === 'docker') await this.restoreNames(op, t);
-      if (t.newId) await rt.removeContainer(t.newId);
-      if (old?.state === 'running') {
-        t.rollbackId = t.oldId;
-      } else if (rt.kind === 'docker' && old) {
-        await rt.startContainer(t.oldId);
-        t.rollbackId = t.oldId;
-      } else {
+    }
+    let old: ContainerDetail | undefined;
+    try {
+      old = await rt.inspectContainer(t.oldId);
+    } catch (err) {
+      if (!AgentError.is(err, 'NotFound')) throw err;
+    }
+    if (rt.kind === 'docker') await this.restoreNames(op, t);
+    if (t.newId) await rt.removeContainer(t.newId);
+    if (old?.state === 'running') {
+      t.rollbackId = t.oldId;
+    } else if (rt.kind === 'docker' && old) {
+      await rt.startContainer(t.oldId);
+      t.rollbackId = t.oldId;
+    } else {
+      // CRI: a new instance from the old config. After a crash it may exist already (the old one then gone).
+      let again = await this.findRollback(op, t);
+      if (!again) {
         const spec = oldSpec ?? old?.spec;
         if (!spec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} is gone and its config with it`);
-        const again = await this.findRollback(op, t);
-        t.rollbackId = again ?? (await rt.createContainer(op.podId, { ...spec, attempt: t.newAttempt + 1, labels: { ...spec.labels, [OPERATION_LABEL]: op.id } }));
-        const cur = await rt.inspectContainer(t.rollbackId);
-        if (cur.state === 'created') await rt.startContainer(t.rollbackId);
-        await rt.removeContainer(t.oldId);
+        again = await rt.createContainer(op.podId, { ...spec, attempt: t.newAttempt + 1, labels: { ...spec.labels, [OPERATION_LABEL]: op.id } });
       }
-      await this.step(op, t, 'RolledBack');
-      this.d.log.info('rolled back', { op: op.id, container: t.name, running: t.rollbackId });
-    } catch (err) {
-      t.error = `${t.error ?? 'replacement failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;
-      await this.step(op, t, 'Failed');
+      t.rollbackId = again;
+      if ((await rt.containerState(again)) === 'created') await rt.startContainer(again);
+      await rt.removeContainer(t.oldId);
     }
   }
 

@@ -9,6 +9,8 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { protoPath as healthProto } from 'grpc-health-check';
+import { AgentClient } from '../../src/api/client.js';
+import { AgentError } from '../../src/errors.js';
 import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
@@ -100,6 +102,26 @@ describe('inplace-agent daemon', function () {
       }
       assert.equal((await fetch(`${base}/healthz`)).status, 200);
       assert.equal((await fetch(`${base}/readyz`)).status, 200);
+    });
+
+    it('ends server streams with the error status instead of hanging', async () => {
+      const c = new AgentClient(`unix://${agent.socket}`);
+      try {
+        await assert.rejects(
+          (async () => {
+            for await (const _ of c.watchOperation('no-such-operation')) void _;
+          })(),
+          (e: unknown) => e instanceof AgentError && e.kind === 'NotFound' && /operation "no-such-operation" not found/.test(e.message),
+        );
+        await assert.rejects(
+          (async () => {
+            for await (const _ of c.pullImages({ images: [env.images.busybox], authConfigJson: '{not json' })) void _;
+          })(),
+          (e: unknown) => e instanceof AgentError && e.kind === 'InvalidArgument',
+        );
+      } finally {
+        c.close();
+      }
     });
 
     it('exits 0 on SIGTERM', async () => {

@@ -186,9 +186,18 @@ for (const f of flavours) {
           c.restart({ ...base, pod: pod.name, containers: ['app'], images: { app: env.images.appV2 } }),
           c.restart({ ...base, pod: pod.name, containers: ['sidecar'] }),
         ]);
-        const [ea, eb] = [await waitEnd(c, a.id), await waitEnd(c, b.id)];
+        // A third, for the same container as the first, queued behind both: planned again when its turn
+        // comes, so it restarts the container the first one created, keeping its new image.
+        const again = await c.restart({ ...base, pod: pod.name, containers: ['app'] });
+        assert.equal(again.state, 'Pending');
+        const [ea, eb, ec] = [await waitEnd(c, a.id), await waitEnd(c, b.id), await waitEnd(c, again.id)];
         assert.equal(ea.state, 'Succeeded');
         assert.equal(eb.state, 'Succeeded');
+        assert.equal(ec.state, 'Succeeded', ec.error);
+        assert.equal(ec.containers[0].oldId, ea.containers[0].newId, 'the queued restart targeted the container the first one created');
+        const app = (await snapshot(rt, pod.podId)).byName.get('app')!;
+        assert.equal(app.id, ec.containers[0].newId);
+        assert.equal(await sh(rt, app.id, 'cat /app/version'), 'v2', 'a same-image restart keeps the image the first one put in');
         const began = (o: typeof ea) => Date.parse(o.containers[0].steps.find((s) => s.step === 'Creating')!.at);
         const [first, second] = began(ea) <= began(eb) ? [ea, eb] : [eb, ea];
         assert.ok(began(second) >= Date.parse(first.finishedAt!), 'the second began only after the first ended');
@@ -297,35 +306,48 @@ for (const f of flavours) {
       }
     });
 
-    it('finishes or rolls back an operation after the agent is SIGKILLed between stop and start', async () => {
-      const pod = await threeContainerPod('crashed-agent');
-      const before = await snapshot(rt, pod.podId);
-      const crashing = await startAgent(f.agentArgs, { env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: 'Stopped' } });
-      const res = await ctl(crashing.socket, 'restart', pod.name, 'app', '--image', `app=${env.images.appV2}`);
-      assert.notEqual(res.code, 0);
-      const died = await crashing.exited;
-      assert.equal(died.signal, 'SIGKILL');
-      const mid = await snapshot(rt, pod.podId);
-      assert.ok(!mid.byName.has('app'), 'the crash left the target stopped');
+    // The agent SIGKILLs itself right after journaling (or publishing) a step; a new agent on the same journal
+    // must end the operation with exactly one running instance of the target and nothing left over.
+    const crashPoints: { step: string; image: 'appV2' | 'crash'; end: string; version: string }[] = [
+      { step: 'Creating', image: 'appV2', end: 'Succeeded', version: 'v2' },
+      { step: 'Stopped', image: 'appV2', end: 'Succeeded', version: 'v2' },
+      { step: 'Starting', image: 'appV2', end: 'Succeeded', version: 'v2' },
+      { step: 'RemovingOld', image: 'appV2', end: 'Succeeded', version: 'v2' },
+      { step: 'RollingBack', image: 'crash', end: 'Failed', version: 'v1' },
+      { step: 'RolledBack', image: 'crash', end: 'Failed', version: 'v1' },
+    ];
+    for (const cp of crashPoints) {
+      it(`recovers after the agent is SIGKILLed right after step ${cp.step} (${cp.end})`, async () => {
+        const pod = await threeContainerPod(`crash-${cp.step.toLowerCase()}`);
+        const before = await snapshot(rt, pod.podId);
+        const crashing = await startAgent([...f.agentArgs, '--min-ready', '500ms'], { env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: cp.step } });
+        const res = await ctl(crashing.socket, 'restart', pod.name, 'app', '--image', `app=${env.images[cp.image]}`);
+        assert.notEqual(res.code, 0);
+        assert.equal((await crashing.exited).signal, 'SIGKILL', crashing.log());
+        if (cp.step === 'Stopped') assert.ok(!(await snapshot(rt, pod.podId)).byName.has('app'), 'the crash left the target stopped');
 
-      const again = await startAgent(f.agentArgs, { stateDir: crashing.stateDir });
-      try {
-        const c = new AgentClient(`unix://${again.socket}`);
+        const again = await startAgent([...f.agentArgs, '--min-ready', '500ms'], { stateDir: crashing.stateDir });
         try {
-          const [op] = await c.listOperations(pod.podId);
-          const end = await waitEnd(c, op.id);
-          assert.ok(['Succeeded', 'Failed'].includes(end.state), end.state);
+          const c = new AgentClient(`unix://${again.socket}`);
+          try {
+            const [op] = await c.listOperations(pod.podId);
+            const end = await waitEnd(c, op.id);
+            assert.equal(end.state, cp.end, `${end.state}: ${end.error}\n${again.log()}`);
+          } finally {
+            c.close();
+          }
+          const all = await rt.listContainers({ podId: pod.podId });
+          const apps = all.filter((c) => c.name === 'app' || (c.runtimeName ?? '').includes('-app-'));
+          assert.equal(apps.filter((c) => c.state === 'running').length, 1, `exactly one running instance of the target: ${JSON.stringify(apps.map((c) => [c.name, c.state]))}`);
+          assert.equal(apps.length, 1, 'no stopped replacement or old instance left behind');
+          assert.equal(await sh(rt, apps[0].id, 'cat /app/version'), cp.version);
+          const after = await snapshot(rt, pod.podId);
+          assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id);
         } finally {
-          c.close();
+          await again.stop();
         }
-        const after = await snapshot(rt, pod.podId);
-        const running = (await rt.listContainers({ podId: pod.podId })).filter((c) => c.state === 'running' && c.name === 'app');
-        assert.equal(running.length, 1, 'exactly one running instance of the target');
-        assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id);
-      } finally {
-        await again.stop();
-      }
-    });
+      });
+    }
   });
 }
 

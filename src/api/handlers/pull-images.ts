@@ -34,7 +34,8 @@ export function pullImagesHandler(
       )
       .then(
         () => call.end(),
-        (err: unknown) => call.destroy(toServiceError(err)),
+        // On a server stream, destroy() sends no status: emitting the error does.
+        (err: unknown) => call.emit('error', toServiceError(err)),
       );
   };
 }

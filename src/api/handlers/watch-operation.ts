@@ -6,6 +6,7 @@ import type { WatchOperationRequest__Output } from '../../gen/inplace/v1/WatchOp
 import type { Operation as WireOperation } from '../../gen/inplace/v1/Operation.js';
 import { operationToWire } from '../convert.js';
 import { toServiceError } from '../status.js';
+import { AgentError } from '../../errors.js';
 
 /** Handler factory for WatchOperation. */
 export function watchOperationHandler(engine: Engine): grpc.handleServerStreamingCall<WatchOperationRequest__Output, WireOperation> {
@@ -14,7 +15,8 @@ export function watchOperationHandler(engine: Engine): grpc.handleServerStreamin
     try {
       op = engine.get(call.request.id);
     } catch (err) {
-      call.destroy(toServiceError(err));
+      // On a server stream, destroy() sends no status: emitting the error does.
+      call.emit('error', toServiceError(err));
       return;
     }
     const id = op.id;
@@ -23,18 +25,22 @@ export function watchOperationHandler(engine: Engine): grpc.handleServerStreamin
       call.write(operationToWire(o));
       if (isTerminal(o.state)) done();
     };
-    const done = () => {
+    const unsubscribe = () => {
       engine.off('change', onChange);
-      engine.off('drained', done);
+      engine.off('drained', onDrained);
+    };
+    const done = () => {
+      unsubscribe();
       call.end();
     };
-    call.on('cancelled', () => {
-      engine.off('change', onChange);
-      engine.off('drained', done);
-    });
+    // The agent is stopping before the operation ended: say so; it resumes when the agent starts again.
+    const onDrained = () => {
+      unsubscribe();
+      call.emit('error', toServiceError(new AgentError('Unavailable', `the agent is shutting down; operation ${id} resumes when it starts again`)));
+    };
+    call.on('cancelled', unsubscribe);
     engine.on('change', onChange);
-    // The agent is stopping: the stream ends; the operation resumes at the next start.
-    engine.once('drained', done);
+    engine.once('drained', onDrained);
     call.write(operationToWire(op));
     if (isTerminal(op.state)) done();
   };
