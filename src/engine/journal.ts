@@ -2,6 +2,7 @@
 // (temp file, fsync, rename, fsync of the directory) so that a record on disk is always whole.
 import fs from 'node:fs/promises';
 import path from 'node:path';
+import { AgentError } from '../errors.js';
 import type { Operation } from './operation.js';
 
 /** Durable storage of operation records. */
@@ -26,7 +27,12 @@ export class Journal {
   write(op: Operation, sync = true): Promise<void> {
     // Writes of one record go one after another, so an older state can never land after a newer one.
     const prev = this.chains.get(op.id) ?? Promise.resolve();
-    const next = prev.then(() => this.writeNow(op, sync));
+    const next = prev.then(() =>
+      this.writeNow(op, sync).catch((err: NodeJS.ErrnoException) => {
+        const kind = err.code === 'ENOSPC' || err.code === 'EDQUOT' ? 'ResourceExhausted' : 'Internal';
+        throw new AgentError(kind, `cannot write the operation journal in ${this.dir}: ${err.message}`, { cause: err });
+      }),
+    );
     const tail = next.catch(() => undefined);
     this.chains.set(op.id, tail);
     void tail.then(() => {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Journal } from '../../src/engine/journal.js';
+import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
 
 const op = (id: string, createdAt: string, state: Operation['state'] = 'Pending'): Operation => ({
@@ -56,5 +57,20 @@ describe('Journal', () => {
     await j.write(op('x', '2026-01-01T00:00:00Z'));
     await j.remove('x');
     assert.deepEqual(await j.readAll(), []);
+  });
+});
+
+describe('Journal failures', () => {
+  it('reports a journal it cannot write as an agent error naming the directory', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'journal-'));
+    try {
+      const j = new Journal(dir);
+      await j.open();
+      fs.rmSync(path.join(dir, 'operations'), { recursive: true });
+      fs.writeFileSync(path.join(dir, 'operations'), 'not a directory');
+      await assert.rejects(j.write(op('a', '2026-01-01T00:00:00Z')), (e: unknown) => e instanceof AgentError && e.kind === 'Internal' && e.message.includes(path.join(dir, 'operations')));
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
