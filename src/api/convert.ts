@@ -58,6 +58,7 @@ export function operationToWire(op: Operation): WireOperation {
       hasExitCode: c.exitCode !== undefined,
       exitCode: c.exitCode ?? 0,
       rollbackId: c.rollbackId,
+      downtimeMs: String(c.downtimeMs ?? 0),
     })),
   };
 }
@@ -91,6 +92,7 @@ export function operationFromWire(w: WireOperationOut): Operation {
       steps: c.steps.map((s) => ({ step: s.step as Operation['containers'][number]['step'], at: s.at })),
       error: c.error || undefined,
       exitCode: c.hasExitCode ? c.exitCode : undefined,
+      downtimeMs: Number(c.downtimeMs) || undefined,
     })),
   };
 }

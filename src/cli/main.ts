@@ -83,7 +83,9 @@ async function follow(g: Globals, c: AgentClient, first: Operation, t0: number):
 function summary(op: Operation, t0: number): string {
   const took = ((Date.now() - t0) / 1000).toFixed(2);
   if (op.state === 'Succeeded') {
-    const parts = op.containers.map((c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${c.newId.slice(0, 12)} (${c.newImage})`);
+    const parts = op.containers.map(
+      (c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${c.newId.slice(0, 12)} (${c.newImage}${c.downtimeMs !== undefined ? `, down ${c.downtimeMs} ms` : ''})`,
+    );
     return `restarted in place in ${took}s: ${parts.join(', ')}; pod ${op.podName} ip ${op.podIp || '-'} unchanged`;
   }
   return `operation ${op.id} ${op.state}: ${op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given'}`;

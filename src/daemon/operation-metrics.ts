@@ -27,11 +27,7 @@ export function observeOperations(engine: Engine, registry: Registry): void {
     } else if (live.delete(op.id)) {
       finished.inc({ state: op.state });
       duration.observe({ state: op.state }, (Date.parse(op.finishedAt ?? op.updatedAt) - Date.parse(op.createdAt)) / 1000);
-      for (const c of op.containers) {
-        const stopping = c.steps.find((s) => s.step === 'Stopping');
-        const started = c.steps.find((s) => s.step === 'Started');
-        if (stopping && started) downtime.observe((Date.parse(started.at) - Date.parse(stopping.at)) / 1000);
-      }
+      for (const c of op.containers) if (c.downtimeMs !== undefined) downtime.observe(c.downtimeMs / 1000);
     }
     active.set(live.size);
   });

@@ -79,6 +79,8 @@ export interface ContainerTarget {
   steps: StepRecord[];
   exitCode?: number;
   error?: string;
+  /** Time from the stop call on the old container to the replacement's start returning, ms. */
+  downtimeMs?: number;
 }
 
 /** Progress of one image the operation needs. */

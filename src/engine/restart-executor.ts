@@ -69,7 +69,7 @@ function replacedNote(op: Operation): string {
 }
 
 /** Intents whose journal record need not be fsynced (see step()). */
-const UNSYNCED_STEPS: ReadonlySet<ContainerStep> = new Set(['Stopping', 'Starting', 'RemovingOld']);
+const UNSYNCED_STEPS: ReadonlySet<ContainerStep> = new Set(['Stopping', 'RemovingOld']);
 
 /** Least time between two published pull-progress updates of one operation. */
 const PULL_PUBLISH_MS = 500;
@@ -143,7 +143,9 @@ export class RestartExecutor {
 
   /** Makes every new image present, all at once (the pull service bounds the node's concurrency). */
   private async pull(op: Operation, deadline: number): Promise<void> {
-    const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting').map((c) => c.newImage))];
+    // A container that keeps its image runs it already. (Were the image record gone, the create would fail
+    // before anything is stopped.)
+    const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting' && c.newImage !== c.oldImage).map((c) => c.newImage))];
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.max(1, deadline - this.d.clock.now()));
     op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
@@ -195,9 +197,9 @@ export class RestartExecutor {
 
   /**
    * Enters a step and journals it before its side effect. Creating, PreStop, RollingBack and the end states
-   * are fully durable. Stopping, Starting and RemovingOld skip the directory fsync: a crash of the agent keeps
-   * them, and if a power loss brings back the record before one, recovery from it repeats the same idempotent
-   * call (stop, start with a state check, remove).
+   * are fully durable. Stopping (which stands for stop, then start) and RemovingOld skip the directory fsync:
+   * a crash of the agent keeps them, and if a power loss brings back the record before one, recovery from it
+   * repeats the same idempotent calls (stop, start with a state check, remove).
    */
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep): Promise<void> {
     this.record(t, step);
@@ -250,6 +252,7 @@ export class RestartExecutor {
       return false;
     }
     const oldSpec = old?.spec;
+    let stopBegan: number | undefined;
     try {
       for (;;) {
         switch (t.step) {
@@ -307,17 +310,21 @@ export class RestartExecutor {
               grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - started);
             }
             await this.step(op, t, 'Stopping');
+            stopBegan = this.d.clock.now();
             await rt.stopContainer(t.oldId, grace);
             this.mark(op, t, 'Stopped');
             break;
           }
           case 'Stopping':
+            stopBegan = this.d.clock.now();
             await rt.stopContainer(t.oldId, op.request.graceSeconds);
             this.mark(op, t, 'Stopped');
             break;
           case 'Stopped':
             if (rt.kind === 'docker') await this.swapNames(op, t);
-            await this.step(op, t, 'Starting');
+            // No journal write between stop and start (it would add to the downtime): the Stopping record
+            // already stands for "stop, then start", and recovery from it repeats both idempotently.
+            this.mark(op, t, 'Starting');
             break;
           case 'Starting': {
             try {
@@ -330,6 +337,7 @@ export class RestartExecutor {
                 throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
               }
             }
+            if (stopBegan !== undefined) t.downtimeMs = this.d.clock.now() - stopBegan;
             this.mark(op, t, 'Started');
             break;
           }
@@ -337,7 +345,8 @@ export class RestartExecutor {
           case 'Verifying': {
             if (op.state !== 'Verifying') op.state = 'Verifying';
             this.mark(op, t, 'Verifying');
-            await this.waitReady(t, op.request.minReadyMs, deadline);
+            // min-ready 0 asks for no verification window: a start that returned is enough.
+            if (op.request.minReadyMs > 0) await this.waitReady(t, op.request.minReadyMs, deadline);
             op.state = 'Recreating';
             this.mark(op, t, 'Verified');
             break;
