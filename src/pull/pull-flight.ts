@@ -9,23 +9,9 @@
 //   (an image found present goes straight from (new) to Done)
 import type { Clock } from '../clock.js';
 import { AgentError } from '../errors.js';
-import type { LayerProgress } from '../runtime/types.js';
-import type { PullEvent, PullPhase } from './types.js';
+import { initialFlightState, type FlightState, type PullEvent } from './types.js';
 
-/** What every caller of a flight sees. */
-export interface FlightState {
-  phase: PullPhase;
-  queuePosition: number;
-  bytesDone: number;
-  bytesTotal: number;
-  layers: LayerProgress[];
-  digest: string;
-  imageId: string;
-  error: string;
-  errorKind: string;
-  attempt: number;
-  alreadyPresent: boolean;
-}
+export type { FlightState };
 
 interface Subscriber {
   image: string;
@@ -44,19 +30,7 @@ export class PullFlight {
   private finished = false;
   private emitted = false;
   private emittedState: FlightState | undefined;
-  state: FlightState = {
-    phase: 'Queued',
-    queuePosition: 0,
-    bytesDone: 0,
-    bytesTotal: 0,
-    layers: [],
-    digest: '',
-    imageId: '',
-    error: '',
-    errorKind: '',
-    attempt: 0,
-    alreadyPresent: false,
-  };
+  state: FlightState = initialFlightState('Queued');
 
   /** key: the normalised reference; progressIntervalMs: least time between two progress-only events. */
   constructor(

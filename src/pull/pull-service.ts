@@ -32,7 +32,7 @@ import { classifyPullError, isRetryable } from './pull-errors.js';
 import { PullMetrics } from './pull-metrics.js';
 import { PullQueue, type Release } from './pull-queue.js';
 import { StallWatch } from './stall-watch.js';
-import type { AuthKeyring, PullEvent, PullRequest, PullService } from './types.js';
+import { initialFlightState, type AuthKeyring, type PullEvent, type PullRequest, type PullService } from './types.js';
 
 /** Defaults of the service's options (the daemon's flag defaults). */
 export const PULL_DEFAULTS = {
@@ -142,22 +142,7 @@ export class ImagePullService implements PullService {
 
   private async pullOne(image: string, req: PullRequest, onEvent: (e: PullEvent) => void, signal: AbortSignal | undefined, local?: PullQueue): Promise<PullEvent> {
     const started = this.clock.now();
-    const base = (): PullEvent => ({
-      image,
-      phase: 'Failed',
-      queuePosition: 0,
-      bytesDone: 0,
-      bytesTotal: 0,
-      layers: [],
-      digest: '',
-      imageId: '',
-      error: '',
-      errorKind: '',
-      attempt: 0,
-      elapsedMs: this.clock.now() - started,
-      pinned: false,
-      alreadyPresent: false,
-    });
+    const base = (): PullEvent => ({ ...initialFlightState('Failed'), image, elapsedMs: this.clock.now() - started, pinned: false });
     const auth = lookupAuth(req.keyring, image) ?? lookupAuth(this.opts.keyring, image);
     let release: Release | undefined;
     let last: PullEvent | undefined;

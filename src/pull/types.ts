@@ -30,6 +30,14 @@ export interface PullEvent {
   alreadyPresent: boolean;
 }
 
+/** The part of a pull event every caller of one pull shares (the rest is per caller). */
+export type FlightState = Omit<PullEvent, 'image' | 'elapsedMs' | 'pinned'>;
+
+/** A pull's state before anything happened, in the given phase. */
+export function initialFlightState(phase: PullPhase): FlightState {
+  return { phase, queuePosition: 0, bytesDone: 0, bytesTotal: 0, layers: [], digest: '', imageId: '', error: '', errorKind: '', attempt: 0, alreadyPresent: false };
+}
+
 /** Registry credentials by registry host, as read from a Docker config.json `auths` map. */
 export type AuthKeyring = Map<string, RegistryAuth>;
 
