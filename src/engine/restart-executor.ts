@@ -441,15 +441,21 @@ export class RestartExecutor {
       }
       if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
       const left = until - this.d.clock.now();
-      if (left <= 0) return;
+      if (left <= 0) {
+        // A replacement its restart policy brought back (Docker) looks running between crashes: it is not ready.
+        const cur = await this.d.runtime.inspectContainer(t.newId);
+        if (cur.state !== 'running' || (cur.restartCount ?? 0) > 0) throw this.exitedError(t, cur);
+        return;
+      }
       await this.d.clock.sleep(Math.min(READY_POLL_MS, left));
     }
   }
 
   private exitedError(t: ContainerTarget, cur: ContainerDetail): AgentError {
     t.exitCode = cur.exitCode;
-    const why = cur.reason ? `, reason ${cur.reason}` : '';
-    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${cur.state} with exit code ${cur.exitCode ?? 'unknown'}${why}`);
+    const why = (cur.reason ? `, reason ${cur.reason}` : '') + (cur.restartCount ? `, restarted ${cur.restartCount} times by its restart policy` : '');
+    const state = cur.state === 'running' ? 'crash-looping' : cur.state;
+    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${state} with exit code ${cur.exitCode ?? 'unknown'}${why}`);
   }
 
   /**

@@ -55,6 +55,8 @@ export interface Container {
   finishedAt?: Date;
   exitCode?: number;
   reason?: string;
+  /** Times the runtime restarted it by its restart policy (Docker); absent when none or not tracked (CRI). */
+  restartCount?: number;
   labels: Record<string, string>;
   annotations: Record<string, string>;
   mounts: Mount[];

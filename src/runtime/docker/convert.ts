@@ -152,7 +152,8 @@ export function containerFromInspect(info: Dockerode.ContainerInspectInfo, podId
   const finishedAt = dockerDate(info.State.FinishedAt);
   if (startedAt) detail.startedAt = startedAt;
   if (finishedAt) detail.finishedAt = finishedAt;
-  if (state === 'exited') detail.exitCode = info.State.ExitCode;
+  if (state === 'exited' || info.State.Restarting) detail.exitCode = info.State.ExitCode;
+  if (info.RestartCount > 0) detail.restartCount = info.RestartCount;
   const reason = exitReason(info.State);
   if (reason) detail.reason = reason;
   return detail;

@@ -140,6 +140,48 @@ export function createOptions(
   // Never sent back: Docker fills them in from its own state.
   delete (host as { ContainerIDFile?: string }).ContainerIDFile;
   config.HostConfig = host;
+  // A container on a network of its own keeps its endpoint settings there (static IP, aliases, links);
+  // further networks are connected after create (see extraNetworks).
+  const primary = primaryNetwork(native);
+  if (primary) config.NetworkingConfig = { EndpointsConfig: { [primary.name]: endpointSettings(native, primary.settings) } };
   if (target.name !== undefined) config.name = target.name;
   return config;
+}
+
+/** Endpoint settings of a network the inspected container is on, to give the new container. */
+export type EndpointSettings = NonNullable<NonNullable<Dockerode.ContainerCreateOptions['NetworkingConfig']>['EndpointsConfig']>[string];
+
+type InspectedEndpoint = Dockerode.ContainerInspectInfo['NetworkSettings']['Networks'][string];
+
+/** The network NetworkMode names, when the container has a network of its own (not none, host or container:). */
+function primaryNetwork(native: Dockerode.ContainerInspectInfo): { name: string; settings: InspectedEndpoint } | undefined {
+  const mode = native.HostConfig.NetworkMode ?? '';
+  if (mode === '' || mode === 'none' || mode === 'host' || mode.startsWith('container:')) return undefined;
+  const networks = native.NetworkSettings?.Networks ?? {};
+  const name = mode === 'default' ? 'bridge' : mode;
+  const settings = networks[name];
+  return settings ? { name, settings } : undefined;
+}
+
+/** What to create the endpoint with: the user's settings, without what Docker derived from the old container. */
+function endpointSettings(native: Dockerode.ContainerInspectInfo, e: InspectedEndpoint): EndpointSettings {
+  const shortId = native.Id.slice(0, 12);
+  const out: EndpointSettings = {};
+  const ipam = (e as { IPAMConfig?: EndpointSettings['IPAMConfig'] }).IPAMConfig;
+  if (ipam && (ipam.IPv4Address || ipam.IPv6Address || (ipam.LinkLocalIPs ?? []).length > 0)) out.IPAMConfig = ipam;
+  const aliases = (e.Aliases ?? []).filter((a: string) => a !== shortId && a !== native.Id);
+  if (aliases.length > 0) out.Aliases = aliases;
+  if ((e.Links ?? []).length > 0) out.Links = e.Links;
+  const driverOpts = (e as { DriverOpts?: Record<string, string> | null }).DriverOpts;
+  if (driverOpts && Object.keys(driverOpts).length > 0) out.DriverOpts = driverOpts;
+  return out;
+}
+
+/** Networks besides the primary one the inspected container is on, with their settings, to connect after create. */
+export function extraNetworks(native: Dockerode.ContainerInspectInfo): { name: string; settings: EndpointSettings }[] {
+  const primary = primaryNetwork(native);
+  if (!primary) return [];
+  return Object.entries(native.NetworkSettings?.Networks ?? {})
+    .filter(([name]) => name !== primary.name)
+    .map(([name, e]) => ({ name, settings: endpointSettings(native, e) }));
 }

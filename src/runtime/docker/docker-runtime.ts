@@ -19,7 +19,7 @@ import type {
   RuntimeVersion,
 } from '../types.js';
 import { containerFromInspect, containerState, imageFromInspect, imageFromSummary } from './convert.js';
-import { createOptions, type ImageDefaults } from './create-options.js';
+import { createOptions, extraNetworks, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
 import { dockerError, dockerStatus } from './errors.js';
 import { dockerEvents } from './events.js';
@@ -104,8 +104,10 @@ export class DockerRuntime implements Runtime {
     return current.Id;
   }
 
+  /** A container that its restart policy is restarting counts as not running: it has exited at least once. */
   async containerState(containerId: string): Promise<ContainerState> {
-    return containerState((await this.inspectRaw(containerId)).State.Status);
+    const info = await this.inspectRaw(containerId);
+    return info.State.Restarting || info.State.Status === 'restarting' ? 'exited' : containerState(info.State.Status);
   }
 
   async inspectContainer(containerId: string): Promise<ContainerDetail> {
@@ -117,6 +119,10 @@ export class DockerRuntime implements Runtime {
     const native = spec.native as Dockerode.ContainerInspectInfo | undefined;
     if (!native || typeof native !== 'object' || !native.Config || !native.HostConfig || !native.Id) {
       throw new AgentError('InvalidArgument', `container spec "${spec.name}" carries no Docker inspect data`);
+    }
+    if (native.HostConfig.AutoRemove) {
+      // Stopping it deletes it, so a failed replacement could not be rolled back to it.
+      throw new AgentError('FailedPrecondition', `container "${spec.name}" was started with --rm (AutoRemove): stopping it deletes it, so it cannot be replaced in place safely`);
     }
     if (podId !== native.Id) {
       // The sandbox must exist and own its network, else the new container would join a stranger or nothing.
@@ -145,12 +151,22 @@ export class DockerRuntime implements Runtime {
       ...(name !== undefined ? { name } : {}),
       ...(oldImage ? { oldImage } : {}),
     });
+    let id: string;
     try {
-      return (await this.docker.createContainer(body)).id;
+      id = (await this.docker.createContainer(body)).id;
     } catch (err) {
       const what = name !== undefined ? `container "${name}"` : `container from "${spec.name}"`;
       throw this.fail(err, dockerStatus(err) === 404 ? `image "${spec.image}" for ${what}` : `create ${what}`);
     }
+    for (const net of extraNetworks(native)) {
+      try {
+        await this.docker.getNetwork(net.name).connect({ Container: id, EndpointConfig: net.settings });
+      } catch (err) {
+        await this.removeContainer(id).catch(() => undefined);
+        throw this.fail(err, `network "${net.name}" for the new container`);
+      }
+    }
+    return id;
   }
 
   async startContainer(containerId: string): Promise<void> {
@@ -164,7 +180,8 @@ export class DockerRuntime implements Runtime {
 
   async stopContainer(containerId: string, graceSeconds: number): Promise<void> {
     try {
-      await this.docker.getContainer(containerId).stop({ t: Math.max(0, Math.round(graceSeconds)) });
+      // Rounded up, like the CRI adapter: a fraction of a second of grace is not an immediate kill.
+      await this.docker.getContainer(containerId).stop({ t: Math.max(0, Math.ceil(graceSeconds)) });
     } catch (err) {
       if (dockerStatus(err) === 304) return; // already stopped: the contract says stop is idempotent
       throw this.fail(err, `container "${containerId}"`);
@@ -177,6 +194,14 @@ export class DockerRuntime implements Runtime {
       await this.docker.getContainer(containerId).remove({ force: true, v: false });
     } catch (err) {
       if (dockerStatus(err) === 404) return; // already gone: remove is idempotent
+      if (dockerStatus(err) === 409) {
+        // "removal already in progress" (e.g. an AutoRemove container that just stopped) counts as removed.
+        const gone = await this.docker
+          .getContainer(containerId)
+          .inspect()
+          .then((i) => i.State?.Status === 'removing' || i.State?.Dead === true, (e: unknown) => dockerStatus(e) === 404);
+        if (gone) return;
+      }
       throw this.fail(err, `container "${containerId}"`);
     }
   }

@@ -1,0 +1,100 @@
+// Docker-specific edges of an in-place restart, through the real agent and dockerd: a replacement that its
+// restart policy keeps bringing back, a --rm container, and a pod of one on a network of its own.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import type Dockerode from 'dockerode';
+import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
+import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const env = sandboxEnv();
+
+describe('in-place restart edges on Docker', function () {
+  this.timeout(120_000);
+  let rt: DockerRuntime;
+  let docker: Dockerode;
+  let agent: AgentProcess;
+  const made: string[] = [];
+  const networks: string[] = [];
+
+  const run = async (body: Dockerode.ContainerCreateOptions): Promise<Dockerode.ContainerInspectInfo> => {
+    const c = await docker.createContainer(body);
+    made.push(c.id);
+    await c.start();
+    return c.inspect();
+  };
+  const byName = async (name: string) => {
+    const list = await docker.listContainers({ all: true, filters: { name: [`^/${name}$`] } });
+    return list.length === 1 ? docker.getContainer(list[0].Id).inspect() : undefined;
+  };
+
+  before(async function () {
+    rt = new DockerRuntime(env.dockerHost);
+    await requireRuntime(this, 'docker', () => rt.version());
+    docker = rt.docker;
+    for (const image of [env.images.appV1, env.images.crash]) if (!(await rt.inspectImage(image))) await rt.pullImage(image);
+    agent = await startAgent(['--runtime', 'docker', '--docker-host', env.dockerHost, '--min-ready', '1500ms', '--grace', '5s']);
+  });
+
+  after(async () => {
+    await agent?.stop();
+    const all = await docker.listContainers({ all: true });
+    for (const c of all) {
+      if (made.includes(c.Id) || c.Names.some((n) => n.includes('-edge-'))) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    }
+    for (const n of networks) await docker.getNetwork(n).remove().catch(() => undefined);
+    rt?.close();
+  });
+
+  it('rolls back a replacement that its restart policy keeps restarting (crash loop is not ready)', async () => {
+    const name = `loop-edge-${randomBytes(3).toString('hex')}`;
+    const old = await run({ name, Image: env.images.appV1, HostConfig: { NetworkMode: 'none', RestartPolicy: { Name: 'always' } } });
+    const res = await ctl(agent.socket, '-o', 'json', 'restart', `docker/${name}`, name, '--image', `${name}=${env.images.crash}`);
+    assert.equal(res.code, 1, res.stdout + res.stderr);
+    const op = JSON.parse(res.stdout.slice(res.stdout.indexOf('{'))) as { state: string; containers: { step: string; error: string }[] };
+    assert.equal(op.state, 'Failed');
+    assert.equal(op.containers[0].step, 'RolledBack');
+    assert.match(op.containers[0].error, /crash-looping|exited/);
+    const now = await byName(name);
+    assert.equal(now?.Id, old.Id, 'the old container runs again under its name');
+    assert.equal(now?.State.Running, true);
+    assert.equal(now?.HostConfig.RestartPolicy?.Name, 'always');
+    const left = await docker.listContainers({ all: true, filters: { name: [name] } });
+    assert.equal(left.length, 1, `no replacement left: ${left.map((c) => c.Names.join()).join(' ')}`);
+  });
+
+  it('refuses a --rm container before touching it: stopping it would delete it', async () => {
+    const name = `rm-edge-${randomBytes(3).toString('hex')}`;
+    const old = await run({ name, Image: env.images.appV1, HostConfig: { NetworkMode: 'none', AutoRemove: true } });
+    const res = await ctl(agent.socket, 'restart', `docker/${name}`, name);
+    assert.equal(res.code, 1, res.stdout + res.stderr);
+    assert.match(res.stdout + res.stderr, /--rm/);
+    const now = await byName(name);
+    assert.equal(now?.Id, old.Id);
+    assert.equal(now?.State.Running, true);
+  });
+
+  it('keeps a pod of one on its own network with its static IP and alias', async () => {
+    const suffix = randomBytes(3).toString('hex');
+    const netName = `edge-net-${suffix}`;
+    await docker.createNetwork({ Name: netName, Driver: 'bridge', Internal: true, IPAM: { Config: [{ Subnet: '10.199.77.0/24' }] } });
+    networks.push(netName);
+    const name = `net-edge-${suffix}`;
+    const old = await run({
+      name,
+      Image: env.images.appV1,
+      HostConfig: { NetworkMode: netName },
+      NetworkingConfig: { EndpointsConfig: { [netName]: { IPAMConfig: { IPv4Address: '10.199.77.50' }, Aliases: ['db'] } } },
+    });
+    assert.equal(old.NetworkSettings.Networks[netName].IPAddress, '10.199.77.50');
+    const res = await ctl(agent.socket, 'restart', `docker/${name}`, name);
+    assert.equal(res.code, 0, res.stdout + res.stderr);
+    const now = await byName(name);
+    assert.ok(now && now.Id !== old.Id, 'a new container under the old name');
+    made.push(now.Id);
+    const ep = now.NetworkSettings.Networks[netName];
+    assert.equal(ep?.IPAddress, '10.199.77.50', 'static IP kept');
+    assert.ok(ep?.Aliases?.includes('db'), `alias kept: ${JSON.stringify(ep?.Aliases)}`);
+  });
+});
