@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
 import { specFromInspect } from '../../src/runtime/docker/convert.js';
-import { bindFromMount, createOptions, type ImageDefaults } from '../../src/runtime/docker/create-options.js';
+import { bindFromMount, createOptions, extraNetworks, type ImageDefaults } from '../../src/runtime/docker/create-options.js';
 import { ANON_VOLUME, APP_ID, SANDBOX_ID, appInspect, appV1ImageConfig } from '../support/docker-json.js';
 
 const NEW_SANDBOX = 'e'.repeat(64);
@@ -143,5 +143,50 @@ describe('Docker create body from an inspected container', () => {
     assert.equal(bindFromMount(m({ Type: 'volume', Name: 'vol', Source: '/var/lib/docker/volumes/vol/_data', Propagation: '' })), 'vol:/d');
     assert.equal(bindFromMount(m({ Type: 'volume', Name: 'vol', Mode: 'nocopy', RW: false, Propagation: '' })), 'vol:/d:nocopy,ro');
     assert.equal(bindFromMount(m({ Type: 'tmpfs', Source: '' })), undefined);
+  });
+});
+
+describe('Docker create body for a pod of one on a network of its own', () => {
+  const onNetwork = () => {
+    const info = appInspect();
+    info.HostConfig.NetworkMode = 'appnet';
+    info.NetworkSettings.Networks = {
+      appnet: {
+        IPAMConfig: { IPv4Address: '10.199.77.50' },
+        Aliases: ['db', APP_ID.slice(0, 12)],
+        Links: null,
+        NetworkID: 'n1',
+        EndpointID: 'e1',
+        Gateway: '10.199.77.1',
+        IPAddress: '10.199.77.50',
+        IPPrefixLen: 24,
+        IPv6Gateway: '',
+        GlobalIPv6Address: '',
+        GlobalIPv6PrefixLen: 0,
+        MacAddress: '02:42:0a:c7:4d:32',
+      },
+      other: { IPAMConfig: null, Aliases: ['side'], NetworkID: 'n2' },
+    } as unknown as Dockerode.ContainerInspectInfo['NetworkSettings']['Networks'];
+    return info;
+  };
+
+  it('keeps the static IP and user aliases on the primary network, not the old id alias', () => {
+    const info = onNetwork();
+    const body = createOptions(info, specFromInspect(info), { podId: APP_ID });
+    assert.equal(body.HostConfig?.NetworkMode, 'appnet');
+    assert.deepEqual(body.NetworkingConfig, { EndpointsConfig: { appnet: { IPAMConfig: { IPv4Address: '10.199.77.50' }, Aliases: ['db'] } } });
+  });
+
+  it('lists the further networks to connect after create', () => {
+    assert.deepEqual(extraNetworks(onNetwork()), [{ name: 'other', settings: { Aliases: ['side'] } }]);
+  });
+
+  it('sends no endpoint settings for none, host and container: networking', () => {
+    for (const mode of ['none', 'host', `container:${SANDBOX_ID}`]) {
+      const info = onNetwork();
+      info.HostConfig.NetworkMode = mode;
+      assert.equal(createOptions(info, specFromInspect(info), { podId: mode.startsWith('container:') ? SANDBOX_ID : APP_ID }).NetworkingConfig, undefined, mode);
+      assert.deepEqual(extraNetworks(info), [], mode);
+    }
   });
 });
