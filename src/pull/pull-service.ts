@@ -361,23 +361,22 @@ export class ImagePullService implements PullService {
     return mine ?? img.repoDigests[0] ?? '';
   }
 
-  /** The resolved digest of a finished pull; for a digest reference, checked against what was asked (3d). */
+  /**
+   * The resolved digest of a finished pull (3d): what the runtime says it stored for ref's repository, or,
+   * when its pull does not tell, the stored image's repo digest. A digest reference must match it.
+   */
   private async verifiedDigest(ref: ImageRef, pulled: PulledImage): Promise<string> {
     let digest = pulled.digest;
     if (digest && !digest.includes('@')) digest = `${ref.registry}/${ref.repository}@${digest}`;
-    const stored = await this.runtime.inspectImage(ref.original.trim()).catch(() => undefined);
-    if (stored && (!digest || (ref.digest && !digest.endsWith(ref.digest)))) digest = this.repoDigestOf(ref, stored) || digest;
-    if (ref.digest) {
-      const ok = digest.endsWith('@' + ref.digest) || (stored !== undefined && this.hasDigest(ref, stored));
-      if (!ok) {
-        throw new AgentError(
-          'FailedPrecondition',
-          `pulled ${ref.original} but the runtime stored ${digest || 'no repo digest'}${stored ? ` (digests: ${stored.repoDigests.join(', ') || 'none'})` : ''}, not ${ref.digest}`,
-        );
-      }
-      digest = `${ref.registry}/${ref.repository}@${ref.digest}`;
+    if (!digest) {
+      const stored = await this.runtime.inspectImage(ref.original.trim()).catch(() => undefined);
+      if (stored) digest = this.repoDigestOf(ref, stored);
     }
-    return digest;
+    if (!ref.digest) return digest;
+    if (!digest.endsWith('@' + ref.digest)) {
+      throw new AgentError('FailedPrecondition', `pulled ${ref.original} but the runtime stored ${digest || 'no repo digest for it'}, not ${ref.digest}`);
+    }
+    return `${ref.registry}/${ref.repository}@${ref.digest}`;
   }
 
   /** Pins the image where the runtime can; whether it is pinned now. */

@@ -126,7 +126,8 @@ export class FakeRuntime {
         progress: (p) => opts.onProgress?.({ layers: [], bytesDone: 0, bytesTotal: 0, extracting: false, ...p }),
         finish: (result = {}) => {
           const id = result.id ?? `sha256:${'c'.repeat(63)}${n % 10}`;
-          const digest = result.digest ?? `${ref.split(/[:@]/)[0] === ref ? ref : ref.replace(/[:@][^/]*$/, '')}@sha256:${'d'.repeat(63)}${n % 10}`;
+          // Like a runtime, it stores what a digest reference names (a test may say otherwise).
+          const digest = result.digest ?? (ref.includes('@') ? ref : `${ref.split(':')[0] === ref ? ref : ref.replace(/:[^/]*$/, '')}@sha256:${'d'.repeat(63)}${n % 10}`);
           this.images.push({ id, repoTags: ref.includes('@') ? [] : [ref], repoDigests: [digest], size: 1, pinned: false });
           resolve({ id, digest });
         },

@@ -2,6 +2,7 @@
 import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { AgentError } from '../../errors.js';
+import { parseImageRef } from '../image-ref.js';
 import type { PulledImage, PullOptions, RegistryAuth } from '../types.js';
 import { dockerError } from './errors.js';
 import { PullTracker, type DockerPullMessage } from './pull-progress.js';
@@ -13,6 +14,29 @@ export function splitReference(ref: string): { repository: string; tag: string; 
   const colon = ref.lastIndexOf(':');
   if (colon > ref.lastIndexOf('/')) return { repository: ref.slice(0, colon), tag: ref.slice(colon + 1), byDigest: false };
   return { repository: ref, tag: 'latest', byDigest: false };
+}
+
+/** The longest delay setTimeout takes; a longer one would fire after 1 ms. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * The repo digest dockerd stored for ref's repository: `repository@` the stream's `Digest:` line when there
+ * was one, else the one of RepoDigests (from image inspect) for that repository, the requested digest first
+ * when ref is a digest reference. '' when dockerd tells none; never the request itself.
+ */
+export function storedDigest(ref: string, streamDigest: string, repoDigests: string[]): string {
+  const { repository, tag, byDigest } = splitReference(ref);
+  if (streamDigest) return `${repository}@${streamDigest}`;
+  const key = (name: string): string => {
+    try {
+      const r = parseImageRef(name);
+      return `${r.registry}/${r.repository}`;
+    } catch {
+      return name;
+    }
+  };
+  const mine = repoDigests.filter((d) => d.includes('@') && key(d.slice(0, d.indexOf('@'))) === key(repository));
+  return (byDigest ? mine.find((d) => d.endsWith(`@${tag}`)) : undefined) ?? mine[0] ?? '';
 }
 
 /** The X-Registry-Auth payload for RegistryAuth; a config.json `auth` is decoded, since dockerd does not. */
@@ -33,7 +57,7 @@ export function dockerAuth(auth: RegistryAuth): Record<string, string> {
   return out;
 }
 
-/** Pulls ref into dockerd's store and returns its image id and the repo digest pulled. */
+/** Pulls ref into dockerd's store and returns its image id and the repo digest dockerd stored for it. */
 export async function pullImage(
   docker: Dockerode,
   endpoint: string,
@@ -41,7 +65,7 @@ export async function pullImage(
   opts: PullOptions = {},
 ): Promise<PulledImage> {
   const subject = `image "${ref}"`;
-  const { repository, tag, byDigest } = splitReference(ref);
+  const { repository, tag } = splitReference(ref);
   const abort = new AbortController();
   let timedOut = false;
   const onAbort = (): void => abort.abort();
@@ -52,7 +76,7 @@ export async function pullImage(
       ? setTimeout(() => {
           timedOut = true;
           abort.abort();
-        }, opts.timeoutMs)
+        }, Math.min(opts.timeoutMs, MAX_TIMER_MS))
       : undefined;
   const stopped = (): AgentError | undefined => {
     if (timedOut) return new AgentError('DeadlineExceeded', `pull of ${subject} exceeded ${opts.timeoutMs} ms`);
@@ -101,10 +125,5 @@ export async function pullImage(
   } catch (err) {
     throw dockerError(err, subject, endpoint);
   }
-  const digest = byDigest
-    ? ref
-    : tracker.digest
-      ? `${repository}@${tracker.digest}`
-      : ((info.RepoDigests ?? []).find((d) => d.startsWith(`${repository}@`)) ?? '');
-  return { id: info.Id, digest };
+  return { id: info.Id, digest: storedDigest(ref, tracker.digest, info.RepoDigests ?? []) };
 }
