@@ -217,7 +217,7 @@ export class ImagePullService implements PullService {
         if (flight.state.bytesTotal > 0) this.metrics.bytes.observe(flight.state.bytesTotal);
         this.log.info('pulled image', { image, digest, bytes: flight.state.bytesTotal, ms: this.clock.now() - started, attempts: flight.state.attempt });
       } catch (err) {
-        const e = classifyPullError(err, image, params.auth);
+        const e = classifyPullError(err, image, params.auth, this.runtime.kind);
         const result = e.kind === 'Cancelled' ? 'cancelled' : 'failed';
         this.metrics.duration.observe({ result }, (this.clock.now() - started) / 1000);
         throw e;
@@ -226,7 +226,7 @@ export class ImagePullService implements PullService {
         this.metrics.inProgress.dec();
       }
     } catch (err) {
-      const e = classifyPullError(err, image, params.auth);
+      const e = classifyPullError(err, image, params.auth, this.runtime.kind);
       if (e.kind === 'Cancelled') this.metrics.pulls.inc({ result: 'cancelled' });
       else this.metrics.pulls.inc({ result: 'failed' });
       this.log.warn('image pull failed', { image, kind: e.kind, error: e.message, attempts: flight.state.attempt });
@@ -254,7 +254,7 @@ export class ImagePullService implements PullService {
         try {
           return await this.attempt(flight, ref, params, overall.signal, deadline - this.clock.now());
         } catch (err) {
-          const e = classifyPullError(overall.signal.aborted ? overall.signal.reason : err, image, params.auth);
+          const e = classifyPullError(overall.signal.aborted ? overall.signal.reason : err, image, params.auth, this.runtime.kind);
           if (overall.signal.aborted || !isRetryable(e) || attempt > this.retries) throw e;
           const delay = this.backoff.delay(attempt);
           this.log.warn('image pull failed, retrying', { image, attempt, kind: e.kind, error: e.message, retryInMs: delay });
@@ -262,7 +262,7 @@ export class ImagePullService implements PullService {
           try {
             await this.clock.sleep(delay, overall.signal);
           } catch {
-            throw classifyPullError(overall.signal.reason, image, params.auth);
+            throw classifyPullError(overall.signal.reason, image, params.auth, this.runtime.kind);
           }
         }
       }
