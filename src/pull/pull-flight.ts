@@ -48,7 +48,7 @@ export class PullFlight {
     return this.controller.signal;
   }
 
-  /** Whether the flight has ended. */
+  /** Whether the flight has ended (a new caller must start a new one). */
   get done(): boolean {
     return this.finished;
   }
@@ -60,15 +60,17 @@ export class PullFlight {
    */
   attach(image: string, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<FlightState> {
     const sub: Subscriber = { image, onEvent };
-    if (signal?.aborted) return Promise.reject(new AgentError('Cancelled', `request for ${image} was cancelled`));
+    if (signal?.aborted) {
+      // A flight nobody ever waited on must not run on.
+      if (this.subscribers.size === 0) this.cancelUnwatched();
+      return Promise.reject(new AgentError('Cancelled', `request for ${image} was cancelled`));
+    }
     this.subscribers.add(sub);
-    if (this.emitted) onEvent(this.eventFor(image));
+    if (this.emitted) this.send(sub);
     return new Promise<FlightState>((resolve, reject) => {
       const leave = () => {
         this.subscribers.delete(sub);
-        if (this.subscribers.size === 0 && !this.finished) {
-          this.controller.abort(new AgentError('Cancelled', `pull of ${this.key} cancelled: every caller went away`));
-        }
+        if (this.subscribers.size === 0) this.cancelUnwatched();
         reject(new AgentError('Cancelled', `request for ${image} was cancelled`));
       };
       signal?.addEventListener('abort', leave, { once: true });
@@ -151,6 +153,18 @@ export class PullFlight {
     };
   }
 
+  private cancelUnwatched(): void {
+    if (!this.finished) this.controller.abort(new AgentError('Cancelled', `pull of ${this.key} cancelled: every caller went away`));
+  }
+
+  private send(s: Subscriber): void {
+    try {
+      s.onEvent(this.eventFor(s.image));
+    } catch {
+      // A caller's broken sink must not break the pull for the others.
+    }
+  }
+
   private finish(): void {
     this.finished = true;
     if (this.trailing) clearTimeout(this.trailing);
@@ -163,12 +177,6 @@ export class PullFlight {
     this.lastEmit = this.clock.now();
     this.emitted = true;
     this.emittedState = this.state;
-    for (const s of [...this.subscribers]) {
-      try {
-        s.onEvent(this.eventFor(s.image));
-      } catch {
-        // A caller's broken sink must not break the pull for the others.
-      }
-    }
+    for (const s of [...this.subscribers]) this.send(s);
   }
 }

@@ -5,18 +5,23 @@
 //
 // One image of one request, in numbered steps:
 //   1. parse the reference (InvalidArgument: Failed at once);
-//   2. wait for the request's own `parallel` limit, if any (Queued with its position);
-//   3. join the running flight of that image, or start one:
+//   2. wait for the request's own `parallel` limit, if any (Queued with its position); from here on the
+//      request's own timeout, if it has one, bounds this caller's wait (node-wide queue included);
+//   3. join the running flight of that image with the same credentials and the same `always`, or start one
+//      (a flight is shared only by callers who would have started the same pull; it runs under the
+//      service's own timeout):
 //      a. IfNotPresent: a tag or digest already in the store is Done (alreadyPresent);
-//      b. wait for a node-wide slot (Queued with its position), then check free disk space;
+//      b. wait for a node-wide slot (Queued with its position), then (Pulling) check free disk space;
 //      c. attempts: pull (Pulling/Extracting with bytes) under the overall and stall deadlines; on an error
 //         that can heal, Retrying after a backoff; otherwise Failed;
 //      d. verify a digest reference against what the runtime stored; report the resolved digest;
 //   4. pin the image if asked, and send this caller's last event (Done or Failed).
+import { createHmac, randomBytes } from 'node:crypto';
 import { formatBytes } from '../bytes.js';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
+import { formatDuration } from '../duration.js';
 import type { EnsuredImage } from '../engine/image-puller.js';
 import { AgentError, asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
@@ -32,7 +37,7 @@ import { classifyPullError, isRetryable } from './pull-errors.js';
 import { PullMetrics } from './pull-metrics.js';
 import { PullQueue, type Release } from './pull-queue.js';
 import { StallWatch } from './stall-watch.js';
-import { initialFlightState, type AuthKeyring, type PullEvent, type PullRequest, type PullService } from './types.js';
+import { initialFlightState, MAX_PULL_TIMEOUT_MS, type AuthKeyring, type PullEvent, type PullRequest, type PullService } from './types.js';
 
 /** Defaults of the service's options (the daemon's flag defaults). */
 export const PULL_DEFAULTS = {
@@ -52,7 +57,7 @@ export interface PullServiceOptions {
   maxParallel?: number;
   /** Retries after the first attempt for errors that can heal (`--pull-retries`, default 3). */
   retries?: number;
-  /** Overall deadline of one pull from leaving the queue, retries included, ms (default 30 min). */
+  /** Overall deadline of one pull from leaving the queue, retries included, ms (default 30 min; > 0, capped at 2^31-1). */
   timeoutMs?: number;
   /** Fail an attempt when no new bytes arrive for this long, except while unpacking, ms (default 60 s; 0: off). */
   stallTimeoutMs?: number;
@@ -71,11 +76,10 @@ export interface PullServiceOptions {
   metricsRegistry?: Registry;
 }
 
-/** Per-flight settings taken from the request that started it. */
+/** What a flight pulls with; part of its key, so every caller of a flight asked for exactly this. */
 interface FlightParams {
   auth?: RegistryAuth;
   always: boolean;
-  timeoutMs: number;
 }
 
 /** Options of ensure() beyond the engine's ImagePuller contract. */
@@ -100,6 +104,8 @@ export class ImagePullService implements PullService {
   private readonly stallTimeoutMs: number;
   private readonly minFreeDiskBytes: number;
   private readonly progressIntervalMs: number;
+  /** Key of the credentials' hash in flight keys: per process, so the hash cannot be looked up elsewhere. */
+  private readonly authHashKey = randomBytes(32);
 
   constructor(private readonly opts: PullServiceOptions) {
     this.runtime = opts.runtime;
@@ -109,8 +115,12 @@ export class ImagePullService implements PullService {
     this.queue = new PullQueue(opts.maxParallel ?? PULL_DEFAULTS.maxParallel, (_running, waiting) => this.metrics.queueLength.set(waiting));
     this.backoff = new Backoff(this.clock, opts.backoff);
     this.retries = opts.retries ?? PULL_DEFAULTS.retries;
-    this.timeoutMs = opts.timeoutMs ?? PULL_DEFAULTS.timeoutMs;
-    this.stallTimeoutMs = opts.stallTimeoutMs ?? PULL_DEFAULTS.stallTimeoutMs;
+    const timeoutMs = opts.timeoutMs ?? PULL_DEFAULTS.timeoutMs;
+    if (!(timeoutMs > 0)) throw new AgentError('InvalidArgument', `the pull timeout must be positive, not ${timeoutMs} ms`);
+    this.timeoutMs = Math.min(timeoutMs, MAX_PULL_TIMEOUT_MS);
+    const stallTimeoutMs = opts.stallTimeoutMs ?? PULL_DEFAULTS.stallTimeoutMs;
+    if (!(stallTimeoutMs >= 0)) throw new AgentError('InvalidArgument', `the pull stall timeout must not be negative, not ${stallTimeoutMs} ms`);
+    this.stallTimeoutMs = Math.min(stallTimeoutMs, MAX_PULL_TIMEOUT_MS);
     this.minFreeDiskBytes = opts.minFreeDiskBytes ?? PULL_DEFAULTS.minFreeDiskBytes;
     this.progressIntervalMs = opts.progressIntervalMs ?? PULL_DEFAULTS.progressIntervalMs;
   }
@@ -126,13 +136,13 @@ export class ImagePullService implements PullService {
     const parsed = parseImageRef(ref);
     const auth = lookupAuth(opts.keyring, ref) ?? lookupAuth(this.opts.keyring, ref);
     const onEvent = (e: PullEvent) => opts.onProgress?.({ layers: e.layers, bytesDone: e.bytesDone, bytesTotal: e.bytesTotal, extracting: e.phase === 'Extracting' });
-    const s = await this.join(parsed, ref, { auth, always: false, timeoutMs: this.timeoutMs }, onEvent, opts.signal);
+    const s = await this.join(parsed, ref, { auth, always: false }, onEvent, opts.signal);
     return { ref, id: s.imageId, digest: s.digest, pulled: !s.alreadyPresent };
   }
 
-  /** Pulls running or queued now, by normalised reference. */
+  /** Pulls running or queued now, by normalised reference (once each). */
   activePulls(): string[] {
-    return [...this.flights.keys()];
+    return [...new Set([...this.flights.values()].map((f) => f.key))];
   }
 
   /** Fails every running pull (daemon shutdown). */
@@ -150,18 +160,35 @@ export class ImagePullService implements PullService {
       last = e;
       onEvent(e);
     };
+    // This caller's own deadline (from the request): it leaves when it fires; the flight goes on while
+    // others wait, under the service's timeout.
+    const caller = new AbortController();
+    const stopTimer = new AbortController();
+    const onAbort = () => caller.abort(new AgentError('Cancelled', `request for ${image} was cancelled`));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    if (signal?.aborted) onAbort();
+    let deadline: AgentError | undefined;
     try {
       const ref = parseImageRef(image);
-      if (local) release = await local.acquire(signal, (queuePosition) => track({ ...base(), phase: 'Queued', queuePosition }));
-      const timeoutMs = req.timeoutMs && req.timeoutMs > 0 ? req.timeoutMs : this.timeoutMs;
-      const state = await this.join(ref, image, { auth, always: !!req.always, timeoutMs }, track, signal);
+      if (local) release = await local.acquire(caller.signal, (queuePosition) => track({ ...base(), phase: 'Queued', queuePosition }));
+      const timeoutMs = requestTimeout(req.timeoutMs);
+      if (timeoutMs !== undefined) {
+        this.clock.sleep(timeoutMs, stopTimer.signal).then(
+          () => {
+            deadline = new AgentError('DeadlineExceeded', `pull of ${image} did not finish within ${formatDuration(timeoutMs)} (the request's timeout)`);
+            caller.abort(deadline);
+          },
+          () => undefined,
+        );
+      }
+      const state = await this.join(ref, image, { auth, always: !!req.always }, track, caller.signal);
       let pinned = false;
       if (req.pin) pinned = await this.pin(ref);
       const done: PullEvent = { ...base(), ...state, image, phase: 'Done', pinned, elapsedMs: this.clock.now() - started };
       onEvent(done);
       return done;
     } catch (err) {
-      const e = asAgentError(err);
+      const e = deadline ?? asAgentError(err);
       const failed: PullEvent = {
         ...base(),
         ...(last ? { bytesDone: last.bytesDone, bytesTotal: last.bytesTotal, layers: last.layers, attempt: last.attempt } : {}),
@@ -171,23 +198,42 @@ export class ImagePullService implements PullService {
       onEvent(failed);
       return failed;
     } finally {
+      stopTimer.abort();
+      signal?.removeEventListener('abort', onAbort);
       release?.();
     }
   }
 
-  /** Attaches to the flight of ref, starting it when there is none. */
+  /**
+   * Attaches to a live flight of ref with the same credentials, starting one when there is none. An
+   * IfNotPresent caller may also join an `always` flight (it ends with the image present); an `always`
+   * caller joins only an `always` flight, so that it never rides on a presence check.
+   */
   private join(ref: ImageRef, image: string, params: FlightParams, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<FlightState> {
-    let flight = this.flights.get(ref.normalized);
-    if (flight && params.always && flight.state.alreadyPresent) flight = undefined;
+    if (signal?.aborted) return Promise.reject(new AgentError('Cancelled', `request for ${image} was cancelled`));
+    const key = this.flightKey(ref, params.auth, params.always);
+    const candidates = params.always ? [key] : [key, this.flightKey(ref, params.auth, true)];
+    // A flight whose callers all left (or that has ended) only winds down: never join it.
+    let flight = candidates.map((k) => this.flights.get(k)).find((f) => f && !f.signal.aborted && !f.done);
     if (!flight) {
       const f = new PullFlight(ref.normalized, this.clock, this.progressIntervalMs);
       flight = f;
-      this.flights.set(ref.normalized, f);
+      this.flights.set(key, f);
       void this.run(f, ref, params).finally(() => {
-        if (this.flights.get(ref.normalized) === f) this.flights.delete(ref.normalized);
+        if (this.flights.get(key) === f) this.flights.delete(key);
       });
     }
     return flight.attach(image, onEvent, signal);
+  }
+
+  /** The flights map's key: the normalised reference, a keyed hash of the credentials (never logged), always. */
+  private flightKey(ref: ImageRef, auth: RegistryAuth | undefined, always: boolean): string {
+    let authHash = '';
+    if (auth) {
+      const fields = [auth.username, auth.password, auth.auth, auth.identityToken, auth.registryToken, auth.serverAddress].map((v) => v ?? '');
+      authHash = createHmac('sha256', this.authHashKey).update(JSON.stringify(fields)).digest('hex');
+    }
+    return `${ref.normalized}\0${authHash}\0${always ? 'always' : 'if-not-present'}`;
   }
 
   /** Drives one flight to Done or Failed (steps 3a-3d). */
@@ -198,6 +244,7 @@ export class ImagePullService implements PullService {
       await Promise.resolve();
       if (!params.always) {
         const present = await this.findPresent(ref);
+        flight.signal.throwIfAborted();
         if (present) {
           flight.succeed({ alreadyPresent: true, imageId: present.id, digest: this.repoDigestOf(ref, present) });
           this.metrics.pulls.inc({ result: 'present' });
@@ -205,10 +252,18 @@ export class ImagePullService implements PullService {
         }
       }
       const release = await this.queue.acquire(flight.signal, (queuePosition) => flight.update({ phase: 'Queued', queuePosition }));
-      this.metrics.inProgress.inc();
       const started = this.clock.now();
       try {
+        flight.update({ phase: 'Pulling', queuePosition: 0 });
         await this.checkDisk(image);
+        flight.signal.throwIfAborted();
+      } catch (err) {
+        release();
+        throw err;
+      }
+      // From here on the pull reaches the runtime: only such pulls count as in progress and have a duration.
+      this.metrics.inProgress.inc();
+      try {
         const pulled = await this.attempts(flight, ref, params);
         const digest = await this.verifiedDigest(ref, pulled);
         flight.succeed({ imageId: pulled.id, digest });
@@ -242,14 +297,14 @@ export class ImagePullService implements PullService {
     const onFlightAbort = () => overall.abort(flight.signal.reason);
     flight.signal.addEventListener('abort', onFlightAbort, { once: true });
     if (flight.signal.aborted) onFlightAbort();
-    const deadline = this.clock.now() + params.timeoutMs;
-    this.clock.sleep(params.timeoutMs, stopTimer.signal).then(
-      () => overall.abort(new AgentError('DeadlineExceeded', `pull of ${image} did not finish within ${Math.round(params.timeoutMs / 1000)} s`)),
+    const deadline = this.clock.now() + this.timeoutMs;
+    this.clock.sleep(this.timeoutMs, stopTimer.signal).then(
+      () => overall.abort(new AgentError('DeadlineExceeded', `pull of ${image} did not finish within ${formatDuration(this.timeoutMs)} (--pull-timeout)`)),
       () => undefined,
     );
     try {
       for (let attempt = 1; ; attempt++) {
-        flight.update({ phase: 'Pulling', attempt, queuePosition: 0 });
+        flight.update({ phase: 'Pulling', attempt, queuePosition: 0, error: '', errorKind: '' });
         this.log.info('pulling image', { image, attempt });
         try {
           return await this.attempt(flight, ref, params, overall.signal, deadline - this.clock.now());
@@ -275,6 +330,8 @@ export class ImagePullService implements PullService {
   /** One call of the runtime's pull under the stall deadline. */
   private async attempt(flight: PullFlight, ref: ImageRef, params: FlightParams, overall: AbortSignal, remainingMs: number): Promise<PulledImage> {
     const image = ref.original.trim();
+    // An abort that came before this attempt fires no event any more.
+    if (overall.aborted) throw overall.reason;
     const ctl = new AbortController();
     const onOverall = () => ctl.abort(overall.reason);
     overall.addEventListener('abort', onOverall, { once: true });
@@ -389,6 +446,11 @@ export class ImagePullService implements PullService {
       return false;
     }
   }
+}
+
+/** A request's timeout as a timer can take it: undefined for 0, absent or not a number (the service's). */
+function requestTimeout(ms: number | undefined): number | undefined {
+  return ms !== undefined && ms > 0 ? Math.min(ms, MAX_PULL_TIMEOUT_MS) : undefined;
 }
 
 function normalized(ref: string): string {

@@ -33,6 +33,9 @@ export interface PullEvent {
 /** The part of a pull event every caller of one pull shares (the rest is per caller). */
 export type FlightState = Omit<PullEvent, 'image' | 'elapsedMs' | 'pinned'>;
 
+/** The longest timeout a timer can take (setTimeout's limit, ~24.8 days); longer ones are cut to it. */
+export const MAX_PULL_TIMEOUT_MS = 2 ** 31 - 1;
+
 /** A pull's state before anything happened, in the given phase. */
 export function initialFlightState(phase: PullPhase): FlightState {
   return { phase, queuePosition: 0, bytesDone: 0, bytesTotal: 0, layers: [], digest: '', imageId: '', error: '', errorKind: '', attempt: 0, alreadyPresent: false };
@@ -46,7 +49,10 @@ export interface PullRequest {
   images: string[];
   /** At most this many of this request's images at once (the node-wide limit still applies). 0: no extra limit. */
   parallel?: number;
-  /** Overall deadline per image, ms. 0 or absent: the service default. */
+  /**
+   * This request's deadline per image, ms, from getting the request's own `parallel` slot (the node-wide
+   * queue included); the pull itself also ends at the service's timeout. 0 or absent: the service's only.
+   */
   timeoutMs?: number;
   /** Credentials for this request only. */
   keyring?: AuthKeyring;

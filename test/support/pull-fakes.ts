@@ -1,5 +1,7 @@
 // Fakes for unit tests of the pull service's pure logic: a manual clock, and a Runtime that implements only
 // the image methods, with pulls the test finishes by hand. Integration tests use the real runtimes.
+import { Writable } from 'node:stream';
+import winston from 'winston';
 import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
@@ -64,6 +66,9 @@ export interface FakePull {
   fail(err: unknown): void;
 }
 
+/** Image methods of the fake a test can hold. */
+export type HeldMethod = 'inspectImage' | 'listImages' | 'imageFsUsage';
+
 /** A Runtime with an image store and pulls driven by the test; every other method throws. */
 export class FakeRuntime {
   readonly images: Image[] = [];
@@ -73,6 +78,7 @@ export class FakeRuntime {
   /** When set, each pull ends at once with this (an error or a result). */
   autoFinish?: (ref: string, n: number) => Partial<PulledImage> | Error;
   private waiting: ((p: FakePull) => void)[] = [];
+  private readonly held = new Map<HeldMethod, Promise<void>>();
 
   constructor(readonly kind: RuntimeKind = 'docker') {}
 
@@ -98,9 +104,18 @@ export class FakeRuntime {
       events: unsupported,
       close: () => undefined,
       pullImage: (ref, opts) => this.pullImage(ref, opts),
-      inspectImage: async (ref) => this.images.find((i) => i.repoTags.includes(ref) || i.id === ref),
-      listImages: async () => [...this.images],
-      imageFsUsage: async (): Promise<ImageFsUsage> => ({ mountpoint: '/var/lib/fake', usedBytes: 1, availableBytes: this.freeBytes }),
+      inspectImage: async (ref) => {
+        await this.held.get('inspectImage');
+        return this.images.find((i) => i.repoTags.includes(ref) || i.id === ref);
+      },
+      listImages: async () => {
+        await this.held.get('listImages');
+        return [...this.images];
+      },
+      imageFsUsage: async (): Promise<ImageFsUsage> => {
+        await this.held.get('imageFsUsage');
+        return { mountpoint: '/var/lib/fake', usedBytes: 1, availableBytes: this.freeBytes };
+      },
       ...(withPin
         ? {
             pinImage: async (ref: string, pinned: boolean) => {
@@ -109,6 +124,16 @@ export class FakeRuntime {
             },
           }
         : {}),
+    };
+  }
+
+  /** Makes calls of method wait (those running and those to come) until the returned function is called. */
+  hold(method: HeldMethod): () => void {
+    let release!: () => void;
+    this.held.set(method, new Promise<void>((r) => (release = r)));
+    return () => {
+      this.held.delete(method);
+      release();
     };
   }
 
@@ -155,4 +180,17 @@ export class FakeRuntime {
     if (p) return p;
     return this.nextPull();
   }
+}
+
+/** A logger that keeps every line (JSON) in memory. */
+export function memoryLogger(): { logger: winston.Logger; lines: string[] } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      lines.push(chunk.toString());
+      cb();
+    },
+  });
+  const logger = winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
+  return { logger, lines };
 }
