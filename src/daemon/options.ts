@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { parseDuration } from '../duration.js';
 import type { LogFormat } from '../log.js';
+import { MAX_PULL_TIMEOUT_MS } from '../pull/types.js';
 
 /** Everything the daemon is configured with. */
 export interface DaemonOptions {
@@ -63,6 +64,14 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got "${v}"`);
     return n;
   };
+  // A timer cannot take more than 2^31-1 ms (it would fire at once); 0 is allowed only where it means "off".
+  const timeout = (name: string, v: string | undefined, zeroMeans?: string) => {
+    const ms = parseDuration(v as string);
+    if (ms > MAX_PULL_TIMEOUT_MS || ms < 0 || (ms === 0 && !zeroMeans)) {
+      throw new Error(`--${name} must be ${zeroMeans ? `0 (${zeroMeans}) or ` : ''}between 1ms and 596h (2^31-1 ms), got "${v}"`);
+    }
+    return ms;
+  };
   return {
     runtime: o.runtime as DaemonOptions['runtime'],
     criEndpoint: o.criEndpoint,
@@ -75,8 +84,8 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     logFormat: o.logFormat as LogFormat,
     maxParallelPulls: Math.max(1, int('max-parallel-pulls', o.maxParallelPulls)),
     pullRetries: int('pull-retries', o.pullRetries),
-    pullStallTimeoutMs: parseDuration(o.pullStallTimeout as string),
-    pullTimeoutMs: parseDuration(o.pullTimeout as string),
+    pullStallTimeoutMs: timeout('pull-stall-timeout', o.pullStallTimeout, 'no stall deadline'),
+    pullTimeoutMs: timeout('pull-timeout', o.pullTimeout),
     minFreeDiskBytes: parseBytes(o.minFreeDisk as string),
     authFile: o.authFile,
     defaultGraceSeconds: Math.round(parseDuration(o.grace as string) / 1000),
