@@ -1,5 +1,5 @@
 // `inplacectl pull`: renders the agent's PullImages event stream — progress bars on a terminal, plain lines
-// otherwise (one per phase change, byte progress at most every second per image), JSON lines with --output
+// otherwise (one per phase or queue position change, byte progress at most every second per image), JSON lines with --output
 // json — and tells whether every image ended Done.
 import { readFile } from 'node:fs/promises';
 import cliProgress from 'cli-progress';
@@ -73,7 +73,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
   const now = opts.now ?? Date.now;
   const interval = opts.plainIntervalMs ?? 1000;
   const last = new Map<string, PullEvent>();
-  const lastPlain = new Map<string, { phase: string; at: number }>();
+  const lastPlain = new Map<string, { phase: string; queuePosition: number; at: number }>();
   let bars: cliProgress.MultiBar | undefined;
   const barOf = new Map<string, cliProgress.SingleBar>();
   const width = (name: string) => Math.min(40, Math.max(...[...barOf.keys(), name].map((s) => s.length)));
@@ -116,9 +116,10 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
   const showPlain = (e: PullEvent) => {
     const prev = lastPlain.get(e.image);
     const t = now();
-    const phaseChanged = !prev || prev.phase !== e.phase;
-    if (!phaseChanged && (t - prev.at < interval || e.phase === 'Queued')) return;
-    lastPlain.set(e.image, { phase: e.phase, at: t });
+    // A new phase or a new queue position is worth a line at once; byte progress at most every interval.
+    const changed = !prev || prev.phase !== e.phase || prev.queuePosition !== e.queuePosition;
+    if (!changed && (t - prev.at < interval || e.phase === 'Queued')) return;
+    lastPlain.set(e.image, { phase: e.phase, queuePosition: e.queuePosition, at: t });
     const line = describePullEvent(e);
     (e.phase === 'Failed' ? err : out).write(line + '\n');
   };

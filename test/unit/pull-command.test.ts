@@ -39,6 +39,25 @@ async function* stream(events: PullEvent[], failWith?: Error): AsyncGenerator<Pu
 }
 
 describe('inplacectl pull rendering', () => {
+  it('prints a plain line for every change of queue position', async () => {
+    const out = new Sink();
+    const code = await runPull(
+      stream([
+        ev('a:1', 'Queued', { queuePosition: 3 }),
+        ev('a:1', 'Queued', { queuePosition: 3 }),
+        ev('a:1', 'Queued', { queuePosition: 2 }),
+        ev('a:1', 'Queued', { queuePosition: 1 }),
+        ev('a:1', 'Done'),
+      ]),
+      { out, err: new Sink(), now: () => 0 },
+    );
+    assert.equal(code, 0);
+    assert.deepEqual(
+      out.text.trim().split('\n').filter((l) => l.includes('Queued')),
+      ['a:1: Queued (position 3)', 'a:1: Queued (position 2)', 'a:1: Queued (position 1)'],
+    );
+  });
+
   it('prints one plain line per phase change and bytes at most once a second, exit 0 when all Done', async () => {
     const out = new Sink();
     const err = new Sink();
