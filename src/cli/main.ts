@@ -57,11 +57,15 @@ export function parseImageFlags(values: string[]): Record<string, string> {
 
 function duration(flag: string, v: string | undefined): number | undefined {
   if (v === undefined) return undefined;
+  let ms: number;
   try {
-    return parseDuration(v);
+    ms = parseDuration(v);
   } catch (err) {
     throw new UsageError(`--${flag}: ${asAgentError(err).message}`);
   }
+  if (ms > 2 ** 31 - 1) throw new UsageError(`--${flag}: at most 596h, got "${v}"`);
+  if (flag === 'timeout' && ms === 0) throw new UsageError('--timeout must be more than 0 (leave it out for the agent\'s default)');
+  return ms;
 }
 
 /** Follows an operation until it ends, printing each step; returns the final record. */

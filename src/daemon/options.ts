@@ -88,9 +88,9 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     pullTimeoutMs: timeout('pull-timeout', o.pullTimeout),
     minFreeDiskBytes: parseBytes(o.minFreeDisk as string),
     authFile: o.authFile,
-    defaultGraceSeconds: Math.round(parseDuration(o.grace as string) / 1000),
-    defaultMinReadyMs: parseDuration(o.minReady as string),
-    defaultTimeoutMs: parseDuration(o.operationTimeout as string),
+    defaultGraceSeconds: Math.ceil(timeout('grace', o.grace, 'kill at once') / 1000),
+    defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
+    defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
   };
 }

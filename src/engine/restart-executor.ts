@@ -56,6 +56,9 @@ export interface ExecutorDeps {
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
 }
 
+/** The longest delay a Node.js timer takes (a longer one fires at once). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 /** How many times a rollback is tried when the runtime fails in a way that can heal. */
 const ROLLBACK_TRIES = 5;
 
@@ -147,7 +150,7 @@ export class RestartExecutor {
     // before anything is stopped.)
     const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting' && c.newImage !== c.oldImage).map((c) => c.newImage))];
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.max(1, deadline - this.d.clock.now()));
+    const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())));
     op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
     let lastPublish = 0;
     try {
