@@ -9,7 +9,7 @@ import { parseDuration } from '../duration.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import type { Operation } from '../engine/operation.js';
 import { isTerminal } from '../engine/operation.js';
-import { progressLine, renderOperation, renderOperations, renderPods } from './render.js';
+import { progressLine, renderOperation, renderOperations, renderPlan, renderPods } from './render.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -129,7 +129,8 @@ function program(): Command {
     .option('--min-ready <duration>', 'the replacement must keep running this long (default: the agent\'s, 1s)')
     .option('--timeout <duration>', 'overall deadline (default: the agent\'s, 10m)')
     .option('--no-wait', 'print the operation id and return at once')
-    .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean }) => {
+    .option('--dry-run', 'check everything and show the plan; change nothing')
+    .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean }) => {
       const g = globals();
       const images = parseImageFlags(o.image);
       const grace = duration('grace', o.grace);
@@ -147,7 +148,12 @@ function program(): Command {
           minReadyMs: String(minReady ?? 0),
           minReadySet: minReady !== undefined,
           timeoutMs: String(timeout ?? 0),
+          dryRun: !!o.dryRun,
         });
+        if (o.dryRun) {
+          print(g, op, renderPlan(op));
+          return;
+        }
         if (!o.wait) {
           print(g, op, op.id);
           return;

@@ -48,6 +48,17 @@ export function renderOperation(op: Operation): string {
   return lines.join('\n');
 }
 
+/** What a dry run would do, container by container. */
+export function renderPlan(op: Operation): string {
+  const lines = [`would restart in pod ${op.podName} (${op.podId.slice(0, 12)}), one container at a time:`];
+  op.containers.forEach((c, i) => {
+    const image = c.newImage !== c.oldImage ? `${c.oldImage} -> ${c.newImage}` : `${c.oldImage} (same image)`;
+    lines.push(`  ${i + 1}. ${c.name} ${c.oldId.slice(0, 12)}: ${image}`);
+  });
+  lines.push('nothing was changed (dry run)');
+  return lines.join('\n');
+}
+
 /** One line describing what changed since the previous view of an operation (undefined: nothing new). */
 export function progressLine(prev: Operation | undefined, cur: Operation, t0: number): string | undefined {
   const at = formatDuration(Date.now() - t0).padStart(7);

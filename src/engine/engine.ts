@@ -88,8 +88,11 @@ export class Engine extends EventEmitter {
     return pods.map((pod) => ({ pod, containers: containers.filter((c) => c.podId === pod.id) }));
   }
 
-  /** Validates a request against the node, records it Pending and queues it. Refusals touch nothing. */
-  async restart(req: RestartRequest): Promise<Operation> {
+  /**
+   * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
+   * dryRun, returns the planned operation (no id) without recording or running it.
+   */
+  async restart(req: RestartRequest, opts: { dryRun?: boolean } = {}): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
     const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
@@ -120,6 +123,7 @@ export class Engine extends EventEmitter {
       createdAt: now,
       updatedAt: now,
     };
+    if (opts.dryRun) return { ...op, id: '' };
     await this.persist(op);
     this.schedule(op);
     return op;

@@ -160,6 +160,24 @@ for (const f of flavours) {
       for (const n of ['app', 'sidecar', 'logger']) assert.equal(after.byName.get(n)?.id, before.byName.get(n)?.id);
     });
 
+    it('shows the plan of a --dry-run and changes nothing, refusing what a real run would refuse', async () => {
+      const pod = await threeContainerPod('dry-run');
+      const before = await snapshot(rt, pod.podId);
+      const opsBefore = (await ctl(agent.socket, '-o', 'json', 'ops', '--pod', pod.podId)).stdout;
+      const res = await ctl(agent.socket, 'restart', pod.name, 'app', 'sidecar', '--image', `app=${env.images.appV2}`, '--dry-run');
+      assert.equal(res.code, 0, res.stdout + res.stderr);
+      assert.match(res.stdout, /would restart in pod/);
+      assert.match(res.stdout, new RegExp(`1\\. app ${before.byName.get('app')!.id.slice(0, 12)}: .*app:v1 -> .*app:v2`));
+      assert.match(res.stdout, /2\. sidecar .*\(same image\)/);
+      assert.match(res.stdout, /nothing was changed \(dry run\)/);
+      const refused = await ctl(agent.socket, 'restart', pod.name, 'nope', '--dry-run');
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /container "nope" not found/);
+      const after = await snapshot(rt, pod.podId);
+      for (const n of ['app', 'sidecar', 'logger']) assert.equal(after.byName.get(n)?.id, before.byName.get(n)?.id);
+      assert.equal((await ctl(agent.socket, '-o', 'json', 'ops', '--pod', pod.podId)).stdout, opsBefore, 'no operation was recorded');
+    });
+
     it('rolls back a replacement that exits at once: old config running again, operation Failed with the exit code', async () => {
       const pod = await threeContainerPod('crash');
       const before = await snapshot(rt, pod.podId);
