@@ -11,8 +11,6 @@ import type { Clock } from '../clock.js';
 import { AgentError } from '../errors.js';
 import { initialFlightState, type FlightState, type PullEvent } from './types.js';
 
-export type { FlightState };
-
 interface Subscriber {
   image: string;
   onEvent: (e: PullEvent) => void;

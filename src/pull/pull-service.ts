@@ -32,12 +32,12 @@ import type { Image, PulledImage, PullProgress, RegistryAuth } from '../runtime/
 import { lookupAuth, redact } from './auth.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
 import type { ProgressSource } from './progress-source.js';
-import { PullFlight, type FlightState } from './pull-flight.js';
+import { PullFlight } from './pull-flight.js';
 import { classifyPullError, isRetryable } from './pull-errors.js';
 import { PullMetrics } from './pull-metrics.js';
 import { PullQueue, type Release } from './pull-queue.js';
 import { StallWatch } from './stall-watch.js';
-import { initialFlightState, MAX_PULL_TIMEOUT_MS, type AuthKeyring, type PullEvent, type PullRequest, type PullService } from './types.js';
+import { initialFlightState, MAX_PULL_TIMEOUT_MS, type AuthKeyring, type FlightState, type PullEvent, type PullRequest, type PullService } from './types.js';
 
 /** Defaults of the service's options (the daemon's flag defaults). */
 export const PULL_DEFAULTS = {
