@@ -29,6 +29,8 @@ export interface ServerDeps {
   parseKeyring: (json: string) => AuthKeyring;
   runtimeKind: string;
   restartDefaults: RestartDefaults;
+  /** Group id that owns the unix socket (its members may use the agent); the process's group when absent. */
+  socketGid?: number;
 }
 
 /** A running API server. */
@@ -68,7 +70,10 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
       err ? reject(new AgentError('Unavailable', `cannot listen on ${listen}: ${err.message}`)) : resolve(),
     ),
   );
-  if (socketPath) await fs.chmod(socketPath, 0o660);
+  if (socketPath) {
+    await fs.chmod(socketPath, 0o660);
+    if (deps.socketGid !== undefined) await fs.chown(socketPath, process.getuid?.() ?? 0, deps.socketGid);
+  }
   return {
     address: target,
     health,

@@ -1,6 +1,8 @@
 // The composition root: builds every component from the options, starts them in order (runtime, journal
 // recovery, API, metrics) and stops them in reverse on shutdown. Returns the first fatal error.
+import { readFileSync } from 'node:fs';
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { AgentError } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { startApiServer, type ApiServer } from '../api/server.js';
@@ -25,6 +27,17 @@ function crashAfterStep(step: string | undefined, log: Logger): ((op: Operation,
   return (_op, _t, s) => {
     if (s === step) process.kill(process.pid, 'SIGKILL');
   };
+}
+
+/** The gid of a group given by name (from /etc/group) or number; a clear error when there is no such group. */
+export function resolveGroup(group: string, groupFile = '/etc/group'): number {
+  if (/^\d+$/.test(group)) return Number(group);
+  const line = readFileSync(groupFile, 'utf8')
+    .split('\n')
+    .find((l) => l.split(':')[0] === group);
+  const gid = line ? Number(line.split(':')[2]) : NaN;
+  if (!Number.isInteger(gid)) throw new AgentError('InvalidArgument', `--socket-group: no group "${group}" in ${groupFile}`);
+  return gid;
 }
 
 /** A started daemon. */
@@ -66,7 +79,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   observeOperations(engine, registry);
   await engine.start();
 
+  const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
   const api = await startApiServer(opts.listen, {
+    socketGid,
     engine,
     pulls,
     parseKeyring,

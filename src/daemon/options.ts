@@ -12,6 +12,8 @@ export interface DaemonOptions {
   dockerHost?: string;
   containerdAddress?: string;
   listen: string;
+  /** Group (name or gid) that may use the agent's socket. */
+  socketGroup?: string;
   stateDir: string;
   metricsAddr?: string;
   logLevel: string;
@@ -40,6 +42,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--docker-host <uri>', 'Docker Engine socket (default unix:///var/run/docker.sock)', 'docker-host'))
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
     .addOption(opt('--listen <uri>', 'agent API address', 'listen').default('unix:///run/inplace-agent/agent.sock'))
+    .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
     .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
@@ -78,6 +81,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     dockerHost: o.dockerHost,
     containerdAddress: o.containerdAddress,
     listen: o.listen as string,
+    socketGroup: o.socketGroup,
     stateDir: o.stateDir as string,
     metricsAddr: o.metricsAddr,
     logLevel: o.logLevel as string,

@@ -51,6 +51,12 @@ describe('inplace-agent daemon', function () {
     assert.match(res.output, /cannot start: no container runtime answered; tried: unix:\/\/\/tmp\/no-such-runtime\.sock/);
   });
 
+  it('refuses an unknown --socket-group by name', async () => {
+    const res = await runDaemon(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', 'unix:///tmp/inplace-group.sock', '--socket-group', 'no-such-group-xyz']);
+    assert.equal(res.code, 1);
+    assert.match(res.output, /--socket-group: no group "no-such-group-xyz" in \/etc\/group/);
+  });
+
   it('refuses bad flags with a message naming them', async () => {
     const res = await runDaemon(['--min-free-disk', 'lots']);
     assert.equal(res.code, 1);
@@ -78,6 +84,17 @@ describe('inplace-agent daemon', function () {
 
     it('creates its socket with mode 0660', () => {
       assert.equal(fs.statSync(agent.socket).mode & 0o777, 0o660);
+    });
+
+    it('gives the socket to --socket-group, so its members may use the agent', async () => {
+      const grouped = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--socket-group', '4321']);
+      try {
+        const st = fs.statSync(grouped.socket);
+        assert.equal(st.gid, 4321);
+        assert.equal(st.mode & 0o777, 0o660);
+      } finally {
+        await grouped.stop();
+      }
     });
 
     it('answers the standard gRPC health service for the agent service', async () => {
