@@ -61,7 +61,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
 
   const socketPath = unixPath(listen);
   if (socketPath) {
-    await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o750 });
+    await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o755 });
     await fs.rm(socketPath, { force: true });
   }
   const target = socketPath ? `unix://${socketPath}` : listen;
