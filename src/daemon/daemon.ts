@@ -12,6 +12,7 @@ import type { ContainerStep, ContainerTarget, Operation } from '../engine/operat
 import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { observeOperations } from './operation-metrics.js';
+import { Prewarmer } from './prewarm.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
@@ -90,6 +91,11 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address });
 
+  const prewarm = opts.prewarmFile
+    ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
+    : undefined;
+  prewarm?.start();
+
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
     http = await startHttpEndpoints(opts.metricsAddr, registry, async () => {
@@ -115,6 +121,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
       (stopping ??= (async () => {
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
+        await prewarm?.stop();
         await engine.drain();
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);

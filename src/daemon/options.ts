@@ -24,6 +24,9 @@ export interface DaemonOptions {
   pullTimeoutMs: number;
   minFreeDiskBytes: number;
   authFile?: string;
+  prewarmFile?: string;
+  prewarmIntervalMs: number;
+  prewarmPin: boolean;
   defaultGraceSeconds: number;
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
@@ -53,6 +56,9 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--pull-timeout <duration>', 'overall deadline of one image pull', 'pull-timeout').default('30m'))
     .addOption(opt('--min-free-disk <bytes>', 'refuse pulls when the image filesystem has less free space (e.g. 1Gi, 500Mi)', 'min-free-disk').default('1Gi'))
     .addOption(opt('--auth-file <file>', 'node-wide registry credentials, Docker config.json style (a request\'s own win)', 'auth-file'))
+    .addOption(opt('--prewarm <file>', 'keep the images listed in FILE (one per line) pulled on this node', 'prewarm'))
+    .addOption(opt('--prewarm-interval <duration>', 'how often the --prewarm list is read and pulled again (0: once at start)', 'prewarm-interval').default('10m'))
+    .addOption(opt('--prewarm-pin', 'protect prewarmed images from the kubelet\'s image GC where the runtime supports it', 'prewarm-pin'))
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
@@ -92,6 +98,9 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     pullTimeoutMs: timeout('pull-timeout', o.pullTimeout),
     minFreeDiskBytes: parseBytes(o.minFreeDisk as string),
     authFile: o.authFile,
+    prewarmFile: o.prewarm,
+    prewarmIntervalMs: timeout('prewarm-interval', o.prewarmInterval, 'once at start'),
+    prewarmPin: Boolean(o.prewarmPin),
     defaultGraceSeconds: Math.ceil(timeout('grace', o.grace, 'kill at once') / 1000),
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
