@@ -130,7 +130,8 @@ function program(): Command {
     .option('--timeout <duration>', 'overall deadline (default: the agent\'s, 10m)')
     .option('--no-wait', 'print the operation id and return at once')
     .option('--dry-run', 'check everything and show the plan; change nothing')
-    .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean }) => {
+    .option('--skip-pre-stop', 'stop the old containers without running their preStop hooks')
+    .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean; skipPreStop?: boolean }) => {
       const g = globals();
       const images = parseImageFlags(o.image);
       const grace = duration('grace', o.grace);
@@ -149,6 +150,7 @@ function program(): Command {
           minReadySet: minReady !== undefined,
           timeoutMs: String(timeout ?? 0),
           dryRun: !!o.dryRun,
+          skipPreStop: !!o.skipPreStop,
         });
         if (o.dryRun) {
           print(g, op, renderPlan(op));

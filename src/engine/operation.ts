@@ -103,6 +103,8 @@ export interface RestartRequest {
   graceSeconds: number;
   minReadyMs: number;
   timeoutMs: number;
+  /** Stop without running the preStop hook (it is hung, or the container is being replaced because of it). */
+  skipPreStop?: boolean;
 }
 
 /** An operation record: what is stored in the journal and returned by the API. */

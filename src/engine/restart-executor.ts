@@ -294,12 +294,12 @@ export class RestartExecutor {
               await this.step(op, t, 'RolledBack');
               return false;
             }
-            const hook = oldSpec ? preStopCommand(oldSpec.labels, oldSpec.annotations) : undefined;
+            const hook = oldSpec && !op.request.skipPreStop ? preStopCommand(oldSpec.labels, oldSpec.annotations) : undefined;
             await this.step(op, t, hook ? 'PreStop' : 'Stopping');
             break;
           }
           case 'PreStop': {
-            const hook = oldSpec ? preStopCommand(oldSpec.labels, oldSpec.annotations) : undefined;
+            const hook = oldSpec && !op.request.skipPreStop ? preStopCommand(oldSpec.labels, oldSpec.annotations) : undefined;
             const started = this.d.clock.now();
             let grace = op.request.graceSeconds;
             if (hook && old?.state === 'running') {

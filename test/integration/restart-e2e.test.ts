@@ -239,6 +239,11 @@ for (const f of flavours) {
       assert.equal(res.code, 0, res.stdout + res.stderr);
       const app = (await snapshot(rt, pod.podId)).byName.get('app')!;
       assert.equal(await sh(rt, app.id, 'cat /data/prestop'), 'drained-v1', 'the hook ran in the old (v1) container');
+      await sh(rt, app.id, 'rm /data/prestop');
+      const skipped = await ctl(agent.socket, 'restart', pod.name, 'app', '--skip-pre-stop');
+      assert.equal(skipped.code, 0, skipped.stdout + skipped.stderr);
+      const again = (await snapshot(rt, pod.podId)).byName.get('app')!;
+      assert.equal(await sh(rt, again.id, 'test -e /data/prestop && echo ran || echo skipped'), 'skipped', '--skip-pre-stop skips the hook');
     });
 
     it('cancels a queued operation: it ends Cancelled and its container is untouched', async () => {

@@ -23,6 +23,7 @@ export function restartHandler(engine: Engine, defaults: RestartDefaults): grpc.
       graceSeconds: req.graceSet ? req.graceSeconds : defaults.graceSeconds,
       minReadyMs: req.minReadySet ? Number(req.minReadyMs) : defaults.minReadyMs,
       timeoutMs: Number(req.timeoutMs) > 0 ? Number(req.timeoutMs) : defaults.timeoutMs,
+      skipPreStop: req.skipPreStop,
     }, { dryRun: req.dryRun });
     return operationToWire(op);
   });
