@@ -5,9 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { Writable } from 'node:stream';
 import { Registry } from 'prom-client';
-import winston from 'winston';
 import { ImagePullService, type PullServiceOptions } from '../../src/pull/pull-service.js';
 import { ContainerdProgressSource } from '../../src/pull/containerd-progress.js';
 import { readAuthFile } from '../../src/pull/auth.js';
@@ -16,6 +14,7 @@ import type { Runtime } from '../../src/runtime/runtime.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { memoryLogger } from '../support/memory-logger.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { buildImage, buildLayer, pushImage, seededBytes, type BuiltImage } from '../support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
@@ -50,18 +49,6 @@ const targets: Target[] = [
   },
 ];
 
-/** A logger that keeps every line in memory. */
-function memoryLogger(): { logger: winston.Logger; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(chunk.toString());
-      cb();
-    },
-  });
-  const logger = winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
-  return { logger, lines };
-}
 
 for (const target of targets) {
   describe(`pull service on ${target.name} (real runtime and registry)`, function () {

@@ -1,7 +1,5 @@
 // Fakes for unit tests of the pull service's pure logic: a manual clock, and a Runtime that implements only
 // the image methods, with pulls the test finishes by hand. Integration tests use the real runtimes.
-import { Writable } from 'node:stream';
-import winston from 'winston';
 import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
@@ -182,15 +180,4 @@ export class FakeRuntime {
   }
 }
 
-/** A logger that keeps every line (JSON) in memory. */
-export function memoryLogger(): { logger: winston.Logger; lines: string[] } {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(chunk.toString());
-      cb();
-    },
-  });
-  const logger = winston.createLogger({ level: 'debug', format: winston.format.json(), transports: [new winston.transports.Stream({ stream })] });
-  return { logger, lines };
-}
+export { memoryLogger } from './memory-logger.js';
