@@ -129,7 +129,7 @@ function program(): Command {
     .option('--min-ready <duration>', 'the replacement must keep running this long (default: the agent\'s, 1s)')
     .option('--timeout <duration>', 'overall deadline (default: the agent\'s, 10m)')
     .option('--no-wait', 'print the operation id and return at once')
-    .option('--dry-run', 'check everything and show the plan; change nothing')
+    .option('--dry-run', 'check the request against the node and show the plan; change nothing')
     .option('--skip-pre-stop', 'stop the old containers without running their preStop hooks')
     .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean; skipPreStop?: boolean }) => {
       const g = globals();
@@ -144,7 +144,7 @@ function program(): Command {
           pod,
           containers,
           images,
-          graceSeconds: grace === undefined ? 0 : Math.round(grace / 1000),
+          graceSeconds: grace === undefined ? 0 : Math.ceil(grace / 1000),
           graceSet: grace !== undefined,
           minReadyMs: String(minReady ?? 0),
           minReadySet: minReady !== undefined,
@@ -153,6 +153,11 @@ function program(): Command {
           skipPreStop: !!o.skipPreStop,
         });
         if (o.dryRun) {
+          if (op.id) {
+            // An agent that predates --dry-run ignored it and queued a real operation: take it back.
+            await c.cancelOperation(op.id).catch(() => undefined);
+            throw new AgentError('FailedPrecondition', `this agent does not support --dry-run: it queued operation ${op.id}, which was cancelled`);
+          }
           print(g, op, renderPlan(op));
           return;
         }

@@ -54,6 +54,8 @@ export interface Daemon {
 
 /** Starts the daemon; the journal is replayed before the API accepts calls. */
 export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock = systemClock): Promise<Daemon> {
+  // Settings that can be wrong are checked before anything starts (recovery included).
+  const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
   const runtime = await detectRuntime(opts, runtimeFactories());
   const v = await runtime.version();
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
@@ -80,7 +82,6 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   observeOperations(engine, registry);
   await engine.start();
 
-  const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
   const api = await startApiServer(opts.listen, {
     socketGid,
     engine,

@@ -61,7 +61,8 @@ export class Prewarmer {
     }
     if (images.length === 0) return 0;
     const started = this.clock.now();
-    const results = await this.pulls.pull({ images, pin: this.opts.pin }, () => undefined, this.abort.signal);
+    // One at a time: a restart's pull arriving meanwhile waits behind one prewarm pull, not the whole list.
+    const results = await this.pulls.pull({ images, pin: this.opts.pin, parallel: 1 }, () => undefined, this.abort.signal);
     const failed = results.filter((r) => r.phase !== 'Done');
     for (const f of failed) this.log.warn('prewarm pull failed', { image: f.image, error: f.error, kind: f.errorKind });
     const warm = results.length - failed.length;

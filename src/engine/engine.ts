@@ -99,7 +99,7 @@ export class Engine extends EventEmitter {
     const pod = resolvePod(pods, req.pod);
     const containers = all.filter((c) => c.podId === pod.id);
     const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    if (!req.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
       id: randomUUID(),
@@ -207,9 +207,16 @@ export class Engine extends EventEmitter {
 
   /** Plans a queued operation again from the pod's current containers (see ExecutorDeps.replan). */
   private async replan(op: Operation): Promise<void> {
-    const [pod, containers] = await Promise.all([this.d.runtime.getPod(op.podId), this.d.runtime.listContainers({ podId: op.podId })]);
+    // The pod by id, or by name when its id changed: on Docker, replacing a pod of one's only container
+    // gives the pod a new id.
+    const pod = await this.d.runtime.getPod(op.podId).catch(async (err: unknown) => {
+      if (!AgentError.is(err, 'NotFound')) throw err;
+      return resolvePod(await this.d.runtime.listPods({ withIp: false }), op.podName);
+    });
+    op.podId = pod.id;
+    const containers = await this.d.runtime.listContainers({ podId: pod.id });
     const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    if (!op.request.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
     op.containers.forEach((t, i) => {
       const p = planned[i];
       t.oldId = p.current.id;

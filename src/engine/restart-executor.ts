@@ -121,7 +121,17 @@ export class RestartExecutor {
           if (t.step === 'Waiting') this.safePoint(op, deadline);
           // A read from before a long pull may be stale (the container could have been stopped meanwhile).
           const fresh = this.d.clock.now() - inspectedAt <= STALE_READ_MS;
-          const old = fresh || t.step !== 'Waiting' ? await inspected.get(t.oldId)! : await this.inspectOld(t);
+          let old: ContainerDetail | undefined;
+          if (t.step === 'Waiting') {
+            old = fresh ? await inspected.get(t.oldId)! : await this.inspectOld(t);
+          } else {
+            // Resuming mid-way: a failed read must not end the operation with the container down. The steps
+            // from here need the old container's config only to roll back, and find it again then.
+            old = await inspected.get(t.oldId)!.catch((err: unknown) => {
+              this.d.log.warn('cannot read the old container while resuming; going on without it', { op: op.id, container: t.name, error: asAgentError(err).message });
+              return undefined;
+            });
+          }
           if (await this.advance(op, t, deadline, old)) continue;
         }
         // This container failed (and was rolled back where it had been touched): the operation ends here.
@@ -430,7 +440,8 @@ export class RestartExecutor {
 
   /** A replacement this operation created before the agent died, found by its label. */
   private async findReplacement(op: Operation, t: ContainerTarget): Promise<string | undefined> {
-    const all = await this.d.runtime.listContainers({ podId: op.podId });
+    // Every container, not the pod's: on Docker a pod of one's replacement is a pod of its own.
+    const all = await this.d.runtime.listContainers();
     const mine = all.filter((c) => c.labels[OPERATION_LABEL] === op.id && c.id !== t.oldId && (c.name === t.name || c.runtimeName === this.tempName(op, t)));
     return mine.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())[0]?.id;
   }
@@ -517,6 +528,11 @@ export class RestartExecutor {
     } else {
       // CRI: a new instance from the old config. After a crash it may exist already (the old one then gone).
       let again = await this.findRollback(op, t);
+      if (again && !['created', 'running'].includes(await rt.containerState(again))) {
+        // An earlier try created it but its start failed: that instance cannot start again (CRI).
+        await rt.removeContainer(again);
+        again = undefined;
+      }
       if (!again) {
         const spec = oldSpec ?? old?.spec;
         if (!spec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} is gone and its config with it`);

@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
+import { AgentClient } from '../../src/api/client.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
@@ -73,6 +74,28 @@ describe('in-place restart edges on Docker', function () {
     const now = await byName(name);
     assert.equal(now?.Id, old.Id);
     assert.equal(now?.State.Running, true);
+  });
+
+  it('runs two queued restarts of a pod of one (whose id changes with its container)', async () => {
+    const name = `solo-edge-${randomBytes(3).toString('hex')}`;
+    const old = await run({ name, Image: env.images.appV1, HostConfig: { NetworkMode: 'none' } });
+    const c = new AgentClient(`unix://${agent.socket}`);
+    try {
+      const req = { pod: `docker/${name}`, containers: [name], images: {}, graceSeconds: 5, graceSet: true, minReadyMs: '200', minReadySet: true, timeoutMs: '0' };
+      const [a, b] = await Promise.all([c.restart(req), c.restart(req)]);
+      const ends = [];
+      for (const op of [a, b]) {
+        let last;
+        for await (const o of c.watchOperation(op.id)) last = o;
+        ends.push(last!);
+      }
+      assert.deepEqual(ends.map((e) => e.state), ['Succeeded', 'Succeeded'], ends.map((e) => e.error).join(' | '));
+      const now = await byName(name);
+      assert.ok(now && now.Id !== old.Id && now.State.Running);
+      made.push(now.Id);
+    } finally {
+      c.close();
+    }
   });
 
   it('keeps a pod of one on its own network with its static IP and alias', async () => {

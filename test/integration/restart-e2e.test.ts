@@ -246,6 +246,18 @@ for (const f of flavours) {
       assert.equal(await sh(rt, again.id, 'test -e /data/prestop && echo ran || echo skipped'), 'skipped', '--skip-pre-stop skips the hook');
     });
 
+    it('refuses a malformed preStop hook before touching anything, unless told to skip it', async () => {
+      const pod = await threeContainerPod('bad-hook', { 'inplace-agent.io/pre-stop': 'sleep 5' });
+      const before = await snapshot(rt, pod.podId);
+      const refused = await ctl(agent.socket, 'restart', pod.name, 'app');
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /inplace-agent\.io\/pre-stop must be a JSON array/);
+      assert.equal((await snapshot(rt, pod.podId)).byName.get('app')?.id, before.byName.get('app')?.id);
+      const skipped = await ctl(agent.socket, 'restart', pod.name, 'app', '--skip-pre-stop');
+      assert.equal(skipped.code, 0, skipped.stdout + skipped.stderr);
+      assert.notEqual((await snapshot(rt, pod.podId)).byName.get('app')?.id, before.byName.get('app')?.id);
+    });
+
     it('cancels a queued operation: it ends Cancelled and its container is untouched', async () => {
       const pod = await threeContainerPod('cancel');
       const before = await snapshot(rt, pod.podId);

@@ -159,8 +159,10 @@ function primaryNetwork(native: Dockerode.ContainerInspectInfo): { name: string;
   if (mode === '' || mode === 'none' || mode === 'host' || mode.startsWith('container:')) return undefined;
   const networks = native.NetworkSettings?.Networks ?? {};
   const name = mode === 'default' ? 'bridge' : mode;
-  const settings = networks[name];
-  return settings ? { name, settings } : undefined;
+  if (networks[name]) return { name, settings: networks[name] };
+  // Started with `--network <id>`: Networks is keyed by name, so match the id.
+  const byId = Object.entries(networks).find(([, e]) => e.NetworkID && (e.NetworkID === mode || e.NetworkID.startsWith(mode)));
+  return byId ? { name: byId[0], settings: byId[1] } : undefined;
 }
 
 /** What to create the endpoint with: the user's settings, without what Docker derived from the old container. */
