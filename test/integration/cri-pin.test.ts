@@ -66,14 +66,8 @@ describe('CriRuntime.pinImage against containerd', function () {
     assert.deepEqual(await pinLabels(), every(PINNED_LABEL_VALUE));
     assert.deepEqual(await reported(), { status: pinned, list: pinned });
     if (support === 'live') assert.equal(pinned, true);
+    // The sandbox's containerd 1.6.20 is 'none': the label is stored on every record, the image not reported pinned.
     if (support === 'none' || support === 'on-load') assert.equal(pinned, false, `containerd ${support}: CRI should not report the new label`);
-  });
-
-  it('on a containerd that ignores the label (the sandbox: 1.6.20) reports the image not pinned', async function () {
-    if (support !== 'none') this.skip();
-    assert.equal(await rt.pinImage(ref, true), false);
-    assert.equal((await pinLabels())[image.id], PINNED_LABEL_VALUE);
-    assert.deepEqual(await reported(), { status: false, list: false });
   });
 
   it('pins by repo digest and by image id as by tag, and pinning twice changes nothing', async () => {
