@@ -30,7 +30,7 @@ export const METHOD_PERMISSION: Readonly<Record<string, Permission>> = {
 };
 
 /** Methods any caller that passed the TLS handshake may use (probes). */
-const OPEN_METHODS = new Set(['/grpc.health.v1.Health/Check', '/grpc.health.v1.Health/Watch']);
+const OPEN_METHODS = new Set(['/grpc.health.v1.Health/Check', '/grpc.health.v1.Health/Watch', '/grpc.health.v1.Health/List']);
 
 /** Longest name a policy may list (a DNS name is at most 253 characters; URIs get some more room). */
 const MAX_NAME = 1024;
