@@ -17,6 +17,7 @@ import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
+import { startContainerRestarts } from './container-restart-wiring.js';
 
 /**
  * Fault injection for recovery tests: with INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process kills
@@ -92,6 +93,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address });
 
+  const restarts = startContainerRestarts(opts, engine, runtime, clock, log);
+
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
@@ -123,6 +126,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
+        await restarts?.stop();
         await engine.drain();
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);

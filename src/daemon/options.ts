@@ -31,6 +31,12 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
+  /** Kubeconfig file; else $KUBECONFIG, else in-cluster. Without any, no Kubernetes API is used. */
+  kubeconfig?: string;
+  /** This node's name in Kubernetes (default $NODE_NAME, else the host name). */
+  nodeName?: string;
+  /** Watch ContainerRestart objects in this namespace only (default: all). */
+  watchNamespace?: string;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -62,7 +68,10 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
-    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
+    .addOption(opt('--kubeconfig <file>', 'kubeconfig of the cluster (default: $KUBECONFIG, then in-cluster); enables ContainerRestart objects', 'kubeconfig'))
+    .addOption(new Option('--node-name <name>', 'this node\'s name in Kubernetes (default: $NODE_NAME, then the host name)').env('NODE_NAME'))
+    .addOption(opt('--watch-namespace <ns>', 'handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'));
 }
 
 /** Settings from a parsed command. */
@@ -105,5 +114,8 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
+    kubeconfig: o.kubeconfig,
+    nodeName: o.nodeName,
+    watchNamespace: o.watchNamespace,
   };
 }
