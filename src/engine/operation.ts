@@ -22,8 +22,8 @@
 //           -> Verifying -> Verified -> RemovingOld -> Done
 //   any step after Created -> RollingBack -> RolledBack | Failed
 // With the kubelet strategy (src/kube/kubelet-strategy.ts) the kubelet makes the next instance:
-//   Waiting -> Draining -> PreStop -> Stopping -> Verifying -> Verified -> Done        (same image)
-//   Waiting -> Draining -> Patching -> Verifying -> Verified -> Done                   (new image)
+//   Waiting -> Draining -> PreStop -> Stopping -> Stopped -> Verifying -> Verified -> Done        (same image)
+//   Waiting -> Draining -> Patching -> Patched -> Verifying -> Verified -> Done                   (new image)
 //   Verifying -> RollingBack -> RolledBack | Failed
 // Each step is journaled before its side effect; recovery reads the step and the runtime's facts.
 
@@ -61,7 +61,8 @@ export type ContainerStep =
   | 'RolledBack'
   | 'Failed'
   | 'Draining'
-  | 'Patching';
+  | 'Patching'
+  | 'Patched';
 
 /** A step and when it was entered. */
 export interface StepRecord {

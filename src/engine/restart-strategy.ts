@@ -28,7 +28,8 @@ export interface RestartStrategy {
   readonly name: StrategyName;
   /**
    * Whether this strategy handles a planned container. Throws an AgentError (touching nothing) for a container
-   * it must handle but cannot restart, saying why.
+   * it must handle but cannot restart, saying why. May rewrite the target's images to the references its
+   * owner uses (the kubelet's pod spec rather than the runtime's resolved id).
    */
   claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean>;
   /**
