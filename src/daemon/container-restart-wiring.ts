@@ -1,28 +1,26 @@
-// Starts the ContainerRestart controller when a kubeconfig is found (--kubeconfig, $KUBECONFIG, in-cluster).
-import os from 'node:os';
+// Starts the ContainerRestart controller in Kubernetes mode.
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Engine } from '../engine/engine.js';
 import type { Runtime } from '../runtime/runtime.js';
-import { loadKubeConfig } from '../kube/kubeconfig.js';
+import type { KubeMode } from '../kube/kube-mode.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
 import type { DaemonOptions } from './options.js';
 
-/** The started controller, or undefined when no Kubernetes API is configured. */
-export function startContainerRestarts(opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): ContainerRestartController | undefined {
-  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
-  if (!kc) return undefined;
-  const nodeName = opts.nodeName || os.hostname();
+/** The started controller for this node. */
+export function startContainerRestarts(kube: KubeMode, opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): ContainerRestartController {
   const controller = new ContainerRestartController({
-    kc,
-    api: new ContainerRestartApi(kc),
+    kc: kube.kc,
+    api: new ContainerRestartApi(kube.kc),
     engine,
-    nodeName,
+    nodeName: kube.nodeName,
     namespace: opts.watchNamespace,
     defaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
-    // The node's pods are the runtime's: a request for a pod elsewhere is left to that node's agent.
-    hasPod: async (namespace, name) => (await runtime.listPods({ withIp: false })).some((p) => p.name === `${namespace}/${name}`),
+    // This node's pods: those the API server schedules here, and standalone pods the runtime runs (not
+    // kubelet-managed, so known to no API server). A request for a pod elsewhere is left to that node's agent.
+    hasPod: async (namespace, name) =>
+      kube.pods.get(namespace, name) !== undefined || (await runtime.listPods({ withIp: false })).some((p) => p.name === `${namespace}/${name}`),
     clock,
     log: log.child({ component: 'containerrestart' }),
   });

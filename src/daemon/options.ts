@@ -31,11 +31,11 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
-  /** Kubeconfig file; else $KUBECONFIG, else in-cluster. Without any, no Kubernetes API is used. */
+  /** Kubernetes mode: the kubeconfig file (else $KUBECONFIG, else in-cluster). */
   kubeconfig?: string;
-  /** This node's name in Kubernetes (default $NODE_NAME, else the host name). */
+  /** Kubernetes mode: this node's name (default $NODE_NAME). */
   nodeName?: string;
-  /** Watch ContainerRestart objects in this namespace only (default: all). */
+  /** Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all). */
   watchNamespace?: string;
 }
 
@@ -69,9 +69,9 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
     .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
-    .addOption(opt('--kubeconfig <file>', 'kubeconfig of the cluster (default: $KUBECONFIG, then in-cluster); enables ContainerRestart objects', 'kubeconfig'))
-    .addOption(new Option('--node-name <name>', 'this node\'s name in Kubernetes (default: $NODE_NAME, then the host name)').env('NODE_NAME'))
-    .addOption(opt('--watch-namespace <ns>', 'handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'));
+    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
+    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
+    .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'));
 }
 
 /** Settings from a parsed command. */
@@ -115,7 +115,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
     kubeconfig: o.kubeconfig,
-    nodeName: o.nodeName,
+    nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
     watchNamespace: o.watchNamespace,
   };
 }

@@ -1,30 +1,40 @@
-// Where the agent and inplacectl find the Kubernetes API: an explicit kubeconfig file, then $KUBECONFIG,
-// then the in-cluster service account.
-import { existsSync } from 'node:fs';
+// Finds the Kubernetes client configuration: an explicit file, then $KUBECONFIG, then the in-cluster service
+// account. Kubernetes mode is on exactly when one is found.
+import fs from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { AgentError } from '../errors.js';
 
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+/** Where the in-cluster service account token is mounted. */
+export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 /**
- * The kubeconfig to use: opts.kubeconfig, else $KUBECONFIG, else the in-cluster config when running in a pod;
- * undefined when none is found. A named file that cannot be read is an InvalidArgument error.
+ * The client configuration: `kubeconfig` (a file that must exist), else $KUBECONFIG (the first existing file
+ * of the list), else in-cluster (KUBERNETES_SERVICE_HOST and the service account token); undefined when none.
  */
-export function loadKubeConfig(opts: { kubeconfig?: string }): KubeConfig | undefined {
-  const file = opts.kubeconfig || process.env.KUBECONFIG;
+export function loadKubeConfig(opts: { kubeconfig?: string }, env: NodeJS.ProcessEnv = process.env): KubeConfig | undefined {
   const kc = new KubeConfig();
-  if (file) {
-    try {
-      kc.loadFromFile(file);
-    } catch (err) {
-      throw new AgentError('InvalidArgument', `cannot read kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    }
-    if (!kc.getCurrentCluster()) throw new AgentError('InvalidArgument', `kubeconfig ${file} names no current cluster`);
+  if (opts.kubeconfig) {
+    if (!fs.existsSync(opts.kubeconfig)) throw new AgentError('InvalidArgument', `--kubeconfig: no such file ${opts.kubeconfig}`);
+    loadFile(kc, opts.kubeconfig);
     return kc;
   }
-  if (process.env.KUBERNETES_SERVICE_HOST && existsSync(SERVICE_ACCOUNT_TOKEN)) {
+  const fromEnv = (env.KUBECONFIG ?? '').split(':').filter((f) => f !== '' && fs.existsSync(f));
+  if (fromEnv.length > 0) {
+    loadFile(kc, fromEnv[0]);
+    return kc;
+  }
+  if (env.KUBERNETES_SERVICE_HOST && fs.existsSync(SERVICE_ACCOUNT_TOKEN)) {
     kc.loadFromCluster();
     return kc;
   }
   return undefined;
+}
+
+function loadFile(kc: KubeConfig, file: string): void {
+  try {
+    kc.loadFromFile(file);
+  } catch (err) {
+    throw new AgentError('InvalidArgument', `kubeconfig ${file} cannot be read: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  }
+  if (!kc.getCurrentCluster()) throw new AgentError('InvalidArgument', `kubeconfig ${file} names no current cluster`);
 }

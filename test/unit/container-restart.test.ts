@@ -34,17 +34,16 @@ const op = (over: Partial<Operation> = {}): Operation => ({
 
 describe('ContainerRestart: spec to engine request', () => {
   it('maps containers, images, grace, min-ready and the deadline; defaults fill the gaps', () => {
-    const r = restartRequestFor(cr({ strategy: { gracePeriodSeconds: 5, minReadySeconds: 0 }, activeDeadlineSeconds: 90 }), defaults);
-    assert.deepEqual(r, { pod: 'shop/web', containers: ['app', 'side'], images: { app: 'reg.local/app:v2' }, graceSeconds: 5, minReadyMs: 0, timeoutMs: 90_000 });
+    const r = restartRequestFor(cr({ strategy: { gracePeriodSeconds: 5, minReadySeconds: 0, drainSeconds: 7, failurePolicy: 'Fail' }, activeDeadlineSeconds: 90 }), defaults);
+    assert.deepEqual(r, { pod: 'shop/web', containers: ['app', 'side'], images: { app: 'reg.local/app:v2' }, graceSeconds: 5, minReadyMs: 0, timeoutMs: 90_000, drainMs: 7000, failurePolicy: 'Fail' });
     const d = restartRequestFor(cr(), defaults);
     assert.equal(d.graceSeconds, 30);
     assert.equal(d.minReadyMs, 1000);
     assert.equal(d.timeoutMs, 600_000);
   });
 
-  it('refuses an unparsable image and strategies the agent does not run, naming them', () => {
+  it('refuses an unparsable image and an unordered restart, naming them', () => {
     assert.throws(() => restartRequestFor(cr({ containers: [{ name: 'app', image: 'Bad:Ref:x' }] }), defaults), (e: unknown) => AgentError.is(e, 'InvalidArgument') && /container app/.test(e.message));
-    assert.throws(() => restartRequestFor(cr({ strategy: { failurePolicy: 'Ignore' } }), defaults), /failurePolicy Ignore/);
     assert.throws(() => restartRequestFor(cr({ strategy: { ordered: false } }), defaults), /ordered false/);
     assert.doesNotThrow(() => restartRequestFor(cr({ strategy: { failurePolicy: 'Rollback', ordered: true } }), defaults));
   });

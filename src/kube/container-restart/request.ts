@@ -18,11 +18,8 @@ export interface RestartDefaults {
 export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefaults): RestartRequest {
   const { spec } = cr;
   const s = spec.strategy ?? {};
-  // This agent restarts one container after the other and rolls a failed one back (the old config runs
-  // again): a request for anything else is refused rather than run differently from what it says.
-  if (s.failurePolicy && s.failurePolicy !== 'Rollback') {
-    throw new AgentError('InvalidArgument', `strategy.failurePolicy ${s.failurePolicy} is not supported by this agent: a failed container is always rolled back (use Rollback)`);
-  }
+  // The engine restarts one container after the other: a request for anything else is refused rather than
+  // run differently from what it says.
   if (s.ordered === false) {
     throw new AgentError('InvalidArgument', 'strategy.ordered false is not supported by this agent: containers are restarted one at a time, in the order given');
   }
@@ -43,5 +40,9 @@ export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefault
     graceSeconds: s.gracePeriodSeconds ?? defaults.graceSeconds,
     minReadyMs: s.minReadySeconds !== undefined ? s.minReadySeconds * 1000 : defaults.minReadyMs,
     timeoutMs: spec.activeDeadlineSeconds !== undefined ? spec.activeDeadlineSeconds * 1000 : defaults.timeoutMs,
+    // Read by the kubelet strategy; a standalone container that fails is always rolled back (its old config
+    // runs again), and has no EndpointSlice address to drain.
+    ...(s.failurePolicy !== undefined ? { failurePolicy: s.failurePolicy } : {}),
+    ...(s.drainSeconds !== undefined ? { drainMs: s.drainSeconds * 1000 } : {}),
   };
 }
