@@ -96,6 +96,9 @@ function program(): Command {
     .showHelpAfterError()
     .exitOverride();
   const globals = () => prog.opts<Globals>();
+  prog.hook('preAction', (_prog, action) => {
+    if (globals().kubeconfig && action.name() !== 'restart') throw new UsageError(`--kubeconfig works with restart only; ${action.name()} talks to the agent socket (--agent)`);
+  });
 
   prog
     .command('pods')

@@ -1,5 +1,6 @@
-// The Kubernetes API the ContainerRestart tests run against: the project's cluster when $KUBECONFIG (or
-// $INPLACE_KUBECONFIG) names it, else a private etcd + kube-apiserver started here from the built binaries.
+// The Kubernetes API the ContainerRestart tests run against: the project's cluster (scripts/kube-sandbox's
+// admin kubeconfig, or $INPLACE_KUBECONFIG / $KUBECONFIG), else a private etcd + kube-apiserver started here
+// from the built binaries.
 // The CRD is applied from deploy/crds, and each suite works in namespaces of its own that it deletes.
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -7,6 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { kubeEnv } from '../../src/testbed/kube-env.js';
 import { kubeBinDir, startPrivateApiServer, type PrivateApiServer } from './private-apiserver.js';
 import { requireRuntime } from './require-runtime.js';
 
@@ -25,7 +27,8 @@ export interface TestCluster {
 
 /** For a mocha `before` hook: the cluster, or the suite skipped (failed under INPLACE_REQUIRE_RUNTIMES=1). */
 export async function testCluster(ctx: Mocha.Context, opts: { private?: boolean } = {}): Promise<TestCluster> {
-  const shared = process.env.INPLACE_KUBECONFIG || process.env.KUBECONFIG;
+  const project = kubeEnv().kubeconfig;
+  const shared = process.env.INPLACE_KUBECONFIG || process.env.KUBECONFIG || (fs.existsSync(project) ? project : undefined);
   let cluster: TestCluster | undefined;
   await requireRuntime(ctx, opts.private || !shared ? 'a private kube-apiserver (scripts/build-deps kubernetes)' : `the Kubernetes cluster of ${shared}`, async () => {
     if (shared && !opts.private) {

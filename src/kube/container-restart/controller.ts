@@ -18,7 +18,12 @@ import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
 import { claimedStatus, refusedStatus, statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
-import { isFinished, keyOf, type ContainerRestart } from './types.js';
+import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
+
+/** The CRD's name (deploy/crds/containerrestart.yaml). */
+const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
+/** How often a missing CRD is looked for again. */
+const CRD_RECHECK_MS = 30_000;
 
 /** What the controller is built from. */
 export interface ContainerRestartControllerDeps {
@@ -52,6 +57,7 @@ export class ContainerRestartController {
   private readonly keyByOp = new Map<string, string>();
   private readonly backoff: Backoff;
   private watchFailures = 0;
+  private crdMissingSaid = false;
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
     if (key) this.enqueue(key);
@@ -77,11 +83,13 @@ export class ContainerRestartController {
       if (this.stopping.signal.aborted) return;
       this.watchFailures++;
       const e = kubeError(err, 'watch ContainerRestarts');
-      this.d.log.warn('ContainerRestart watch failed; restarting it', { error: e.message, attempt: this.watchFailures });
-      this.backoff
-        .wait(this.watchFailures, this.stopping.signal)
-        .then(() => informer.start())
-        .catch(() => undefined);
+      // No such resource: the CRD is not installed (yet). Looked for again now and then, said once.
+      const missing = e.kind === 'NotFound';
+      if (!missing) this.d.log.warn('ContainerRestart watch failed; restarting it', { error: e.message, attempt: this.watchFailures });
+      else if (!this.crdMissingSaid) this.d.log.info(`the ContainerRestart CRD is not installed (${CRD_NAME}); looking again every ${CRD_RECHECK_MS / 1000} s`);
+      this.crdMissingSaid ||= missing;
+      const wait = missing ? this.d.clock.sleep(CRD_RECHECK_MS, this.stopping.signal) : this.backoff.wait(this.watchFailures, this.stopping.signal);
+      wait.then(() => informer.start()).catch(() => undefined);
     });
     this.informer = informer;
     this.d.engine.on('change', this.onChange);
