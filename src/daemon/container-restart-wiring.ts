@@ -7,10 +7,12 @@ import type { KubeMode } from '../kube/kube-mode.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
 import type { DaemonOptions } from './options.js';
+import { agentIdentity } from './agent-identity.js';
 
 /** The started controller for this node. */
-export function startContainerRestarts(kube: KubeMode, opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): ContainerRestartController {
+export async function startContainerRestarts(kube: KubeMode, opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): Promise<ContainerRestartController> {
   const controller = new ContainerRestartController({
+    agentId: await agentIdentity(opts.stateDir),
     kc: kube.kc,
     api: new ContainerRestartApi(kube.kc),
     engine,

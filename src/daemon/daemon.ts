@@ -103,7 +103,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address });
 
-  const restarts = kube ? startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
+  const restarts = kube ? await startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))

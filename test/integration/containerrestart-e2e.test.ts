@@ -114,6 +114,29 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     assert.equal((await api.get(ns, 'elsewhere')).status, undefined);
   });
 
+  it('two agents on one node (each with its own journal): the request is taken by one and runs once', async () => {
+    const p = await pod('twins');
+    const [before] = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
+    const second = await startAgent(agentArgs());
+    try {
+      await api.create(containerRestart(ns, 'twins', { podName: 'twins', containers: [{ name: 'app' }], strategy: { minReadySeconds: 1 } }));
+      const done = await waitForStatus(api, ns, 'twins', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
+      assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+      const apps = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
+      assert.deepEqual(apps.map((c) => c.id), [done.status?.containers?.[0].newContainerID], 'one replacement');
+      assert.notEqual(apps[0].id, before.id);
+      const ran = [];
+      for (const a of [agent as AgentProcess, second]) {
+        const ops = JSON.parse((await ctl(a.socket, '-o', 'json', 'ops')).stdout) as { id: string }[];
+        if (ops.some((o) => o.id === done.metadata.uid)) ran.push(a.stateDir);
+      }
+      assert.equal(ran.length, 1, 'exactly one agent journaled the operation');
+      assert.ok(done.status?.agentId);
+    } finally {
+      await second.stop();
+    }
+  });
+
   it('an agent killed while a ContainerRestart runs finishes it once after its restart, and never runs it again', async () => {
     const p = await pod('crash-safe');
     const before = await running(p.podId);
@@ -148,7 +171,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
     const after = await running(p.podId);
     assert.match(ok.stdout, /^operation [0-9a-f-]{36} on pod kcrd-e2e-\w+\/ctl \(containerrestart /m);
-    assert.match(ok.stdout, /app: verifying/);
+    assert.match(ok.stdout, /^ +[0-9.]+m?s    app: done$/m);
     assert.match(ok.stdout, new RegExp(`restarted in place in [0-9.]+s: app ${before.app.id.slice(0, 12)} -> ${after.app.id.slice(0, 12)} \\(${env.images.appV2.replace(/[.]/g, '\\.')}, down \\d+ ms\\)`));
     assert.equal(after.side.id, before.side.id);
 

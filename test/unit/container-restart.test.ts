@@ -88,10 +88,10 @@ describe('ContainerRestart: status from the operation', () => {
   });
 
   it('claimed and refused statuses carry the operation id, node and reason', () => {
-    const c = claimedStatus(cr(), 'uid-1', 'node-a', now);
-    assert.deepEqual([c.phase, c.operationId, c.nodeName, c.startTime], ['Pending', 'uid-1', 'node-a', now]);
-    const r = refusedStatus(cr({}, c), 'container "x" not found', 'node-a', now);
-    assert.deepEqual([r.phase, r.operationId, r.completionTime, r.conditions?.[0].reason], ['Failed', 'uid-1', now, 'Refused']);
+    const c = claimedStatus(cr(), 'uid-1', 'node-a', 'agent-1', now);
+    assert.deepEqual([c.phase, c.operationId, c.nodeName, c.agentId, c.startTime], ['Pending', 'uid-1', 'node-a', 'agent-1', now]);
+    const r = refusedStatus(cr({}, c), 'container "x" not found', 'node-a', 'agent-2', now);
+    assert.deepEqual([r.phase, r.operationId, r.agentId, r.completionTime, r.conditions?.[0].reason], ['Failed', 'uid-1', 'agent-1', now, 'Refused'], 'the agent that took it stays recorded');
     assert.equal(refusal({ ...cr(), status: r }), 'container "x" not found');
     assert.equal(refusal({ ...cr(), status: c }), undefined);
   });
@@ -129,7 +129,7 @@ describe('ContainerRestart: status writes with conflicts', () => {
     const seen: string[] = [];
     const out = await writeStatus(store, stale, (cur) => {
       seen.push(cur.metadata.labels?.touched ?? 'stale');
-      return claimedStatus(cur, 'uid-1', 'n', 't');
+      return claimedStatus(cur, 'uid-1', 'n', 'agent-1', 't');
     });
     assert.deepEqual(seen, ['stale', 'yes']);
     assert.equal(store.conflicts, 1);
@@ -141,8 +141,8 @@ describe('ContainerRestart: status writes with conflicts', () => {
     const store = new FakeStore();
     await writeStatus(store, await store.get(), () => undefined);
     assert.equal(store.writes, 0);
-    const once = await writeStatus(store, await store.get(), (cur) => claimedStatus(cur, 'uid-1', 'n', 't'));
-    await writeStatus(store, once, (cur) => claimedStatus(cur, 'uid-1', 'n', 't'));
+    const once = await writeStatus(store, await store.get(), (cur) => claimedStatus(cur, 'uid-1', 'n', 'agent-1', 't'));
+    await writeStatus(store, once, (cur) => claimedStatus(cur, 'uid-1', 'n', 'agent-1', 't'));
     assert.equal(store.writes, 1);
     const busy = new FakeStore();
     busy.get = async () => {
@@ -150,7 +150,7 @@ describe('ContainerRestart: status writes with conflicts', () => {
       return structuredClone({ ...busy.obj, metadata: { ...busy.obj.metadata, resourceVersion: '0' } });
     };
     busy.touch();
-    await assert.rejects(writeStatus(busy, cr(), (cur) => claimedStatus(cur, 'uid-1', 'n', 't')), (e: unknown) => AgentError.is(e, 'Aborted') && /conflicts in a row/.test(e.message));
+    await assert.rejects(writeStatus(busy, cr(), (cur) => claimedStatus(cur, 'uid-1', 'n', 'agent-1', 't')), (e: unknown) => AgentError.is(e, 'Aborted') && /conflicts in a row/.test(e.message));
     assert.equal(busy.conflicts, MAX_CONFLICTS);
   });
 });

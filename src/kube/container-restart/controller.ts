@@ -32,6 +32,8 @@ export interface ContainerRestartControllerDeps {
   engine: Pick<Engine, 'restart' | 'has' | 'get' | 'on' | 'off'>;
   /** This node's name, written to the status of every request it takes. */
   nodeName: string;
+  /** This agent's identity, stable across its restarts (see agentIdentity): two agents never run one request. */
+  agentId: string;
   /** Watch one namespace; all when undefined. */
   namespace?: string;
   defaults: RestartDefaults;
@@ -162,7 +164,7 @@ export class ContainerRestartController {
     const ns = cr.metadata.namespace ?? 'default';
     const uid = cr.metadata.uid ?? '';
     if (isFinished(cr.status?.phase)) return this.expire(cr);
-    if (cr.status?.nodeName && cr.status.nodeName !== this.d.nodeName) return;
+    if (!this.mine(cr)) return;
 
     if (!cr.status?.operationId) {
       if (!(await this.d.hasPod(ns, cr.spec.podName))) return;
@@ -171,8 +173,8 @@ export class ContainerRestartController {
       } catch (err) {
         return this.refuse(cr, err);
       }
-      cr = await this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.now())));
-      if (cr.status?.operationId !== uid || cr.status.nodeName !== this.d.nodeName) return;
+      cr = await this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now())));
+      if (cr.status?.operationId !== uid || !this.mine(cr)) return;
       this.d.log.info('ContainerRestart taken', { cr: key, op: uid, pod: `${ns}/${cr.spec.podName}` });
     }
     const opId = cr.status?.operationId ?? '';
@@ -194,11 +196,18 @@ export class ContainerRestartController {
     if (isFinished(written.status?.phase)) await this.expire(written);
   }
 
+  /** Whether this agent may act on the object: nobody took it yet, or this agent did. */
+  private mine(cr: ContainerRestart): boolean {
+    const st = cr.status;
+    if (st?.nodeName && st.nodeName !== this.d.nodeName) return false;
+    return !st?.agentId || st.agentId === this.d.agentId;
+  }
+
   private async refuse(cr: ContainerRestart, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason: message });
     const uid = cr.metadata.uid;
-    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.now()) : undefined));
+    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now()) : undefined));
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
@@ -211,7 +220,7 @@ export class ContainerRestartController {
   /** Deletes a finished object this node ran once its TTL has passed; otherwise comes back when it has. */
   private async expire(cr: ContainerRestart): Promise<void> {
     const ttl = cr.spec.ttlSecondsAfterFinished;
-    if (ttl === undefined || cr.status?.nodeName !== this.d.nodeName || !cr.status.completionTime) return;
+    if (ttl === undefined || !cr.status?.nodeName || !this.mine(cr) || !cr.status.completionTime) return;
     const due = Date.parse(cr.status.completionTime) + ttl * 1000;
     const wait = due - this.d.clock.now();
     const key = keyOf(cr);

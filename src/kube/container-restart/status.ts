@@ -32,12 +32,13 @@ function condition(prev: ContainerRestartStatus | undefined, next: Omit<Containe
 }
 
 /** The status recorded when the agent takes the request, before the operation is submitted. */
-export function claimedStatus(cr: ContainerRestart, operationId: string, nodeName: string, now: string): ContainerRestartStatus {
+export function claimedStatus(cr: ContainerRestart, operationId: string, nodeName: string, agentId: string, now: string): ContainerRestartStatus {
   return {
     phase: 'Pending',
     operationId,
     operationState: 'Pending',
     nodeName,
+    agentId,
     observedGeneration: cr.metadata.generation,
     startTime: now,
     summary: cr.spec.containers.map((c) => `${c.name}:Waiting`).join(','),
@@ -46,12 +47,13 @@ export function claimedStatus(cr: ContainerRestart, operationId: string, nodeNam
 }
 
 /** The final status of a request the agent refused before touching anything. */
-export function refusedStatus(cr: ContainerRestart, message: string, nodeName: string, now: string): ContainerRestartStatus {
+export function refusedStatus(cr: ContainerRestart, message: string, nodeName: string, agentId: string, now: string): ContainerRestartStatus {
   return {
     ...cr.status,
     phase: 'Failed',
     operationState: 'Failed',
     nodeName,
+    agentId: cr.status?.agentId ?? agentId,
     observedGeneration: cr.metadata.generation,
     startTime: cr.status?.startTime ?? now,
     completionTime: now,
@@ -76,6 +78,7 @@ export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeNam
     operationId: op.id,
     operationState: op.state,
     nodeName,
+    agentId: cr.status?.agentId,
     podIP: op.podIp || undefined,
     observedGeneration: cr.metadata.generation,
     startTime: cr.status?.startTime ?? op.createdAt,

@@ -60,6 +60,8 @@ export interface ContainerRestartStatus {
   operationId?: string;
   operationState?: string;
   nodeName?: string;
+  /** The agent that took the request: only it runs, follows and deletes it. */
+  agentId?: string;
   podIP?: string;
   summary?: string;
   message?: string;
