@@ -171,7 +171,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     assert.equal(ok.code, 0, ok.stdout + ok.stderr);
     const after = await running(p.podId);
     assert.match(ok.stdout, /^operation [0-9a-f-]{36} on pod kcrd-e2e-\w+\/ctl \(containerrestart /m);
-    assert.match(ok.stdout, /^ +[0-9.]+m?s    app: done$/m);
+    assert.match(ok.stdout, /^ +[0-9.]+m?s {4}app: done$/m);
     assert.match(ok.stdout, new RegExp(`restarted in place in [0-9.]+s: app ${before.app.id.slice(0, 12)} -> ${after.app.id.slice(0, 12)} \\(${env.images.appV2.replace(/[.]/g, '\\.')}, down \\d+ ms\\)`));
     assert.equal(after.side.id, before.side.id);
 
