@@ -91,6 +91,10 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   observeOperations(engine, registry);
   await engine.start();
+  if (kube) {
+    const ended = engine.list().filter((o) => o.finishedAt);
+    kube.strategy.reconcile(ended).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+  }
 
   const api = await startApiServer(opts.listen, {
     socketGid,
