@@ -92,8 +92,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   observeOperations(engine, registry);
   await engine.start();
   if (kube) {
-    const ended = engine.list().filter((o) => o.finishedAt);
-    kube.strategy.reconcile(ended).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+    kube.strategy.reconcile(engine.list()).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
   }
 
   const api = await startApiServer(opts.listen, {
