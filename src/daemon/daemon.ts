@@ -17,6 +17,8 @@ import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
+import { loadKubeConfig } from '../kube/kubeconfig.js';
+import { createKubeMode, type KubeMode } from '../kube/kube-mode.js';
 
 /**
  * Fault injection for recovery tests: with INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process kills
@@ -48,6 +50,8 @@ export interface Daemon {
   api: ApiServer;
   http?: HttpEndpoints;
   registry: Registry;
+  /** Kubernetes mode's parts, when a kubeconfig was found. */
+  kube?: KubeMode;
   /** Drains operations to a safe point, flushes the journal and stops serving. */
   shutdown(): Promise<void>;
 }
@@ -56,6 +60,8 @@ export interface Daemon {
 export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock = systemClock): Promise<Daemon> {
   // Settings that can be wrong are checked before anything starts (recovery included).
   const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
+  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
+  if (kc && !opts.nodeName) throw new AgentError('InvalidArgument', 'Kubernetes mode (a kubeconfig was found) needs this node\'s name: --node-name or $NODE_NAME');
   const runtime = await detectRuntime(opts, runtimeFactories());
   const v = await runtime.version();
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
@@ -64,6 +70,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   collectDefaultMetrics({ register: registry });
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
+  const kube = kc && opts.nodeName ? createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
+  // Operations resumed from the journal may need the API server: the pods are watched first.
+  await kube?.start();
   const engine = new Engine({
     runtime,
     puller: pulls,
@@ -71,6 +80,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     clock,
     log,
     retention: opts.retention,
+    strategies: kube ? [kube.strategy] : [],
     afterStep: crashAfterStep(process.env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP, log),
     // Going on without a journal could leave a container stopped with no record of it: exit, and let the
     // supervisor's restart recover every operation from its last good record.
@@ -81,6 +91,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   observeOperations(engine, registry);
   await engine.start();
+  if (kube) {
+    kube.strategy.reconcile(engine.list()).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+  }
 
   const api = await startApiServer(opts.listen, {
     socketGid,
@@ -118,6 +131,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     api,
     http,
     registry,
+    kube,
     shutdown: () =>
       (stopping ??= (async () => {
         log.info('draining: no new operations; running ones stop at a safe point');
@@ -126,6 +140,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         await engine.drain();
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);
+        await kube?.stop();
         pullWiring.close();
         await http?.close();
         runtime.close();

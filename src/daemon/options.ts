@@ -31,6 +31,10 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
+  /** Kubernetes mode: the kubeconfig file (else $KUBECONFIG, else in-cluster). */
+  kubeconfig?: string;
+  /** Kubernetes mode: this node's name (default $NODE_NAME). */
+  nodeName?: string;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -62,7 +66,9 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
-    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
+    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
+    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'));
 }
 
 /** Settings from a parsed command. */
@@ -105,5 +111,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
+    kubeconfig: o.kubeconfig,
+    nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
   };
 }
