@@ -42,7 +42,7 @@ describe('test cluster (scripts/kube-sandbox, real kubelet)', function () {
     if (core) await core.deleteNamespacedPod({ name, namespace: ns, gracePeriodSeconds: 0 }).catch(() => undefined);
   });
 
-  it('has one Ready node at the bridge address, registered by kubelet v1.36.3', async () => {
+  it('has its node Ready at the bridge address, registered by kubelet v1.36.3', async () => {
     const node = await core.readNode({ name: env.nodeName });
     const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
     assert.equal(ready?.status, 'True', `node condition Ready: ${JSON.stringify(ready)}`);
