@@ -19,6 +19,7 @@ import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
 import { loadKubeConfig } from '../kube/kubeconfig.js';
 import { createKubeMode, type KubeMode } from '../kube/kube-mode.js';
+import { startContainerRestarts } from './container-restart-wiring.js';
 
 /**
  * Fault injection for recovery tests: with INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process kills
@@ -105,6 +106,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address });
 
+  const restarts = kube ? await startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
+
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
@@ -137,6 +140,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
+        await restarts?.stop();
         await engine.drain();
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);

@@ -35,6 +35,8 @@ export interface DaemonOptions {
   kubeconfig?: string;
   /** Kubernetes mode: this node's name (default $NODE_NAME). */
   nodeName?: string;
+  /** Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all). */
+  watchNamespace?: string;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -68,7 +70,8 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
     .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
     .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
-    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'));
+    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
+    .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'));
 }
 
 /** Settings from a parsed command. */
@@ -113,5 +116,6 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     retention: int('retention', o.retention),
     kubeconfig: o.kubeconfig,
     nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
+    watchNamespace: o.watchNamespace,
   };
 }

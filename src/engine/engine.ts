@@ -98,9 +98,12 @@ export class Engine extends EventEmitter {
 
   /**
    * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
-   * dryRun, returns the planned operation (no id) without recording or running it.
+   * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
+   * gets that id, and a request whose id is already recorded returns that record instead of running twice.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean } = {}): Promise<Operation> {
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string } = {}): Promise<Operation> {
+    const known = opts.id ? this.ops.get(opts.id) : undefined;
+    if (known && !opts.dryRun) return known;
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
     const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
@@ -111,7 +114,7 @@ export class Engine extends EventEmitter {
     if (!req.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
-      id: randomUUID(),
+      id: opts.id ?? randomUUID(),
       podId: pod.id,
       podName: pod.name,
       podIp: pod.ip,
@@ -147,6 +150,11 @@ export class Engine extends EventEmitter {
     if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`);
     if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`);
     return byPrefix[0];
+  }
+
+  /** Whether an operation with this exact id is recorded. */
+  has(id: string): boolean {
+    return this.ops.has(id);
   }
 
   /** All known operations, newest first, optionally of one pod. */
