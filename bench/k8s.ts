@@ -4,10 +4,11 @@
 //   (b) the container stopped through the CRI, the kubelet starting the next instance;
 //   (d) one container's image patched in the pod spec, the kubelet recreating only it;
 //   (e) the whole pod deleted and a new one created (as a ReplicaSet would).
-// The agent's rows, (a) same-image restart and (c) image change through a ContainerRestart, plug in as more
-// Scenario entries (agentScenarios) once the agent's Kubernetes restart exists; the targets a/b, c/d, c/e are
-// printed for whichever pairs were measured.
-import { CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+// The agent's rows, through a ContainerRestart handled by the DaemonSet's agent (scripts/kube-deploy-agent
+// first; BENCH_AGENT=0 leaves them out):
+//   (a) same-image restart;  (c) image change.
+// The targets a/b, c/d, c/e are printed for whichever pairs were measured.
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../src/testbed/kube-env.js';
 
@@ -146,9 +147,52 @@ function baselines(k: Cluster, rt: CriRuntime): Scenario[] {
   ];
 }
 
-/** The agent's rows (a: same image, c: new image, through a ContainerRestart); none until that exists. */
-function agentScenarios(): Scenario[] {
-  return [];
+/** The agent's rows (a: same image, c: new image), each through a ContainerRestart on a fresh pod. */
+function agentScenarios(k: Cluster, kc: KubeConfig): Scenario[] {
+  if (process.env.BENCH_AGENT === '0') return [];
+  const crs = kc.makeApiClient(CustomObjectsApi);
+  const cr = { group: 'inplace-agent.io', version: 'v1alpha1', plural: 'containerrestarts', namespace: NS };
+  const viaAgent = (key: string, label: string, image?: string): Scenario => ({
+    key,
+    label,
+    prepare: (i) => k.create(`bench-${key}-${i}`, env.sandbox.images.appV1),
+    async round(i) {
+      const name = `bench-${key}-${i}`;
+      const before = appStatus(await k.read(name));
+      const t0 = now();
+      await crs.createNamespacedCustomObject({
+        ...cr,
+        body: {
+          apiVersion: 'inplace-agent.io/v1alpha1',
+          kind: 'ContainerRestart',
+          metadata: { name },
+          spec: { podName: name, containers: [{ name: 'app', ...(image ? { image } : {}) }], strategy: { minReadySeconds: 0, gracePeriodSeconds: 10 } },
+        },
+      });
+      await k.until(name, 60_000, (p) => {
+        const st = appStatus(p);
+        return !!st?.state?.running && st.containerID !== before?.containerID && (!image || st.image === image) && allRunning(p);
+      });
+      const ms = now() - t0;
+      // untimed: the request must also have ended well
+      const deadline = now() + 60_000;
+      for (;;) {
+        const obj = (await crs.getNamespacedCustomObject({ ...cr, name })) as { status?: { phase?: string } };
+        if (obj.status?.phase === 'Succeeded') break;
+        if (obj.status?.phase === 'Failed' || now() > deadline) throw new Error(`ContainerRestart ${name}: ${JSON.stringify(obj.status)}`);
+        await sleep(100);
+      }
+      return ms;
+    },
+    async cleanup(i) {
+      await crs.deleteNamespacedCustomObject({ ...cr, name: `bench-${key}-${i}` }).catch(() => undefined);
+      await k.remove(`bench-${key}-${i}`);
+    },
+  });
+  return [
+    viaAgent('a', "agent: same-image restart (ContainerRestart, the DaemonSet's agent)"),
+    viaAgent('c', 'agent: image change (ContainerRestart)', env.sandbox.images.appV2),
+  ];
 }
 
 const TARGETS: [string, string, number][] = [
@@ -175,7 +219,7 @@ async function main(): Promise<void> {
     await sleep(100);
   }
   await k.core.createNamespace({ body: { metadata: { name: NS } } });
-  const scenarios = [...agentScenarios(), ...baselines(k, rt)].sort((x, y) => x.key.localeCompare(y.key));
+  const scenarios = [...agentScenarios(k, kc), ...baselines(k, rt)].sort((x, y) => x.key.localeCompare(y.key));
   const times = new Map<string, number[]>(scenarios.map((s) => [s.key, []]));
   try {
     process.stdout.write(`bench:k8s: node ${env.nodeName}, 3-container pods, ${ROUNDS} rounds, until the pod's status shows it\n`);
