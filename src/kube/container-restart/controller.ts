@@ -115,6 +115,7 @@ export class ContainerRestartController {
 
   private forget(key: string): void {
     this.latest.delete(key);
+    if (!this.syncs.get(key)?.running) this.syncs.delete(key);
     for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
   }
 
