@@ -371,7 +371,8 @@ export class KubeletStrategy implements RestartStrategy {
           seen = { id: obs.id, since: this.d.clock.now() };
           if (!rollingBack) {
             t.newId = obs.id;
-            t.downtimeMs = Math.max(0, (obs.startedAt?.getTime() ?? this.d.clock.now()) - issuedAt);
+            // Until the API server shows it running (startedAt has only whole seconds): an upper bound.
+            t.downtimeMs = Math.max(0, this.d.clock.now() - issuedAt);
           }
           t.waiting = undefined;
           ctx.publish();
