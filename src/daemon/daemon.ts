@@ -97,6 +97,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   observeOperations(engine, registry);
   await engine.start();
+  if (kube) {
+    kube.strategy.reconcile(engine.list()).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+  }
 
   const api = await startApiServer(opts.listen, {
     socketGid,

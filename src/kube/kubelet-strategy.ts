@@ -27,7 +27,7 @@ import { waitDrained } from './endpoint-drain.js';
 import type { KubeApi } from './kube-api.js';
 import { EventReasons, type PodEvents } from './pod-events.js';
 import { checkPreStop, preStopHandler, runPreStop } from './pre-stop.js';
-import { ConditionReasons, gatesOnCondition } from './ready-condition.js';
+import { ConditionReasons, gatesOnCondition, READY_CONDITION } from './ready-condition.js';
 import { kubeletRefusal, specContainer } from './restart-policy.js';
 
 /** Fixed reasons recorded on failures of this strategy. */
@@ -253,6 +253,27 @@ export class KubeletStrategy implements RestartStrategy {
     });
   }
 
+  /**
+   * At start-up: an agent that died between journaling an operation's end and writing the condition left it
+   * False (Draining or Restarting). For each pod so left, with no unfinished operation, the last ended
+   * operation's outcome is written again.
+   */
+  async reconcile(ops: Operation[]): Promise<void> {
+    const byPod = new Map<string, Operation>();
+    for (const op of [...ops].sort((a, b) => a.createdAt.localeCompare(b.createdAt))) {
+      if (op.containers.some((c) => c.strategy === this.name)) byPod.set(op.podName, op);
+    }
+    for (const [podName, op] of byPod) {
+      if (!op.finishedAt) continue;
+      const [ns, name] = splitName(podName);
+      const pod = await this.d.api.readPod(ns, name).catch(() => undefined);
+      const cond = pod?.status?.conditions?.find((c) => c.type === READY_CONDITION);
+      if (cond?.status !== 'False' || (cond.reason !== ConditionReasons.Draining && cond.reason !== ConditionReasons.Restarting)) continue;
+      this.d.log.info('writing the outcome of an operation whose end the condition missed', { op: op.id, pod: podName, state: op.state });
+      await this.finished(op);
+    }
+  }
+
   /** The pod from the API server, tried again while the API server is away, up to the deadline. */
   private async readPod(ns: string, name: string, deadline: number): Promise<V1Pod> {
     for (;;) {
@@ -271,7 +292,7 @@ export class KubeletStrategy implements RestartStrategy {
     const written = await this.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` });
     const ip = written.status?.podIP ?? pod.status?.podIP ?? '';
     if (!gatesOnCondition(written) || ip === '') {
-      await this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${'inplace-agent.io/ready'}, so it keeps receiving traffic`);
+      await this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
       return written;
     }
     await this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
@@ -344,12 +365,14 @@ export class KubeletStrategy implements RestartStrategy {
       const spec = specContainer(pod, t.name)?.container;
       if (obs.kind === 'running' && notIds.includes(obs.id)) {
         // An instance already known to have failed came back (crash loop): not the one being verified.
-      } else if (obs.kind === 'running' && (!rollingBack || imageMatches(status?.image ?? '', image))) {
+      } else if (obs.kind === 'running' && (!rollingBack || imageMatches(status?.image ?? '', image) || !imageMatches(status?.image ?? '', t.newImage))) {
+        // (Rolling back, an instance of the failed image may still run between its crashes: it is not the one.)
         if (!seen || seen.id !== obs.id) {
           seen = { id: obs.id, since: this.d.clock.now() };
           if (!rollingBack) {
             t.newId = obs.id;
-            t.downtimeMs = Math.max(0, (obs.startedAt?.getTime() ?? this.d.clock.now()) - issuedAt);
+            // Until the API server shows it running (startedAt has only whole seconds): an upper bound.
+            t.downtimeMs = Math.max(0, this.d.clock.now() - issuedAt);
           }
           t.waiting = undefined;
           ctx.publish();

@@ -209,10 +209,12 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
     assert.notEqual(status(after, 'app')?.containerID, status(before, 'app')?.containerID);
     for (const c of ['sidecar', 'logger']) assert.equal(status(after, c)?.containerID, status(before, c)?.containerID, `${c} untouched`);
     const events = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${web}` })).items;
-    const rv = (reason: string) => Math.max(...events.filter((e) => e.reason === reason && (e.message ?? '').includes(reason === 'Pulled' ? env.sandbox.images.appV2 : 'app')).map((e) => Number(e.metadata?.resourceVersion)));
-    const killing = events.filter((e) => e.reason === 'Killing' && e.source?.component === 'kubelet').map((e) => Number(e.metadata?.resourceVersion));
-    assert.ok(killing.length > 0, 'the kubelet killed the old instance');
-    assert.ok(rv('Pulled') < Math.max(...killing), 'Pulled recorded before Killing');
+    const rv = (e: { metadata?: { resourceVersion?: string } }) => Number(e.metadata?.resourceVersion);
+    const pulled = events.filter((e) => e.reason === 'Pulled' && e.source?.component === 'inplace-agent' && (e.message ?? '').includes(env.sandbox.images.appV2));
+    const killing = events.filter((e) => e.reason === 'Killing' && e.source?.component === 'kubelet' && e.involvedObject.fieldPath === 'spec.containers{app}' && /definition changed/.test(e.message ?? ''));
+    assert.equal(pulled.length, 1, 'the agent recorded Pulled for the new image');
+    assert.equal(killing.length, 1, 'the kubelet killed the old instance because its definition changed');
+    assert.ok(rv(pulled[0]) < rv(killing[0]), 'Pulled recorded before Killing');
   });
 
   it('a new image that crashes: Failed with the exit code, long before the deadline, and rolled back to the old image', async () => {

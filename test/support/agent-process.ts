@@ -10,6 +10,17 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 const DAEMON = path.join(root, 'dist/src/daemon/main.js');
 const CTL = path.join(root, 'dist/src/cli/main.js');
 
+/**
+ * The test's environment without what would switch the agent into Kubernetes mode by itself ($KUBECONFIG,
+ * as a shell that sourced the cluster's env has): tests that want it pass --kubeconfig.
+ */
+function withoutKubeconfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  delete out.KUBECONFIG;
+  delete out.INPLACE_AGENT_KUBECONFIG;
+  return out;
+}
+
 /** A running agent process. */
 export interface AgentProcess {
   child: ChildProcess;
@@ -32,7 +43,7 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
   const socket = path.join(dir, 'agent.sock');
   const stateDir = opts.stateDir ?? path.join(dir, 'state');
   const child = spawn(process.execPath, [DAEMON, '--listen', `unix://${socket}`, '--state-dir', stateDir, '--log-level', 'debug', ...args], {
-    env: { ...process.env, ...opts.env },
+    env: { ...withoutKubeconfig(process.env), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
