@@ -49,7 +49,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   const handlers: AgentHandlers = {
     ListPods: listPodsHandler(deps.engine, deps.runtimeKind),
     PullImages: pullImagesHandler(deps.pulls, deps.parseKeyring),
-    Restart: restartHandler(deps.engine, deps.restartDefaults),
+    Restart: restartHandler(deps.engine, deps.restartDefaults, deps.runtimeKind),
     GetOperation: getOperationHandler(deps.engine),
     ListOperations: listOperationsHandler(deps.engine),
     WatchOperation: watchOperationHandler(deps.engine),

@@ -3,6 +3,7 @@
 import { EventEmitter } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -134,8 +135,8 @@ export class Engine extends EventEmitter {
     const exact = this.ops.get(id);
     if (exact) return exact;
     const byPrefix = id.length >= 6 ? [...this.ops.values()].filter((o) => o.id.startsWith(id)) : [];
-    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`);
-    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`);
+    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix ${quote(id)} is ambiguous: it matches ${byPrefix.length} operations`);
+    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation ${quote(id)} not found`);
     return byPrefix[0];
   }
 
