@@ -1,7 +1,6 @@
 // The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health service, on a unix
 // socket (mode 0660) or a TCP address.
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Engine } from '../engine/engine.js';
@@ -18,6 +17,7 @@ import { pullImagesHandler } from './handlers/pull-images.js';
 import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { unixPath } from './address.js';
+import { prepareSocketPath } from './socket-path.js';
 
 /** The fully qualified name of the agent service, as used by the health service. */
 export const AGENT_SERVICE = 'inplace.v1.Agent';
@@ -60,10 +60,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   health.addToServer(server);
 
   const socketPath = unixPath(listen);
-  if (socketPath) {
-    await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o755 });
-    await fs.rm(socketPath, { force: true });
-  }
+  if (socketPath) await prepareSocketPath(socketPath);
   const target = socketPath ? `unix://${socketPath}` : listen;
   await new Promise<void>((resolve, reject) =>
     server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err) =>

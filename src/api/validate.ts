@@ -8,7 +8,14 @@ import { quote } from '../quote.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import * as L from './limits.js';
 
-const CONTROL = /[\u0000-\u001f\u007f]/;
+/** Whether s holds a control character (NUL, newline, escape, DEL...). */
+function hasControl(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c === 0x7f) return true;
+  }
+  return false;
+}
 
 function invalid(message: string): AgentError {
   return new AgentError('InvalidArgument', message);
@@ -18,7 +25,7 @@ function invalid(message: string): AgentError {
 export function checkIdentifier(field: string, value: string, max: number, opts: { optional?: boolean } = {}): void {
   if (value.length > max) throw invalid(`${field} is ${value.length} characters long; at most ${max} are allowed (got ${quote(value, 32)})`);
   if (value.trim() === '' && !opts.optional) throw invalid(`${field} must not be empty`);
-  if (CONTROL.test(value)) throw invalid(`${field} ${quote(value)} contains control characters`);
+  if (hasControl(value)) throw invalid(`${field} ${quote(value)} contains control characters`);
 }
 
 /** A uint64 duration in ms (as the wire's decimal string) that must stay within MAX_DURATION_MS. */

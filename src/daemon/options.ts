@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { parseDuration } from '../duration.js';
-import type { LogFormat } from '../log.js';
+import { LOG_LEVELS, type LogFormat } from '../log.js';
 import { MAX_PULL_TIMEOUT_MS } from '../pull/types.js';
 
 /** Everything the daemon is configured with. */
@@ -31,6 +31,10 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
+  /** Restart operations executing at once; the rest wait Pending. */
+  maxParallelOperations: number;
+  /** Longest wait for running operations on SIGTERM before exiting (they resume at the next start), ms. */
+  drainTimeoutMs: number;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -48,7 +52,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
-    .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
+    .addOption(opt('--log-level <level>', 'log level', 'log-level').choices(LOG_LEVELS).default('info'))
     .addOption(opt('--log-format <format>', 'log format', 'log-format').choices(['json', 'text']).default('text'))
     .addOption(opt('--max-parallel-pulls <n>', 'node-wide concurrent image pulls', 'max-parallel-pulls').default('2'))
     .addOption(opt('--pull-retries <n>', 'retries of a pull that can heal', 'pull-retries').default('3'))
@@ -62,7 +66,9 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
-    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
+    .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
+    .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'));
 }
 
 /** Settings from a parsed command. */
@@ -105,5 +111,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
+    maxParallelOperations: Math.max(1, int('max-parallel-operations', o.maxParallelOperations)),
+    drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
   };
 }

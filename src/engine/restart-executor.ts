@@ -359,7 +359,7 @@ export class RestartExecutor {
             if (op.state !== 'Verifying') op.state = 'Verifying';
             this.mark(op, t, 'Verifying');
             // min-ready 0 asks for no verification window: a start that returned is enough.
-            if (op.request.minReadyMs > 0) await this.waitReady(t, op.request.minReadyMs, deadline);
+            if (op.request.minReadyMs > 0) await this.waitReady(op, t, op.request.minReadyMs, deadline);
             op.state = 'Recreating';
             this.mark(op, t, 'Verified');
             break;
@@ -446,10 +446,18 @@ export class RestartExecutor {
     return mine.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())[0]?.id;
   }
 
-  /** Waits minReadyMs, failing as soon as the replacement is seen not running. */
-  private async waitReady(t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
+  /**
+   * Waits minReadyMs, failing as soon as the replacement is seen not running. A cancel ends the wait and rolls
+   * back (the replacement is not verified, so the old config runs again); a drain pauses it (the operation
+   * resumes in Verifying at the next start).
+   */
+  private async waitReady(op: Operation, t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
+      if (op.cancelRequested) {
+        throw new AgentError('Cancelled', `${Reasons.Cancelled}: cancelled while verifying the replacement for "${t.name}"; the old config runs again`);
+      }
+      if (this.d.draining()) throw new Paused();
       if (this.d.clock.now() > deadline) {
         throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`);
       }
