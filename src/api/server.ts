@@ -18,6 +18,9 @@ import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { unixPath } from './address.js';
 import { prepareSocketPath } from './socket-path.js';
+import { CallerLimit } from './caller-limit.js';
+import { MAX_OPEN_CALLS_PER_CALLER } from './limits.js';
+import { toServiceError } from './status.js';
 
 /** The fully qualified name of the agent service, as used by the health service. */
 export const AGENT_SERVICE = 'inplace.v1.Agent';
@@ -29,6 +32,8 @@ export interface ServerDeps {
   parseKeyring: (json: string) => AuthKeyring;
   runtimeKind: string;
   restartDefaults: RestartDefaults;
+  /** Calls one caller may have open at once (default MAX_OPEN_CALLS_PER_CALLER). */
+  maxOpenCallsPerCaller?: number;
   /** Group id that owns the unix socket (its members may use the agent); the process's group when absent. */
   socketGid?: number;
 }
@@ -46,14 +51,15 @@ export interface ApiServer {
 export async function startApiServer(listen: string, deps: ServerDeps): Promise<ApiServer> {
   const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
   const server = new grpc.Server();
+  const limit = new CallerLimit(deps.maxOpenCallsPerCaller ?? MAX_OPEN_CALLS_PER_CALLER);
   const handlers: AgentHandlers = {
-    ListPods: listPodsHandler(deps.engine, deps.runtimeKind),
-    PullImages: pullImagesHandler(deps.pulls, deps.parseKeyring),
-    Restart: restartHandler(deps.engine, deps.restartDefaults, deps.runtimeKind),
-    GetOperation: getOperationHandler(deps.engine),
-    ListOperations: listOperationsHandler(deps.engine),
-    WatchOperation: watchOperationHandler(deps.engine),
-    CancelOperation: cancelOperationHandler(deps.engine),
+    ListPods: limit.unary(listPodsHandler(deps.engine, deps.runtimeKind), toServiceError),
+    PullImages: limit.stream(pullImagesHandler(deps.pulls, deps.parseKeyring), toServiceError),
+    Restart: limit.unary(restartHandler(deps.engine, deps.restartDefaults, deps.runtimeKind), toServiceError),
+    GetOperation: limit.unary(getOperationHandler(deps.engine), toServiceError),
+    ListOperations: limit.unary(listOperationsHandler(deps.engine), toServiceError),
+    WatchOperation: limit.stream(watchOperationHandler(deps.engine), toServiceError),
+    CancelOperation: limit.unary(cancelOperationHandler(deps.engine), toServiceError),
   };
   server.addService(proto.inplace.v1.Agent.service, handlers);
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });

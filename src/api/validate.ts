@@ -17,6 +17,22 @@ function hasControl(s: string): boolean {
   return false;
 }
 
+/** A pod: NAMESPACE/NAME, docker/<name>, or a sandbox id (prefix): DNS and Docker name characters. */
+const POD_ARG = /^[A-Za-z0-9][A-Za-z0-9._-]*(?:\/[A-Za-z0-9][A-Za-z0-9._-]*)?$/;
+/** A container name: a DNS label (CRI), or a Docker container name. */
+const CONTAINER_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
+/** An operation id (a UUID) or a prefix of one. */
+const OPERATION_ID = /^[A-Za-z0-9-]+$/;
+
+const POD_WHAT = 'give NAMESPACE/NAME, docker/NAME or a sandbox id (letters, digits, ".", "_", "-")';
+const NAME_WHAT = 'a container name has letters, digits, ".", "_" and "-" only';
+
+/** Checks value against a pattern after the length and control-character checks. */
+function checkShape(field: string, value: string, max: number, shape: RegExp, what: string, opts: { optional?: boolean } = {}): void {
+  checkIdentifier(field, value, max, opts);
+  if (value !== '' && !shape.test(value)) throw invalid(`${field} ${quote(value)} is not valid: ${what}`);
+}
+
 function invalid(message: string): AgentError {
   return new AgentError('InvalidArgument', message);
 }
@@ -40,12 +56,13 @@ export function checkDurationMs(field: string, value: string | number): number {
 /** An image reference: bounded, then parsed (a bad one is refused naming a short prefix of it). */
 export function checkImageRef(field: string, ref: string): void {
   checkIdentifier(field, ref, L.MAX_IMAGE_REF);
+  if (ref !== ref.trim()) throw invalid(`${field} ${quote(ref)} has leading or trailing spaces`);
   parseImageRef(ref);
 }
 
 /** A Restart request as it came off the wire. */
 export function validateRestart(req: RestartRequest__Output, runtimeKind: string): void {
-  checkIdentifier('pod', req.pod, L.MAX_POD_ARG);
+  checkShape('pod', req.pod, L.MAX_POD_ARG, POD_ARG, POD_WHAT);
   if (req.containers.length === 0) throw invalid('name at least one container to restart');
   if (req.containers.length > L.MAX_CONTAINERS_PER_RESTART) {
     throw invalid(`a restart names at most ${L.MAX_CONTAINERS_PER_RESTART} containers, got ${req.containers.length}`);
@@ -53,14 +70,14 @@ export function validateRestart(req: RestartRequest__Output, runtimeKind: string
   const maxName = runtimeKind === 'docker' ? L.MAX_CONTAINER_NAME_DOCKER : L.MAX_CONTAINER_NAME_CRI;
   const seen = new Set<string>();
   for (const name of req.containers) {
-    checkIdentifier('container name', name, maxName);
+    checkShape('container name', name, maxName, CONTAINER_NAME, NAME_WHAT);
     if (seen.has(name)) throw invalid(`container ${quote(name)} is named twice`);
     seen.add(name);
   }
   const images = Object.entries(req.images);
   if (images.length > req.containers.length) throw invalid(`${images.length} images given for ${req.containers.length} containers`);
   for (const [name, image] of images) {
-    checkIdentifier('container name of an image', name, maxName);
+    checkShape('container name of an image', name, maxName, CONTAINER_NAME, NAME_WHAT);
     if (!seen.has(name)) throw invalid(`an image is given for container ${quote(name)}, which is not one of the containers to restart`);
     checkImageRef(`image of ${quote(name)}`, image);
   }
@@ -89,10 +106,10 @@ export function validatePull(req: PullImagesRequest__Output): void {
 
 /** An operation id or id prefix (GetOperation, WatchOperation, CancelOperation). */
 export function validateOperationId(id: string): void {
-  checkIdentifier('operation id', id, L.MAX_OPERATION_ID);
+  checkShape('operation id', id, L.MAX_OPERATION_ID, OPERATION_ID, 'give an operation id or a prefix of one (letters, digits, -)');
 }
 
 /** ListOperations' optional pod filter. */
 export function validatePodFilter(pod: string): void {
-  checkIdentifier('pod', pod, L.MAX_POD_ARG, { optional: true });
+  checkShape('pod', pod, L.MAX_POD_ARG, POD_ARG, POD_WHAT, { optional: true });
 }

@@ -82,6 +82,9 @@ const READY_POLL_MS = 100;
 
 /** Runs one operation to a terminal state (or to a safe point when draining). */
 export class RestartExecutor {
+  /** Operations whose verification a cancel cut short (they end Cancelled, never Succeeded). */
+  private readonly cutShort = new Set<string>();
+
   constructor(private readonly d: ExecutorDeps) {}
 
   /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
@@ -139,12 +142,19 @@ export class RestartExecutor {
         await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`);
         return;
       }
+      if (this.cutShort.delete(op.id)) {
+        const kept = op.containers.filter((c) => c.step === 'Done').map((c) => c.name).join(', ');
+        await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled');
+        return;
+      }
       await this.finish(op, 'Succeeded');
     } catch (err) {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
       await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind);
+    } finally {
+      this.cutShort.delete(op.id);
     }
   }
 
@@ -447,17 +457,19 @@ export class RestartExecutor {
   }
 
   /**
-   * Waits minReadyMs, failing as soon as the replacement is seen not running. A cancel ends the wait and rolls
-   * back (the replacement is not verified, so the old config runs again); a drain pauses it (the operation
-   * resumes in Verifying at the next start).
+   * Waits minReadyMs, failing as soon as the replacement is seen not running. A cancel ends the wait at once:
+   * a replacement running then is kept (the operation ends Cancelled after it, see run()), one that is not
+   * is rolled back as usual.
    */
   private async waitReady(op: Operation, t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
       if (op.cancelRequested) {
-        throw new AgentError('Cancelled', `${Reasons.Cancelled}: cancelled while verifying the replacement for "${t.name}"; the old config runs again`);
+        if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
+        this.d.log.info('verification cut short by a cancel; the running replacement is kept', { op: op.id, container: t.name });
+        this.cutShort.add(op.id);
+        return;
       }
-      if (this.d.draining()) throw new Paused();
       if (this.d.clock.now() > deadline) {
         throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`);
       }

@@ -51,7 +51,8 @@ export function parseImageRef(input: string): ImageRef {
   let registry = 'docker.io';
   const first = parts[0];
   if (parts.length > 1 && (first.includes('.') || first.includes(':') || first === 'localhost' || first !== first.toLowerCase())) {
-    if (!HOST.test(first)) throw bad(`registry ${quote(first, 32)} is not a valid host[:port]`);
+    const port = /:(\d+)$/.exec(first)?.[1];
+    if (!HOST.test(first) || (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65535))) throw bad(`registry ${quote(first, 32)} is not a valid host[:port]`);
     registry = first;
     parts.shift();
   }
