@@ -228,7 +228,9 @@ describe('hardening (issue 10) on containerd', function () {
     const run = spawn(process.execPath, [DAEMON, ...CRI, '--listen', `unix://${file}`, '--state-dir', path.join(dir, 'state')], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     run.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    const code = await within(15_000, 'the agent to refuse the path', new Promise<number | null>((r) => run.once('exit', r)));
+    const code = await within(15_000, 'the agent to refuse the path', new Promise<number | null>((r) => run.once('exit', r))).finally(() => {
+      if (run.exitCode === null) run.kill('SIGKILL');
+    });
     assert.equal(code, 1);
     assert.match(stderr, /refusing to listen on .*precious: it is a regular file/);
     assert.equal(fs.readFileSync(file, 'utf8'), 'keep me');
