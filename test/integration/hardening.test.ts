@@ -236,8 +236,10 @@ describe('hardening (issue 10) on containerd', function () {
     assert.equal(fs.readFileSync(file, 'utf8'), 'keep me');
     // A socket nobody serves (left by a killed agent) is replaced.
     const stale = path.join(dir, 'stale.sock');
-    const bind = spawnSync('python3', ['-c', `import socket; socket.socket(socket.AF_UNIX).bind(${JSON.stringify(stale)})`]);
-    assert.equal(bind.status, 0, String(bind.stderr));
+    // A process that listens, then dies by SIGKILL, leaves its socket file behind.
+    const holder = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(stale)}, () => process.kill(process.pid, 'SIGKILL'))`]);
+    await new Promise((r) => holder.once('exit', r));
+    assert.ok(fs.lstatSync(stale).isSocket(), 'a stale socket is there');
     const a = spawn(process.execPath, [DAEMON, ...CRI, '--listen', `unix://${stale}`, '--state-dir', path.join(dir, 'state1')], { stdio: 'ignore' });
     const exited = new Promise((r) => a.once('exit', r));
     const c = new AgentClient(`unix://${stale}`, 1000);
