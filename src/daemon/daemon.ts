@@ -6,6 +6,8 @@ import { AgentError } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { startApiServer, type ApiServer } from '../api/server.js';
+import { unixPath } from '../api/address.js';
+import { prepareSocketPath } from '../api/socket-path.js';
 import { Engine } from '../engine/engine.js';
 import { Journal } from '../engine/journal.js';
 import type { ContainerStep, ContainerTarget, Operation } from '../engine/operation.js';
@@ -13,6 +15,7 @@ import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
+import { recoveryMetrics } from './recovery-metrics.js';
 import { Prewarmer } from './prewarm.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import type { DaemonOptions } from './options.js';
@@ -67,6 +70,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const access = new AccessControl(opts, log.child({ component: 'access' }));
   const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
   if (kc && !opts.nodeName) throw new AgentError('InvalidArgument', 'Kubernetes mode (a kubeconfig was found) needs this node\'s name: --node-name or $NODE_NAME');
+  const socketPath = unixPath(opts.listen);
+  if (socketPath) await prepareSocketPath(socketPath);
   const runtime = await detectRuntime(opts, runtimeFactories());
   const v = await runtime.version();
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
@@ -87,6 +92,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     log,
     retention: opts.retention,
     strategies: kube ? [kube.strategy] : [],
+    maxParallel: opts.maxParallelOperations,
+    ...recoveryMetrics(registry),
     afterStep: crashAfterStep(process.env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP, log),
     // Going on without a journal could leave a container stopped with no record of it: exit, and let the
     // supervisor's restart recover every operation from its last good record.
@@ -149,7 +156,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
         await restarts?.stop();
-        await engine.drain();
+        const left = await engine.drain(opts.drainTimeoutMs);
+        if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);
         await kube?.stop();

@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { parseDuration } from '../duration.js';
-import type { LogFormat } from '../log.js';
+import { LOG_LEVELS, type LogFormat } from '../log.js';
 import { MAX_PULL_TIMEOUT_MS } from '../pull/types.js';
 
 /** Everything the daemon is configured with. */
@@ -43,6 +43,10 @@ export interface DaemonOptions {
   nodeName?: string;
   /** Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all). */
   watchNamespace?: string;
+  /** Restart operations executing at once; the rest wait Pending. */
+  maxParallelOperations: number;
+  /** Longest wait for running operations on SIGTERM before exiting (they resume at the next start), ms. */
+  drainTimeoutMs: number;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -64,7 +68,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--authz-file <file>', 'JSON policy: which client certificate names may read, pull, restart, cancel (TCP; reloaded on SIGHUP)', 'authz-file'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
-    .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
+    .addOption(opt('--log-level <level>', 'log level', 'log-level').choices(LOG_LEVELS).default('info'))
     .addOption(opt('--log-format <format>', 'log format', 'log-format').choices(['json', 'text']).default('text'))
     .addOption(opt('--max-parallel-pulls <n>', 'node-wide concurrent image pulls', 'max-parallel-pulls').default('2'))
     .addOption(opt('--pull-retries <n>', 'retries of a pull that can heal', 'pull-retries').default('3'))
@@ -81,7 +85,9 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
     .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
     .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
-    .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'));
+    .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
+    .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
+    .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'));
 }
 
 /** Settings from a parsed command. */
@@ -131,5 +137,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     kubeconfig: o.kubeconfig,
     nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
     watchNamespace: o.watchNamespace,
+    maxParallelOperations: Math.max(1, int('max-parallel-operations', o.maxParallelOperations)),
+    drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
   };
 }

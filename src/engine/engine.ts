@@ -1,8 +1,9 @@
 // The restart engine: validates requests, keeps operation records, serializes operations per pod, runs them
 // with the executor, resumes unfinished ones from the journal at start-up, and drains on shutdown.
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -10,9 +11,10 @@ import type { Container, Pod } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
+import { OperationSlots } from './operation-slots.js';
 import { isTerminal, type Operation, type RestartRequest } from './operation.js';
 import { resolvePod } from './pod-resolver.js';
-import { planRestart, preStopCommand } from './restart-plan.js';
+import { OPERATION_LABEL, planRestart, preStopCommand } from './restart-plan.js';
 import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
 import type { RestartStrategy, StrategyName } from './restart-strategy.js';
 import type { PlannedTarget } from './restart-plan.js';
@@ -26,6 +28,14 @@ export interface EngineDeps {
   log: Logger;
   /** Finished operations kept for `ops`/`get` (oldest dropped first). */
   retention?: number;
+  /** Operations executing at once node-wide; the others wait Pending in arrival order (default 4). */
+  maxParallel?: number;
+  /** Unfinished operations (running and waiting) at most; a restart beyond is refused (default 256). */
+  maxUnfinished?: number;
+  /** Called for each journal record set aside at start (not readable as an operation). */
+  onCorruptRecord?: (file: string, reason: string, movedTo: string | undefined) => void;
+  /** Called at start with the containers an operation labelled that no journal record explains. */
+  onOrphans?: (orphans: Container[]) => void;
   /** Accept kubelet-managed containers (Kubernetes mode). */
   allowKubelet?: boolean;
   /**
@@ -54,14 +64,22 @@ export class Engine extends EventEmitter {
   private readonly drainAbort = new AbortController();
   private readonly queue = new KeyedQueue();
   private readonly running = new Set<Promise<void>>();
+  /** Ids of the operations executing now (holding a slot). */
+  private readonly executing = new Set<string>();
   private readonly executor: RestartExecutor;
   private isDraining = false;
   private readonly retention: number;
+  private readonly slots: OperationSlots;
+  private readonly maxUnfinished: number;
 
   constructor(private readonly d: EngineDeps) {
     super();
     this.setMaxListeners(0);
+    // Every operation waiting for a slot listens to the drain signal.
+    setMaxListeners(0, this.drainAbort.signal);
     this.retention = d.retention ?? 500;
+    this.slots = new OperationSlots(d.maxParallel ?? 4);
+    this.maxUnfinished = d.maxUnfinished ?? 256;
     this.executor = new RestartExecutor({
       runtime: d.runtime,
       puller: d.puller,
@@ -80,14 +98,48 @@ export class Engine extends EventEmitter {
   /** Loads the journal and resumes every unfinished operation, in the order they were submitted. */
   async start(): Promise<void> {
     await this.d.journal.open();
-    const all = await this.d.journal.readAll((file, err) => this.d.log.error('unreadable journal record skipped', { file, error: String(err) }));
+    const all = await this.d.journal.readAll((file, err, movedTo) => {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.d.log.error('journal record is not a readable operation; set aside', { file, movedTo: movedTo ?? '(could not be moved)', error: reason });
+      this.d.onCorruptRecord?.(file, reason, movedTo);
+    });
     for (const op of all) this.ops.set(op.id, op);
     const unfinished = all.filter((op) => !isTerminal(op.state));
+    // Before anything resumes (and creates containers of its own).
+    await this.reportOrphans().catch((err: unknown) => this.d.log.warn('cannot look for orphaned containers', { error: String(err) }));
     for (const op of unfinished) {
       this.d.log.info('resuming operation from journal', { op: op.id, pod: op.podName, state: op.state });
       this.schedule(op, true);
     }
     await this.prune();
+  }
+
+  /**
+   * Containers created by an operation (labelled with it) that never started, while no unfinished operation
+   * in the journal owns them: left by a record that was lost or set aside. They are reported, not removed
+   * (another agent with its own state directory may share the runtime).
+   */
+  async findOrphans(): Promise<Container[]> {
+    const all = await this.d.runtime.listContainers();
+    return all.filter((c) => {
+      const id = c.labels[OPERATION_LABEL];
+      if (!id || c.state !== 'created') return false;
+      const op = this.ops.get(id);
+      return !op || isTerminal(op.state);
+    });
+  }
+
+  private async reportOrphans(): Promise<void> {
+    const orphans = await this.findOrphans();
+    for (const c of orphans) {
+      this.d.log.warn('orphaned container: created by an operation that no journal record explains; remove it when you are sure', {
+        container: c.id,
+        name: c.name,
+        pod: c.podId,
+        operation: c.labels[OPERATION_LABEL],
+      });
+    }
+    this.d.onOrphans?.(orphans);
   }
 
   /** Pods and their containers on this node. */
@@ -107,6 +159,10 @@ export class Engine extends EventEmitter {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
     const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
+    const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
+    if (unfinished >= this.maxUnfinished) {
+      throw new AgentError('ResourceExhausted', `${unfinished} operations are unfinished on this node, the most it queues; try again when some have ended`);
+    }
     const pod = resolvePod(pods, req.pod);
     const containers = all.filter((c) => c.podId === pod.id);
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
@@ -149,8 +205,8 @@ export class Engine extends EventEmitter {
     const exact = this.ops.get(id);
     if (exact) return exact;
     const byPrefix = id.length >= 6 ? [...this.ops.values()].filter((o) => o.id.startsWith(id)) : [];
-    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`);
-    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`);
+    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix ${quote(id)} is ambiguous: it matches ${byPrefix.length} operations`);
+    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation ${quote(id)} not found`);
     return byPrefix[0];
   }
 
@@ -171,16 +227,34 @@ export class Engine extends EventEmitter {
     const op = this.get(id);
     if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`);
     op.cancelRequested = true;
+    if (op.state === 'Pending' && !this.executing.has(op.id)) {
+      // Still waiting for its pod or for a slot: nothing was touched, so it ends here.
+      const now = new Date(this.d.clock.now()).toISOString();
+      op.state = 'Cancelled';
+      op.error = `operation ${op.id} was cancelled before it started; nothing was changed`;
+      op.errorKind = 'Cancelled';
+      op.updatedAt = now;
+      op.finishedAt = now;
+    }
     await this.persist(op);
     return op;
   }
 
-  /** Stops taking operations; running ones continue to a safe point; resolves when none runs. */
-  async drain(): Promise<void> {
+  /**
+   * Stops taking operations; running ones continue to a safe point. Resolves when none runs, or after
+   * timeoutMs with the ids of those still running (their journal records resume them at the next start).
+   */
+  async drain(timeoutMs?: number): Promise<string[]> {
     this.isDraining = true;
     this.drainAbort.abort(new AgentError('Unavailable', 'agent is shutting down'));
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    const stopTimer = new AbortController();
+    let timedOut = false;
+    const timer = timeoutMs === undefined ? new Promise<void>(() => undefined) : this.d.clock.sleep(timeoutMs, stopTimer.signal).then(() => void (timedOut = true), () => undefined);
+    while (this.running.size > 0 && !timedOut) await Promise.race([Promise.allSettled([...this.running]), timer]);
+    stopTimer.abort();
+    const left = [...this.executing];
     this.emit('drained');
+    return left;
   }
 
   /** Whether the engine is draining. */
@@ -195,7 +269,19 @@ export class Engine extends EventEmitter {
       .run(op.podId, async () => {
         if (isTerminal(op.state)) return;
         if (this.isDraining) throw new Paused();
-        await this.executor.run(op, { replan });
+        // Pending until one of the node's operation slots is free (a cancel then ends it at once).
+        const release = await this.slots.acquire(this.drainAbort.signal).catch(() => {
+          throw new Paused();
+        });
+        this.executing.add(op.id);
+        try {
+          if (isTerminal(op.state)) return; // cancelled while it waited
+          if (this.isDraining) throw new Paused();
+          await this.executor.run(op, { replan });
+        } finally {
+          this.executing.delete(op.id);
+          release();
+        }
       })
       .catch((err: unknown) => {
         if (err instanceof Paused) this.d.log.info('operation paused for shutdown; it resumes at next start', { op: op.id });

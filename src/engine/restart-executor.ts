@@ -85,6 +85,9 @@ const READY_POLL_MS = 100;
 
 /** Runs one operation to a terminal state (or to a safe point when draining). */
 export class RestartExecutor {
+  /** Operations whose verification a cancel cut short (they end Cancelled, never Succeeded). */
+  private readonly cutShort = new Set<string>();
+
   constructor(private readonly d: ExecutorDeps) {}
 
   /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
@@ -142,12 +145,19 @@ export class RestartExecutor {
         await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`);
         return;
       }
+      if (this.cutShort.delete(op.id)) {
+        const kept = op.containers.filter((c) => c.step === 'Done').map((c) => c.name).join(', ');
+        await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled');
+        return;
+      }
       await this.finish(op, 'Succeeded');
     } catch (err) {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
       await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind);
+    } finally {
+      this.cutShort.delete(op.id);
     }
   }
 
@@ -384,7 +394,7 @@ export class RestartExecutor {
             if (op.state !== 'Verifying') op.state = 'Verifying';
             this.mark(op, t, 'Verifying');
             // min-ready 0 asks for no verification window: a start that returned is enough.
-            if (op.request.minReadyMs > 0) await this.waitReady(t, op.request.minReadyMs, deadline);
+            if (op.request.minReadyMs > 0) await this.waitReady(op, t, op.request.minReadyMs, deadline);
             op.state = 'Recreating';
             this.mark(op, t, 'Verified');
             break;
@@ -471,10 +481,20 @@ export class RestartExecutor {
     return mine.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())[0]?.id;
   }
 
-  /** Waits minReadyMs, failing as soon as the replacement is seen not running. */
-  private async waitReady(t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
+  /**
+   * Waits minReadyMs, failing as soon as the replacement is seen not running. A cancel ends the wait at once:
+   * a replacement running then is kept (the operation ends Cancelled after it, see run()), one that is not
+   * is rolled back as usual.
+   */
+  private async waitReady(op: Operation, t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
+      if (op.cancelRequested) {
+        if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
+        this.d.log.info('verification cut short by a cancel; the running replacement is kept', { op: op.id, container: t.name });
+        this.cutShort.add(op.id);
+        return;
+      }
       if (this.d.clock.now() > deadline) {
         throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`);
       }

@@ -1,6 +1,7 @@
 // Pure planning of a restart: which containers of the pod are replaced, with which image and attempt.
 // Everything a caller can get wrong is refused here, before anything on the node is touched.
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import type { Container, Pod, RuntimeKind } from '../runtime/types.js';
 import type { RestartRequest } from './operation.js';
@@ -38,11 +39,11 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
   if (req.containers.length === 0) throw new AgentError('InvalidArgument', 'name at least one container to restart');
   const seen = new Set<string>();
   for (const name of req.containers) {
-    if (seen.has(name)) throw new AgentError('InvalidArgument', `container "${name}" is named twice`);
+    if (seen.has(name)) throw new AgentError('InvalidArgument', `container ${quote(name)} is named twice`);
     seen.add(name);
   }
   for (const name of Object.keys(req.images)) {
-    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container "${name}", which is not one of the containers to restart (${req.containers.join(', ')})`);
+    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container ${quote(name)}, which is not one of the containers to restart (${req.containers.join(', ')})`);
     parseImageRef(req.images[name]);
   }
   if (!(req.graceSeconds >= 0)) throw new AgentError('InvalidArgument', `grace period must be >= 0 seconds, got ${req.graceSeconds}`);
@@ -54,7 +55,7 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
     const same = podContainers.filter((c) => c.name === name);
     const running = same.filter((c) => c.state === 'running').sort((a, b) => b.attempt - a.attempt);
     if (same.length === 0) {
-      throw new AgentError('NotFound', `container "${name}" not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`);
+      throw new AgentError('NotFound', `container ${quote(name)} not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`);
     }
     if (running.length === 0 && opts.busy) running.push([...same].sort((a, b) => b.attempt - a.attempt)[0]);
     if (running.length === 0) {
