@@ -133,7 +133,7 @@ for (const f of flavours) {
             ),
           )),
         );
-        agents.push(...(await Promise.all(cases.map((c) => startAgent(f.agentArgs, { env: { INPLACE_AGENT_FAULT_STOP_AFTER_STEP: c.step } })))));
+        agents.push(...(await Promise.all(cases.map((c) => startAgent(f.agentArgs, { env: { INPLACE_AGENT_FAULT_STOP_AFTER_STEP: c.step }, readyTimeoutMs: 60_000 })))));
         const ops = await Promise.all(
           cases.map(async (c, i) => {
             const client = new AgentClient(`unix://${agents[i].socket}`);

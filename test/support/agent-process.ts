@@ -24,7 +24,7 @@ export interface AgentProcess {
 }
 
 /** Starts the agent on a runtime and waits until its API answers. */
-export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string> } = {}): Promise<AgentProcess> {
+export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<AgentProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-agent-'));
   const socket = path.join(dir, 'agent.sock');
   const stateDir = opts.stateDir ?? path.join(dir, 'state');
@@ -38,7 +38,8 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
-  const deadline = Date.now() + 20_000;
+  const readyMs = opts.readyTimeoutMs ?? 20_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`agent exited at start:\n${out}`);
     if (fs.existsSync(socket)) {
@@ -54,7 +55,7 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`agent did not come up in 20s:\n${out}`);
+      throw new Error(`agent did not come up in ${readyMs / 1000}s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

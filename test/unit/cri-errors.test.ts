@@ -66,6 +66,10 @@ describe('CRI gRPC status to AgentError kind', () => {
     assert.equal(kindOf(status.UNKNOWN, 'server is not initialized yet'), 'Unavailable');
   });
 
+  it('UNKNOWN "ttrpc: closed" (containerd lost its shim mid-call) is Unavailable', () => {
+    assert.equal(kindOf(status.UNKNOWN, 'failed to kill container "abc": ttrpc: closed: unknown'), 'Unavailable');
+  });
+
   it('UNKNOWN for a start while another start is under way is Aborted', () => {
     assert.equal(kindOf(status.UNKNOWN, 'failed to set starting state for container "abc": container is already in starting state'), 'Aborted');
   });

@@ -45,6 +45,9 @@ const kindByUnknownText: [RegExp, ErrorKind][] = [
   [/context canceled/i, 'Cancelled'],
   // containerd's CRI plugin answers before it has loaded its state (just after a restart).
   [/server is not initialized yet/i, 'Unavailable'],
+  // containerd lost its connection to a container's shim mid-call (the shim exiting or restarting): the call
+  // can be made again (a kill that raced the container's own exit then finds it stopped).
+  [/ttrpc: closed/i, 'Unavailable'],
   // StartContainer while another start of the same container is under way (its caller may have died).
   [/already in starting state/i, 'Aborted'],
 ];
