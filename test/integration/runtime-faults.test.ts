@@ -138,7 +138,10 @@ for (const f of flavours) {
           cases.map(async (c, i) => {
             const client = new AgentClient(`unix://${agents[i].socket}`);
             try {
-              return await client.restart({ ...request, pod: pods[i].name, containers: ['app'], images: { app: env.images[c.image] } });
+              // The crash image exits at once; a long min-ready still fails it at the first poll that sees it
+              // exited, however late a loaded machine reports the exit.
+              const minReadyMs = c.image === 'crash' ? '20000' : request.minReadyMs;
+              return await client.restart({ ...request, minReadyMs, pod: pods[i].name, containers: ['app'], images: { app: env.images[c.image] } });
             } finally {
               client.close();
             }
