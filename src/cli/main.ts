@@ -23,10 +23,19 @@ class UsageError extends Error {}
 interface Globals {
   agent: string;
   output: 'text' | 'json';
+  cert?: string;
+  key?: string;
+  ca?: string;
+  serverName?: string;
 }
 
 function client(g: Globals): AgentClient {
-  return new AgentClient(g.agent);
+  try {
+    return new AgentClient(g.agent, undefined, { cert: g.cert, key: g.key, ca: g.ca, serverName: g.serverName });
+  } catch (err) {
+    // Missing, unreadable, mismatched or expired TLS files: bad usage, found before anything is sent.
+    throw new UsageError(asAgentError(err).message);
+  }
 }
 
 function print(g: Globals, json: unknown, text: string): void {
@@ -101,6 +110,10 @@ function program(): Command {
     .version(pkg.version)
     .addOption(new Option('--agent <uri>', 'agent API address').env('INPLACE_AGENT').default(DEFAULT_AGENT_SOCKET))
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--cert <file>', 'client certificate (PEM) for a TCP agent (mutual TLS)').env('INPLACECTL_CERT'))
+    .addOption(new Option('--key <file>', 'private key (PEM) of --cert').env('INPLACECTL_KEY'))
+    .addOption(new Option('--ca <file>', 'CA certificate(s) (PEM) the agent\'s certificate must chain to').env('INPLACECTL_CA'))
+    .addOption(new Option('--server-name <name>', 'name the agent\'s certificate must carry (default: the host in --agent)').env('INPLACECTL_SERVER_NAME'))
     .showHelpAfterError()
     .exitOverride();
   const globals = () => prog.opts<Globals>();
@@ -301,5 +314,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// grpc-js passes an IP address as the TLS server name when --agent is an IP; Node then warns (DEP0123) on
+// every TCP run. The certificate is still checked against that IP, so the warning only adds noise.
+process.removeAllListeners('warning');
+process.on('warning', (w: Error & { code?: string }) => {
+  if (w.code !== 'DEP0123') process.stderr.write(`inplacectl: warning: ${w.name}: ${w.message}\n`);
+});
 const code = await main(process.argv);
 process.exit(code);

@@ -11,6 +11,7 @@ import { Journal } from '../engine/journal.js';
 import type { ContainerStep, ContainerTarget, Operation } from '../engine/operation.js';
 import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
 import { Prewarmer } from './prewarm.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
@@ -57,6 +58,8 @@ export interface Daemon {
   api: ApiServer;
   http?: HttpEndpoints;
   registry: Registry;
+  /** Reads the --authz-file policy again (SIGHUP); an invalid file leaves the current one in force. */
+  reloadAccess(): void;
   /** Drains operations to a safe point, flushes the journal and stops serving. */
   shutdown(): Promise<void>;
 }
@@ -65,12 +68,14 @@ export interface Daemon {
 export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock = systemClock): Promise<Daemon> {
   // Settings that can be wrong are checked before anything starts (recovery included).
   const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
+  const access = new AccessControl(opts, log.child({ component: 'access' }));
   const runtime = await detectRuntime(opts, runtimeFactories());
   const v = await runtime.version();
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  access.register(registry);
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
   const engine = new Engine({
@@ -93,13 +98,15 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
 
   const api = await startApiServer(opts.listen, {
     socketGid,
+    tls: access.tls,
+    authz: access.authz(),
     engine,
     pulls,
     parseKeyring,
     runtimeKind: runtime.kind,
     restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
   });
-  log.info('agent API listening', { address: api.address });
+  log.info('agent API listening', { address: api.address, ...access.describe() });
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
@@ -127,6 +134,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     api,
     http,
     registry,
+    reloadAccess: () => access.reload(),
     shutdown: () =>
       (stopping ??= (async () => {
         log.info('draining: no new operations; running ones stop at a safe point');

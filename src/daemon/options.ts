@@ -14,6 +14,12 @@ export interface DaemonOptions {
   listen: string;
   /** Group (name or gid) that may use the agent's socket. */
   socketGroup?: string;
+  /** Mutual TLS of a TCP --listen: the agent's certificate and key, and the CA client certificates must chain to. */
+  tlsCert?: string;
+  tlsKey?: string;
+  clientCa?: string;
+  /** Which client certificate names may read, pull, restart and cancel (TCP only). */
+  authzFile?: string;
   stateDir: string;
   metricsAddr?: string;
   logLevel: string;
@@ -46,6 +52,10 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
     .addOption(opt('--listen <uri>', 'agent API address', 'listen').default('unix:///run/inplace-agent/agent.sock'))
     .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))
+    .addOption(opt('--tls-cert <file>', 'the agent\'s certificate (PEM) for a TCP --listen (mutual TLS is required on TCP)', 'tls-cert'))
+    .addOption(opt('--tls-key <file>', 'the private key (PEM) of --tls-cert', 'tls-key'))
+    .addOption(opt('--client-ca <file>', 'CA certificates (PEM) that client certificates must chain to', 'client-ca'))
+    .addOption(opt('--authz-file <file>', 'JSON policy: which client certificate names may read, pull, restart, cancel (TCP; reloaded on SIGHUP)', 'authz-file'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
     .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
@@ -88,6 +98,10 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     containerdAddress: o.containerdAddress,
     listen: o.listen as string,
     socketGroup: o.socketGroup,
+    tlsCert: o.tlsCert,
+    tlsKey: o.tlsKey,
+    clientCa: o.clientCa,
+    authzFile: o.authzFile,
     stateDir: o.stateDir as string,
     metricsAddr: o.metricsAddr,
     logLevel: o.logLevel as string,

@@ -98,7 +98,9 @@ export class Engine extends EventEmitter {
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
     const pod = resolvePod(pods, req.pod);
     const containers = all.filter((c) => c.podId === pod.id);
-    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
+    // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
+    const busy = this.queue.depth(pod.id) > 0;
+    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet, busy });
     if (!req.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {

@@ -23,8 +23,14 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the agent on a runtime and waits until its API answers. */
-export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string>; readyTimeoutMs?: number } = {}): Promise<AgentProcess> {
+/**
+ * Starts the agent on a runtime and waits until its API answers (readyTimeoutMs, default 20 s): on its own unix
+ * socket, or, with probe, when probe() resolves (an agent given another --listen in args).
+ */
+export async function startAgent(
+  args: string[],
+  opts: { stateDir?: string; env?: Record<string, string>; probe?: () => Promise<unknown>; readyTimeoutMs?: number } = {},
+): Promise<AgentProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-agent-'));
   const socket = path.join(dir, 'agent.sock');
   const stateDir = opts.stateDir ?? path.join(dir, 'state');
@@ -42,7 +48,14 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
   const deadline = Date.now() + readyMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`agent exited at start:\n${out}`);
-    if (fs.existsSync(socket)) {
+    if (opts.probe) {
+      try {
+        await opts.probe();
+        break;
+      } catch {
+        /* not yet */
+      }
+    } else if (fs.existsSync(socket)) {
       const c = new AgentClient(`unix://${socket}`, 2000);
       try {
         await c.listOperations();
@@ -81,10 +94,11 @@ export interface CtlResult {
   stderr: string;
 }
 
-/** Runs inplacectl against an agent socket. */
+/** Runs inplacectl against an agent socket (a path) or address (with a scheme or a port). */
 export function ctl(socket: string, ...args: string[]): Promise<CtlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CTL, '--agent', `unix://${socket}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const agent = socket.startsWith('/') ? `unix://${socket}` : socket;
+    const child = spawn(process.execPath, [CTL, '--agent', agent, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
