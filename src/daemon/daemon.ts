@@ -26,14 +26,23 @@ import { createKubeMode, type KubeMode } from '../kube/kube-mode.js';
 import { startContainerRestarts } from './container-restart-wiring.js';
 
 /**
- * Fault injection for recovery tests: with INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process kills
- * itself with SIGKILL right after journaling that container step, as a crash at the worst moment would.
+ * Fault injection for recovery and outage tests. With INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process
+ * kills itself with SIGKILL right after journaling (or publishing) that container step, as a crash at the worst
+ * moment would. With INPLACE_AGENT_FAULT_STOP_AFTER_STEP=<step> it stops itself (SIGSTOP) there instead, the
+ * first time only, so that a test can break something (a runtime, say) before the next call and then resume
+ * it with SIGCONT.
  */
-function crashAfterStep(step: string | undefined, log: Logger): ((op: Operation, t: ContainerTarget, s: ContainerStep) => void) | undefined {
-  if (!step) return undefined;
-  log.warn('fault injection armed: the agent will SIGKILL itself after a journaled step', { step });
+function faultAfterStep(env: NodeJS.ProcessEnv, log: Logger): ((op: Operation, t: ContainerTarget, s: ContainerStep) => void) | undefined {
+  const crash = env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP;
+  let stop = env.INPLACE_AGENT_FAULT_STOP_AFTER_STEP;
+  if (!crash && !stop) return undefined;
+  log.warn('fault injection armed: the agent will signal itself after a container step', { crash, stop });
   return (_op, _t, s) => {
-    if (s === step) process.kill(process.pid, 'SIGKILL');
+    if (s === crash) process.kill(process.pid, 'SIGKILL');
+    if (s === stop) {
+      stop = undefined;
+      process.kill(process.pid, 'SIGSTOP');
+    }
   };
 }
 
@@ -94,7 +103,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     strategies: kube ? [kube.strategy] : [],
     maxParallel: opts.maxParallelOperations,
     ...recoveryMetrics(registry),
-    afterStep: crashAfterStep(process.env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP, log),
+    afterStep: faultAfterStep(process.env, log),
     // Going on without a journal could leave a container stopped with no record of it: exit, and let the
     // supervisor's restart recover every operation from its last good record.
     onFatal: (err) => {

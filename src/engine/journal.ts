@@ -6,6 +6,23 @@ import { AgentError } from '../errors.js';
 import type { Operation } from './operation.js';
 import { parseOperationRecord } from './operation-schema.js';
 
+/** The error for a failed journal write: it says what is wrong with the state directory when it can. */
+function journalError(dir: string, err: NodeJS.ErrnoException): AgentError {
+  const base = `cannot write the operation journal in ${dir}`;
+  switch (err.code) {
+    case 'ENOSPC':
+    case 'EDQUOT':
+      return new AgentError('ResourceExhausted', `${base}: the state directory's filesystem is full (${err.message}); free space there`, { cause: err });
+    case 'EROFS':
+      return new AgentError('FailedPrecondition', `${base}: the state directory is on a read-only filesystem (${err.message})`, { cause: err });
+    case 'EACCES':
+    case 'EPERM':
+      return new AgentError('FailedPrecondition', `${base}: permission denied (${err.message})`, { cause: err });
+    default:
+      return new AgentError('Internal', `${base}: ${err.message}`, { cause: err });
+  }
+}
+
 /** Durable storage of operation records. */
 export class Journal {
   private readonly dir: string;
@@ -30,8 +47,7 @@ export class Journal {
     const prev = this.chains.get(op.id) ?? Promise.resolve();
     const next = prev.then(() =>
       this.writeNow(op, sync).catch((err: NodeJS.ErrnoException) => {
-        const kind = err.code === 'ENOSPC' || err.code === 'EDQUOT' ? 'ResourceExhausted' : 'Internal';
-        throw new AgentError(kind, `cannot write the operation journal in ${this.dir}: ${err.message}`, { cause: err });
+        throw journalError(this.dir, err);
       }),
     );
     const tail = next.catch(() => undefined);
@@ -47,14 +63,20 @@ export class Journal {
     const tmp = `${file}.tmp-${process.pid}`;
     const fh = await fs.open(tmp, 'w', 0o600);
     try {
-      await fh.writeFile(JSON.stringify(op));
-      // The file's content is always on disk before the rename, so a rename that survives a power loss
-      // never points at an empty file; only the directory fsync (the rename's own durability) is optional.
-      await fh.sync();
-    } finally {
-      await fh.close();
+      try {
+        await fh.writeFile(JSON.stringify(op));
+        // The file's content is always on disk before the rename, so a rename that survives a power loss
+        // never points at an empty file; only the directory fsync (the rename's own durability) is optional.
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+      await fs.rename(tmp, file);
+    } catch (err) {
+      // A full disk leaves a partial temp file: it must not take the space the next write needs.
+      await fs.rm(tmp, { force: true }).catch(() => undefined);
+      throw err;
     }
-    await fs.rename(tmp, file);
     if (!sync) return;
     const dh = await fs.open(this.dir, 'r');
     try {

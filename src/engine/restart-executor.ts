@@ -10,6 +10,7 @@ import type { ImagePuller } from './image-puller.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
+import { isTransient, retryDelay, whileUnavailable } from './runtime-wait.js';
 
 /** Fixed reasons recorded on failures. */
 export const Reasons = {
@@ -62,8 +63,14 @@ export interface ExecutorDeps {
 /** The longest delay a Node.js timer takes (a longer one fires at once). */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
-/** How many times a rollback is tried when the runtime fails in a way that can heal. */
+/** How many times a rollback is tried when the runtime fails in a way that can heal (other than being away). */
 const ROLLBACK_TRIES = 5;
+
+/**
+ * How long a rollback waits for a runtime that is away, at least, ms: the container may be down meanwhile,
+ * so this runs past the operation's deadline.
+ */
+const ROLLBACK_WAIT_MS = 5 * 60_000;
 
 /** A read of the old containers older than this is taken again before they are touched. */
 const STALE_READ_MS = 1000;
@@ -106,7 +113,7 @@ export class RestartExecutor {
     const inspectedAt = this.d.clock.now();
     const inspected = new Map(
       op.containers.map((t) => {
-        const p = this.inspectOld(t);
+        const p = this.inspectOld(t, deadline);
         p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
         return [t.oldId, p];
       }),
@@ -129,7 +136,7 @@ export class RestartExecutor {
           const fresh = this.d.clock.now() - inspectedAt <= STALE_READ_MS;
           let old: ContainerDetail | undefined;
           if (t.step === 'Waiting') {
-            old = fresh ? await inspected.get(t.oldId)! : await this.inspectOld(t);
+            old = fresh ? await inspected.get(t.oldId)! : await this.inspectOld(t, deadline);
           } else {
             // Resuming mid-way: a failed read must not end the operation with the container down. The steps
             // from here need the old container's config only to roll back, and find it again then.
@@ -307,7 +314,7 @@ export class RestartExecutor {
           case 'Waiting':
           case 'Creating': {
             if (t.step === 'Creating') {
-              const found = await this.findReplacement(op, t);
+              const found = await this.whenAvailable(`look for the replacement of "${t.name}"`, deadline, () => this.findReplacement(op, t));
               if (found) {
                 t.newId = found;
                 this.mark(op, t, 'Created');
@@ -318,8 +325,13 @@ export class RestartExecutor {
             await this.step(op, t, 'Creating');
             const spec = this.replacementSpec(op, t, oldSpec);
             try {
-              t.newId = await rt.createContainer(op.podId, spec, this.tempName(op, t));
+              // A create the runtime carried out before it went away is found, not made twice.
+              t.newId = await this.whenAvailable(`create the replacement of "${t.name}"`, deadline, async (attempt) => {
+                const found = attempt > 1 ? await this.findReplacement(op, t) : undefined;
+                return found ?? (await rt.createContainer(op.podId, spec, this.tempName(op, t)));
+              });
             } catch (err) {
+              if (err instanceof Paused) throw err;
               const e = asAgentError(err);
               // Nothing was stopped: the old container still runs. A create that failed on our side (a
               // deadline) may still have happened in the runtime: remove what it left.
@@ -334,7 +346,7 @@ export class RestartExecutor {
           }
           case 'Created': {
             if (op.cancelRequested || this.d.clock.now() > deadline) {
-              await rt.removeContainer(t.newId);
+              await this.whenAvailable(`remove the replacement of "${t.name}"`, this.d.clock.now() + ROLLBACK_WAIT_MS, () => rt.removeContainer(t.newId));
               t.error = op.cancelRequested ? `${Reasons.Cancelled}: cancelled before the old container was stopped` : `${Reasons.Deadline}: ran out of time before the old container was stopped`;
               await this.step(op, t, 'RolledBack');
               return false;
@@ -359,32 +371,23 @@ export class RestartExecutor {
             }
             await this.step(op, t, 'Stopping');
             stopBegan = this.d.clock.now();
-            await rt.stopContainer(t.oldId, grace);
+            await this.whenAvailable(`stop the old container of "${t.name}"`, deadline, () => rt.stopContainer(t.oldId, grace));
             this.mark(op, t, 'Stopped');
             break;
           }
           case 'Stopping':
             stopBegan = this.d.clock.now();
-            await rt.stopContainer(t.oldId, op.request.graceSeconds);
+            await this.whenAvailable(`stop the old container of "${t.name}"`, deadline, () => rt.stopContainer(t.oldId, op.request.graceSeconds));
             this.mark(op, t, 'Stopped');
             break;
           case 'Stopped':
-            if (rt.kind === 'docker') await this.swapNames(op, t);
+            if (rt.kind === 'docker') await this.whenAvailable(`rename the containers of "${t.name}"`, deadline, () => this.swapNames(op, t));
             // No journal write between stop and start (it would add to the downtime): the Stopping record
             // already stands for "stop, then start", and recovery from it repeats both idempotently.
             this.mark(op, t, 'Starting');
             break;
           case 'Starting': {
-            try {
-              await rt.startContainer(t.newId);
-            } catch (err) {
-              // Resumed after a crash, the replacement may have been started already, or have exited.
-              const cur = await rt.inspectContainer(t.newId);
-              if (cur.state === 'exited') throw this.exitedError(t, cur);
-              if (cur.state !== 'running') {
-                throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
-              }
-            }
+            await this.whenAvailable(`start the replacement of "${t.name}"`, deadline, () => this.startReplacement(op, t, oldSpec));
             if (stopBegan !== undefined) t.downtimeMs = this.d.clock.now() - stopBegan;
             this.mark(op, t, 'Started');
             break;
@@ -402,7 +405,8 @@ export class RestartExecutor {
           case 'Verified':
           case 'RemovingOld':
             await this.step(op, t, 'RemovingOld');
-            await rt.removeContainer(t.oldId);
+            // Past the deadline too: the replacement runs and is verified, only the old container is left.
+            await this.whenAvailable(`remove the old container of "${t.name}"`, Math.max(deadline, this.d.clock.now() + ROLLBACK_WAIT_MS), () => rt.removeContainer(t.oldId));
             this.mark(op, t, 'Done');
             return true;
           case 'RollingBack':
@@ -419,17 +423,61 @@ export class RestartExecutor {
       const e = asAgentError(err);
       this.d.log.warn('container replacement failed; rolling back', { op: op.id, container: t.name, step: t.step, error: e.message });
       if (!t.error || t.step !== 'RollingBack') t.error = e.message;
-      await this.rollback(op, t, oldSpec);
+      await this.rollback(op, t, oldSpec, deadline);
       return false;
     }
   }
 
+  /**
+   * Starts the replacement. Resumed after a crash (or once the runtime is back), it may have been started
+   * already, or have exited. A start that failed because the runtime was away keeps its kind (Unavailable), so
+   * that it is made again once the runtime answers. A replacement whose start was cut short before it ran (the
+   * agent was killed mid-call; the runtime says Aborted) is created again, once, and started.
+   */
+  private async startReplacement(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined): Promise<void> {
+    const rt = this.d.runtime;
+    for (let recreated = false; ; recreated = true) {
+      try {
+        await rt.startContainer(t.newId);
+        return;
+      } catch (err) {
+        if (AgentError.is(err, 'Aborted') && !recreated && oldSpec) {
+          this.d.log.warn('the replacement never ran: its start was cut short; creating it again', { op: op.id, container: t.name, error: err.message });
+          await rt.removeContainer(t.newId);
+          t.newId = await rt.createContainer(op.podId, this.replacementSpec(op, t, oldSpec), this.tempName(op, t));
+          await this.save(op);
+          continue;
+        }
+        const cur = await rt.inspectContainer(t.newId);
+        if (cur.state === 'exited') throw this.exitedError(t, cur);
+        if (cur.state !== 'running') {
+          throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
+        }
+        return;
+      }
+    }
+  }
+
   /** The old container with its creation config; undefined when it is gone. */
-  private async inspectOld(t: ContainerTarget): Promise<ContainerDetail | undefined> {
+  private async inspectOld(t: ContainerTarget, until: number): Promise<ContainerDetail | undefined> {
     try {
-      return await this.d.runtime.inspectContainer(t.oldId);
+      return await this.whenAvailable(`read the container "${t.name}"`, until, () => this.d.runtime.inspectContainer(t.oldId));
     } catch (err) {
       if (AgentError.is(err, 'NotFound')) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Runs a runtime call that is safe to repeat, waiting for a runtime that is briefly away until `until`
+   * (see runtime-wait.ts). Draining meanwhile pauses the operation: the journaled intent is repeated by the
+   * next agent.
+   */
+  private async whenAvailable<T>(what: string, until: number, call: (attempt: number) => Promise<T>): Promise<T> {
+    try {
+      return await whileUnavailable(call, { clock: this.d.clock, until, what, log: this.d.log, signal: this.d.drainSignal });
+    } catch (err) {
+      if (isTransient(err) && this.d.draining()) throw new Paused();
       throw err;
     }
   }
@@ -484,10 +532,12 @@ export class RestartExecutor {
   /**
    * Waits minReadyMs, failing as soon as the replacement is seen not running. A cancel ends the wait at once:
    * a replacement running then is kept (the operation ends Cancelled after it, see run()), one that is not
-   * is rolled back as usual.
+   * is rolled back as usual. A runtime that is briefly away says nothing about the replacement: it is looked
+   * at again once the runtime answers (until the deadline).
    */
   private async waitReady(op: Operation, t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
+    let unanswered = 0;
     for (;;) {
       if (op.cancelRequested) {
         if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
@@ -496,17 +546,27 @@ export class RestartExecutor {
         return;
       }
       if (this.d.clock.now() > deadline) {
-        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`);
+        const why = unanswered > 0 ? ': the runtime did not answer' : '';
+        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline${why}`);
       }
-      if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
       const left = until - this.d.clock.now();
-      if (left <= 0) {
-        // A replacement its restart policy brought back (Docker) looks running between crashes: it is not ready.
-        const cur = await this.d.runtime.inspectContainer(t.newId);
-        if (cur.state !== 'running' || (cur.restartCount ?? 0) > 0) throw this.exitedError(t, cur);
-        return;
+      try {
+        if (left > 0) {
+          if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
+        } else {
+          // A replacement its restart policy brought back (Docker) looks running between crashes: it is not ready.
+          const cur = await this.d.runtime.inspectContainer(t.newId);
+          if (cur.state !== 'running' || (cur.restartCount ?? 0) > 0) throw this.exitedError(t, cur);
+          return;
+        }
+        if (unanswered > 0) this.d.log.info('runtime available again; verifying goes on', { container: t.name });
+        unanswered = 0;
+      } catch (err) {
+        if (!isTransient(err)) throw err;
+        if (this.d.draining()) throw new Paused();
+        if (unanswered++ === 0) this.d.log.warn('runtime unavailable while verifying the replacement; waiting for it', { container: t.name, error: asAgentError(err).message });
       }
-      await this.d.clock.sleep(Math.min(READY_POLL_MS, left));
+      await this.d.clock.sleep(unanswered > 0 ? retryDelay(unanswered) : Math.max(1, Math.min(READY_POLL_MS, left)));
     }
   }
 
@@ -522,18 +582,21 @@ export class RestartExecutor {
    * it; CRI cannot restart an exited container, so a new one is created from the old config). Safe to run
    * again after a crash.
    */
-  private async rollback(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined): Promise<void> {
+  private async rollback(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined, deadline: number): Promise<void> {
     await this.step(op, t, 'RollingBack');
+    // The container may be down: a runtime that is away is waited for, past the operation's deadline if need be.
+    const until = Math.max(deadline, this.d.clock.now() + ROLLBACK_WAIT_MS);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.rollbackOnce(op, t, oldSpec);
+        await this.whenAvailable(`roll back "${t.name}"`, until, () => this.rollbackOnce(op, t, oldSpec));
         await this.step(op, t, 'RolledBack');
         this.d.log.info('rolled back', { op: op.id, container: t.name, running: t.rollbackId });
         return;
       } catch (err) {
+        if (err instanceof Paused) throw err;
         const e = asAgentError(err);
-        // A runtime that is briefly unavailable must not leave the container stopped: try again.
-        if (attempt < ROLLBACK_TRIES && e.kind !== 'NotFound' && e.kind !== 'InvalidArgument' && e.kind !== 'FailedPrecondition') {
+        // Other failures that can heal are tried again a few times (a runtime that stayed away was waited for).
+        if (attempt < ROLLBACK_TRIES && !isTransient(e) && e.kind !== 'NotFound' && e.kind !== 'InvalidArgument' && e.kind !== 'FailedPrecondition') {
           this.d.log.warn('rollback step failed; retrying', { op: op.id, container: t.name, attempt, error: e.message });
           await this.d.clock.sleep(Math.min(8000, 500 * 2 ** (attempt - 1)));
           continue;

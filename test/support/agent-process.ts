@@ -35,10 +35,13 @@ export interface AgentProcess {
 }
 
 /**
- * Starts the agent on a runtime and waits until its API answers: on its own unix socket, or, with probe, when
- * probe() resolves (an agent given another --listen in args).
+ * Starts the agent on a runtime and waits until its API answers (readyTimeoutMs, default 20 s): on its own unix
+ * socket, or, with probe, when probe() resolves (an agent given another --listen in args).
  */
-export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string>; probe?: () => Promise<unknown> } = {}): Promise<AgentProcess> {
+export async function startAgent(
+  args: string[],
+  opts: { stateDir?: string; env?: Record<string, string>; probe?: () => Promise<unknown>; readyTimeoutMs?: number } = {},
+): Promise<AgentProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-agent-'));
   const socket = path.join(dir, 'agent.sock');
   const stateDir = opts.stateDir ?? path.join(dir, 'state');
@@ -52,7 +55,8 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
-  const deadline = Date.now() + 20_000;
+  const readyMs = opts.readyTimeoutMs ?? 20_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`agent exited at start:\n${out}`);
     if (opts.probe) {
@@ -75,7 +79,7 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
     }
     if (Date.now() > deadline) {
       child.kill('SIGKILL');
-      throw new Error(`agent did not come up in 20s:\n${out}`);
+      throw new Error(`agent did not come up in ${readyMs / 1000}s:\n${out}`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

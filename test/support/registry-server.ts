@@ -13,6 +13,8 @@ export interface RegistryServer {
   host: string;
   port: number;
   dir: string;
+  /** SIGKILLs the registry at once, as a crash would (stop() still cleans up). */
+  kill(): void;
   stop(): Promise<void>;
 }
 
@@ -100,6 +102,9 @@ export async function startRegistry(opts: RegistryServerOptions = {}): Promise<R
     host,
     port,
     dir,
+    kill: () => {
+      proc.kill('SIGKILL');
+    },
     stop: async () => {
       if (proc.exitCode === null) {
         const exited = new Promise((r) => proc.once('exit', r));

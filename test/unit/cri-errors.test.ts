@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import { AgentError } from '../../src/errors.js';
-import { fromGrpcError, kindOf, type CallContext } from '../../src/runtime/cri/errors.js';
+import { fromGrpcError, kindOf, startCutShort, type CallContext } from '../../src/runtime/cri/errors.js';
 
 const ENDPOINT = 'unix:///run/containerd/containerd.sock';
 
@@ -60,6 +60,24 @@ describe('CRI gRPC status to AgentError kind', () => {
 
   it('UNKNOWN exec of a missing binary ("no such file or directory") is not NotFound', () => {
     assert.equal(kindOf(status.UNKNOWN, 'OCI runtime exec failed: exec: "/nope": stat /nope: no such file or directory: unknown'), 'Internal');
+  });
+
+  it('UNKNOWN "server is not initialized yet" (containerd just restarted) is Unavailable', () => {
+    assert.equal(kindOf(status.UNKNOWN, 'server is not initialized yet'), 'Unavailable');
+  });
+
+  it('UNKNOWN "ttrpc: closed" (containerd lost its shim mid-call) is Unavailable', () => {
+    assert.equal(kindOf(status.UNKNOWN, 'failed to kill container "abc": ttrpc: closed: unknown'), 'Unavailable');
+  });
+
+  it('UNKNOWN for a start while another start is under way is Aborted', () => {
+    assert.equal(kindOf(status.UNKNOWN, 'failed to set starting state for container "abc": container is already in starting state'), 'Aborted');
+  });
+
+  it('a StartError status of a cancelled start means the start was cut short; other start errors do not', () => {
+    assert.equal(startCutShort('StartError', 'failed to create containerd task: failed to create shim task: context canceled: unknown'), true);
+    assert.equal(startCutShort('StartError', 'failed to create containerd task: exec: "/nope": stat /nope: no such file or directory: unknown'), false);
+    assert.equal(startCutShort('Completed', 'context canceled'), false);
   });
 
   it('any other UNKNOWN is Internal', () => {

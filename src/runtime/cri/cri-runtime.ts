@@ -28,6 +28,7 @@ import { getPod, listPods } from './list-pods.js';
 import { pinImage } from './pin-image.js';
 import { pinnedLabelSupport, type PinnedLabelSupport } from './pinned-label-support.js';
 import { pullImage } from './pull-image.js';
+import { startContainer } from './start-container.js';
 
 /** Options of a CriRuntime. */
 export interface CriRuntimeOptions {
@@ -89,8 +90,9 @@ export class CriRuntime implements Runtime {
     return createContainer(this.client, podId, spec);
   }
 
+  /** A start already under way (its caller may have died) is waited for; see start-container.ts. */
   startContainer(containerId: string): Promise<void> {
-    return this.client.startContainer(containerId);
+    return startContainer(this.client, containerId, this.opts.clock ?? systemClock);
   }
 
   /** By the CRI contract StopContainer on a stopped container succeeds; a missing one is NotFound. */

@@ -43,7 +43,23 @@ const kindByUnknownText: [RegExp, ErrorKind][] = [
   [/already exists|is reserved for/i, 'FailedPrecondition'],
   [/context deadline exceeded|timeout .* exceeded/i, 'DeadlineExceeded'],
   [/context canceled/i, 'Cancelled'],
+  // containerd's CRI plugin answers before it has loaded its state (just after a restart).
+  [/server is not initialized yet/i, 'Unavailable'],
+  // containerd lost its connection to a container's shim mid-call (the shim exiting or restarting): the call
+  // can be made again (a kill that raced the container's own exit then finds it stopped).
+  [/ttrpc: closed/i, 'Unavailable'],
+  // StartContainer while another start of the same container is under way (its caller may have died).
+  [/already in starting state/i, 'Aborted'],
 ];
+
+/**
+ * Whether a container's status says its start was cut short before its process ran because the caller of
+ * StartContainer went away (containerd cancels the call's work with its context): reason StartError and a
+ * message ending in "context canceled". Such a container never ran; it cannot be started again.
+ */
+export function startCutShort(reason: string, message: string): boolean {
+  return reason === 'StartError' && /context canceled/i.test(message);
+}
 
 /** The AgentError kind for a gRPC status code and its details text. */
 export function kindOf(code: number, details: string): ErrorKind {

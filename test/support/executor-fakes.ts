@@ -1,0 +1,111 @@
+// A node in memory for unit tests of the restart executor's pure logic: containers with states, and a runtime
+// that can be made unavailable for a while (by the manual clock) or fail one call. Integration tests use the
+// real runtimes.
+import type { Clock } from '../../src/clock.js';
+import { AgentError } from '../../src/errors.js';
+import type { Operation } from '../../src/engine/operation.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import type { Container, ContainerDetail, ContainerSpec, ContainerState } from '../../src/runtime/types.js';
+
+/** The runtime calls the executor makes, with an outage switch. */
+export class FakeNode {
+  readonly containers = new Map<string, ContainerDetail>();
+  /** Calls fail with Unavailable while this returns true. */
+  away: () => boolean = () => false;
+  /** Fails the next call of that method once with the given error. */
+  failOnce = new Map<string, AgentError>();
+  private next = 1;
+
+  constructor(private readonly clock: Clock) {}
+
+  /** Adds a running container of pod p with the given image. */
+  add(name: string, image: string): ContainerDetail {
+    const id = `c${this.next++}`;
+    const spec = { name, image, command: [], args: [], env: [], labels: {}, annotations: {}, attempt: 0 } as unknown as ContainerSpec;
+    const c: ContainerDetail = { id, name, podId: 'p', attempt: 0, image, imageId: image, state: 'running', createdAt: new Date(this.clock.now()), labels: {}, annotations: {}, mounts: [], spec };
+    this.containers.set(id, c);
+    return c;
+  }
+
+  private gate(method: string): void {
+    if (this.away()) throw new AgentError('Unavailable', `runtime is unavailable (${method})`);
+    const e = this.failOnce.get(method);
+    if (e) {
+      this.failOnce.delete(method);
+      throw e;
+    }
+  }
+
+  private get(id: string): ContainerDetail {
+    const c = this.containers.get(id);
+    if (!c) throw new AgentError('NotFound', `container "${id}" not found`);
+    return c;
+  }
+
+  /** The subset of Runtime the executor uses. */
+  runtime(): Runtime {
+    const rt = {
+      kind: 'cri',
+      getPod: async () => {
+        this.gate('getPod');
+        return { id: 'p', name: 'ns/p', namespace: 'ns', uid: 'u', ip: '10.0.0.2', labels: {}, annotations: {} };
+      },
+      listContainers: async (): Promise<Container[]> => {
+        this.gate('listContainers');
+        return [...this.containers.values()].map((c) => ({ ...c }));
+      },
+      inspectContainer: async (id: string): Promise<ContainerDetail> => {
+        this.gate('inspectContainer');
+        return { ...this.get(id) };
+      },
+      containerState: async (id: string): Promise<ContainerState> => {
+        this.gate('containerState');
+        return this.get(id).state;
+      },
+      createContainer: async (_pod: string, spec: ContainerSpec): Promise<string> => {
+        this.gate('createContainer');
+        const c = this.add(spec.name, spec.image);
+        c.state = 'created';
+        c.labels = { ...spec.labels };
+        c.attempt = spec.attempt;
+        c.spec = spec;
+        return c.id;
+      },
+      startContainer: async (id: string) => {
+        this.gate('startContainer');
+        const c = this.get(id);
+        if (c.state !== 'created') throw new AgentError('FailedPrecondition', `container "${id}" is ${c.state}`);
+        c.state = c.image.includes('crash') ? 'exited' : 'running';
+        if (c.state === 'exited') c.exitCode = 3;
+      },
+      stopContainer: async (id: string) => {
+        this.gate('stopContainer');
+        const c = this.get(id);
+        if (c.state === 'running') c.state = 'exited';
+      },
+      removeContainer: async (id: string) => {
+        this.gate('removeContainer');
+        this.containers.delete(id);
+      },
+      renameContainer: async () => undefined,
+      exec: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
+    };
+    return rt as unknown as Runtime;
+  }
+
+  /** A Pending operation that replaces container old with image newImage. */
+  operation(old: ContainerDetail, newImage: string, opts: { minReadyMs?: number; timeoutMs?: number } = {}): Operation {
+    const now = new Date(this.clock.now()).toISOString();
+    return {
+      id: 'op-1',
+      podId: 'p',
+      podName: 'ns/p',
+      podIp: '10.0.0.2',
+      state: 'Pending',
+      request: { pod: 'ns/p', containers: [old.name], images: { [old.name]: newImage }, graceSeconds: 1, minReadyMs: opts.minReadyMs ?? 1000, timeoutMs: opts.timeoutMs ?? 600_000 },
+      containers: [{ name: old.name, oldId: old.id, oldRuntimeName: '', oldImage: old.image, newImage, newAttempt: 1, newId: '', rollbackId: '', step: 'Waiting', steps: [{ step: 'Waiting', at: now }] }],
+      createdAt: now,
+      updatedAt: now,
+    };
+  }
+}

@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { AgentError } from '../../src/errors.js';
+import type { Operation } from '../../src/engine/operation.js';
+import { RestartExecutor } from '../../src/engine/restart-executor.js';
+import { FakeNode } from '../support/executor-fakes.js';
+import { memoryLogger } from '../support/memory-logger.js';
+import { ManualClock } from '../support/pull-fakes.js';
+
+/** Runs op on the fake node, moving the manual clock until it ends; returns the end state. */
+async function run(node: FakeNode, clock: ManualClock, op: Operation, afterStep?: (step: string) => void): Promise<Operation> {
+  const executor = new RestartExecutor({
+    runtime: node.runtime(),
+    puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
+    clock,
+    log: memoryLogger().logger,
+    save: async () => undefined,
+    publish: () => undefined,
+    draining: () => false,
+    afterStep: afterStep ? (_op, _t, step) => afterStep(step) : undefined,
+  });
+  let done = false;
+  const p = executor.run(op).finally(() => (done = true));
+  for (let i = 0; !done && i < 100_000; i++) await clock.advance(50);
+  await p;
+  return op;
+}
+
+describe('restart executor: a runtime briefly away', () => {
+  it('one Unavailable from the status call during min-ready does not fail a healthy replacement', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    const op = await run(node, clock, node.operation(old, 'app:v2'), (step) => {
+      if (step === 'Verifying') node.failOnce.set('containerState', new AgentError('Unavailable', 'UNAVAILABLE: connection refused'));
+    });
+    assert.equal(op.state, 'Succeeded', op.error);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v2', 'running']]);
+  });
+
+  for (const [step, seconds] of [['Stopping', 20], ['Starting', 20], ['Verifying', 20], ['RemovingOld', 20], ['Creating', 20]] as const) {
+    it(`a runtime away for ${seconds} s from step ${step} is waited for: Succeeded, one instance`, async () => {
+      const clock = new ManualClock();
+      const node = new FakeNode(clock);
+      const old = node.add('app', 'app:v1');
+      let backAt = Infinity;
+      node.away = () => backAt !== Infinity && clock.now() < backAt;
+      const op = await run(node, clock, node.operation(old, 'app:v2'), (s) => {
+        if (s === step && backAt === Infinity) backAt = clock.now() + seconds * 1000;
+      });
+      node.away = () => false;
+      assert.equal(op.state, 'Succeeded', op.error);
+      assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v2', 'running']]);
+    });
+  }
+
+  it('a rollback waits for a runtime away for 60 s (longer than the old 7.5 s of retries): old config running, nothing left over', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    let backAt = Infinity;
+    node.away = () => backAt !== Infinity && clock.now() < backAt;
+    const op = await run(node, clock, node.operation(old, 'crash:1'), (s) => {
+      if (s === 'RollingBack' && backAt === Infinity) backAt = clock.now() + 60_000;
+    });
+    assert.equal(op.state, 'Failed');
+    assert.equal(op.containers[0].step, 'RolledBack', op.containers[0].error);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v1', 'running']]);
+  });
+
+  it('a runtime that stays away past the deadline fails the operation with a message saying so', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    let away = false;
+    node.away = () => away;
+    const op = await run(node, clock, node.operation(old, 'app:v2', { timeoutMs: 30_000 }), (s) => {
+      if (s === 'Creating') away = true;
+    });
+    assert.equal(op.state, 'Failed');
+    assert.match(op.error ?? '', /CreateContainerFailed: could not create the replacement of "app": the runtime stayed unavailable for \d+(\.\d)?s/);
+  });
+});
