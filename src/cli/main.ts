@@ -11,6 +11,7 @@ import type { Operation } from '../engine/operation.js';
 import { isTerminal } from '../engine/operation.js';
 import { progressLine, renderOperation, renderOperations, renderPlan, renderPods } from './render.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
+import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -277,6 +278,8 @@ function program(): Command {
         c.close();
       }
     });
+
+  addPrewarmCommand(prog, globals);
   return prog;
 }
 
@@ -291,7 +294,7 @@ export async function main(argv: string[]): Promise<number> {
       // --help and --version exit 0; everything else commander rejects (including no command) is bad usage.
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof PrewarmUsageError) {
       process.stderr.write(`inplacectl: ${err.message}\n`);
       return EXIT.usage;
     }

@@ -13,6 +13,7 @@ import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { observeOperations } from './operation-metrics.js';
 import { Prewarmer } from './prewarm.js';
+import { startFleet } from './fleet-wiring.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
@@ -96,6 +97,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
+  const fleet = startFleet(opts, runtime, pulls, clock, log);
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
@@ -123,6 +125,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
+        await fleet?.stop();
         await engine.drain();
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);

@@ -31,6 +31,17 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
+  /** Kubernetes mode: kubeconfig file (else $KUBECONFIG, else in-cluster). */
+  kubeconfig?: string;
+  /** This node's name in Kubernetes (default $NODE_NAME). */
+  nodeName?: string;
+  /** Fleet pre-warm (ImagePrewarm objects) in Kubernetes mode. */
+  fleetPrewarm: boolean;
+  /** Namespace of the fleet pre-warm's slot Leases. */
+  fleetNamespace: string;
+  fleetLeaseMs: number;
+  fleetPollMs: number;
+  fleetBackoffMs: number;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -62,7 +73,14 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
-    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
+    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode: kubeconfig (default: $KUBECONFIG, then in-cluster)', 'kubeconfig'))
+    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes (default: $NODE_NAME)', 'node-name'))
+    .addOption(opt('--no-fleet-prewarm', 'in Kubernetes mode, do not take part in ImagePrewarm fleet pre-warms', 'fleet-prewarm'))
+    .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-agent-system)', 'fleet-namespace'))
+    .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
+    .addOption(opt('--fleet-poll <duration>', 'how often a waiting node looks for a free slot', 'fleet-poll').default('3s'))
+    .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'));
 }
 
 /** Settings from a parsed command. */
@@ -105,5 +123,12 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
+    kubeconfig: o.kubeconfig,
+    nodeName: o.nodeName ?? process.env.NODE_NAME,
+    fleetPrewarm: (o.fleetPrewarm as unknown) !== false,
+    fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? 'inplace-agent-system',
+    fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
+    fleetPollMs: timeout('fleet-poll', o.fleetPoll),
+    fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),
   };
 }
