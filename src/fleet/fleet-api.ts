@@ -65,9 +65,9 @@ function toSlot(l: k8s.V1Lease): SlotLease {
   };
 }
 
-/** MicroTime as the Lease API wants it: RFC 3339 with microseconds. */
+/** MicroTime as the Lease API wants it: RFC 3339 with six fractional digits. */
 function microTime(ms: number): Date {
-  return new Date(ms);
+  return new k8s.V1MicroTime(ms);
 }
 
 /** FleetApi on a real API server. */

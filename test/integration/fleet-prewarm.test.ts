@@ -157,6 +157,11 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     for (const n of NODES) await agentFor(n);
   });
 
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return;
+    for (const [n, a] of agents) process.stderr.write(`--- agent ${n} (last lines)\n${a.log().split('\n').slice(-25).join('\n')}\n`);
+  });
+
   after(async function () {
     for (const a of agents.values()) await a.stop().catch(() => undefined);
     for (const c of containerds.values()) await c.stop().catch(() => undefined);
