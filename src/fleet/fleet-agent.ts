@@ -29,6 +29,7 @@ export interface FleetOptions {
   progressEveryMs: number;
   summaryEveryMs: number;
   targetsTtlMs: number;
+  maxPollMs: number;
 }
 
 /** Defaults for a real agent. */
@@ -42,6 +43,7 @@ export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
   progressEveryMs: 2_000,
   summaryEveryMs: 5_000,
   targetsTtlMs: 30_000,
+  maxPollMs: 30_000,
 };
 
 /** Runs this node's part of every ImagePrewarm until stopped. */
@@ -76,6 +78,9 @@ export class FleetAgent {
       leaseSeconds: opts.leaseSeconds,
       backoffBaseMs: opts.backoffBaseMs,
       progressEveryMs: opts.progressEveryMs,
+      maxPollMs: opts.maxPollMs,
+      lastTry: new Map(),
+      seedsDone: new Set(),
     };
   }
 

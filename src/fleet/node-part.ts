@@ -46,6 +46,12 @@ export interface NodePartDeps {
   backoffBaseMs: number;
   /** Shortest gap between two progress writes while pulling, ms. */
   progressEveryMs: number;
+  /** Longest gap between two slot attempts of a node far back in the queue, ms. */
+  maxPollMs: number;
+  /** When this node last tried for a slot, per prewarm (ms since the epoch). */
+  lastTry: Map<string, number>;
+  /** `<prewarm>/<generation>` whose seeds were seen done. */
+  seedsDone: Set<string>;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -88,10 +94,18 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   }
   if (entry.retryAfter && Date.parse(entry.retryAfter) > now) return Date.parse(entry.retryAfter) - now;
 
-  const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
-  if (!seeds.includes(d.node) && !(await seedsDone(d, pw, seeds, entry))) return jitter(d.pollMs);
+  const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
+  const later = queueWait(d, pw, order, parallel, now);
+  if (later > 0) return later;
 
-  const slot = await d.slots.tryAcquire(name, pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes);
+  const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
+  const seedKey = `${name}/${gen}`;
+  if (!seeds.includes(d.node) && !d.seedsDone.has(seedKey)) {
+    if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d.pollMs);
+    d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
+  }
+  d.lastTry.set(name, now);
+  const slot = await d.slots.tryAcquire(name, parallel);
   if (!slot) return jitter(d.pollMs);
   try {
     await pullAll(d, pw, entry, slot, signal);
@@ -211,6 +225,23 @@ async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
   }
   await d.record.put(pw.metadata.name, entry);
   return every;
+}
+
+/**
+ * How long a node far back in the stable order waits before it tries for a slot again, so that a thousand
+ * waiting nodes do not all poll the slots: from the summary (which every agent reads with its list of
+ * prewarms), the nodes ahead of it that are not done yet; a node more than two rounds of slots back polls
+ * proportionally less often, and at least every maxPollMs (a stale summary or dead nodes ahead never hold it
+ * back for good). 0: try now.
+ */
+export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry'>, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
+  const st = pw.status;
+  if (!st || st.observedGeneration !== (pw.metadata.generation ?? 0)) return 0;
+  const ahead = order.indexOf(d.node) - (st.succeeded + st.failed);
+  if (ahead <= 2 * parallel) return 0;
+  const since = nowMs - (d.lastTry.get(pw.metadata.name) ?? 0);
+  const every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
+  return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));
 }
 
 function jitter(ms: number): number {

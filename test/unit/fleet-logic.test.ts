@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
 import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
+import { queueWait } from '../../src/fleet/node-part.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { nodePhase } from '../../src/fleet/types.js';
 
@@ -102,5 +103,29 @@ describe('inplacectl prewarm create: flags', () => {
       { ...base, deadline: 'soon' },
     ];
     for (const o of bad) assert.throws(() => specFromFlags(o), PrewarmUsageError, JSON.stringify(o));
+  });
+});
+
+describe('fleet pre-warm: a node far back in the queue polls less', () => {
+  const order = Array.from({ length: 100 }, (_, i) => `n${i}`);
+  const withStatus = (done: number): ImagePrewarm => ({
+    metadata: { name: 'web', generation: 1 },
+    spec: { images: ['r/a:1'] },
+    status: { observedGeneration: 1, desired: 100, succeeded: done, failed: 0, pulling: 0, waiting: 100 - done, failedNodes: [] },
+  });
+  const deps = (node: string, lastTry = 0) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', lastTry]]) });
+
+  it('tries now when within two rounds of slots, when the summary is missing or of another generation', () => {
+    assert.equal(queueWait(deps('n12', 99_000), withStatus(0), order, 10, 100_000), 0);
+    assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), status: undefined }, order, 10, 100_000), 0);
+    assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), metadata: { name: 'web', generation: 2 } }, order, 10, 100_000), 0);
+    assert.equal(queueWait(deps('n90', 99_000), withStatus(75), order, 10, 100_000), 0, '15 ahead with 10 slots');
+  });
+
+  it('waits when far back and tried lately, but never longer than maxPollMs since the last try', () => {
+    const w = queueWait(deps('n90', 99_000), withStatus(0), order, 10, 100_000);
+    assert.ok(w > 0 && w <= 2500, `waits a little (two polls, jittered), then looks again (${w})`);
+    assert.equal(queueWait(deps('n90', 100_000 - 9_000), withStatus(0), order, 10, 100_000), 0, '9 rounds back: every 9 s');
+    assert.equal(queueWait(deps('n99', 0), withStatus(0), order, 1, 100_000), 0, 'capped at maxPollMs');
   });
 });
