@@ -158,7 +158,7 @@ async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, se
   const cpu = apiserverCpuSeconds() - cpu0;
   await Promise.all(agents.map((a) => a.stop()));
   process.stderr.write('\n');
-  await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
+  if (!process.env.BENCH_KEEP) await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
   return { model: 'inplace-agent (no controller)', parallel, seeds, seconds, peak: reg.peak, reqPerNode: count.n / N, cpu };
 }
 
@@ -232,7 +232,7 @@ async function main(): Promise<void> {
   await cleanup(kc.makeApiClient(k8s.CustomObjectsApi), kc.makeApiClient(k8s.CoordinationV1Api));
   const rows: Row[] = [];
   for (const [p, s] of CONFIGS) rows.push(await runOurs(kc, nodes, p, s));
-  rows.push(await runKruise(kc, nodes, KRUISE_PARALLEL));
+  if (KRUISE_PARALLEL > 0) rows.push(await runKruise(kc, nodes, KRUISE_PARALLEL));
   const floor = (N * SIZE) / REGISTRY_BPS;
   console.log(`\n${N} nodes, ${SIZE / 1e6} MB image, registry ${REGISTRY_BPS / 1e6} MB/s shared, node links ${NODE_BPS / 1e6} MB/s (bandwidth floor ${floor.toFixed(0)} s)\n`);
   console.log('| model | maxParallelNodes | seedNodes | time to warm all | peak registry concurrency | API requests per node | apiserver CPU s |');

@@ -23,7 +23,6 @@ export function startFleet(opts: DaemonOptions, runtime: Runtime, pulls: PullSer
       leaseNamespace: opts.fleetNamespace,
       leaseSeconds: Math.ceil(opts.fleetLeaseMs / 1000),
       pollMs: opts.fleetPollMs,
-      listEveryMs: Math.min(FLEET_DEFAULTS.listEveryMs, opts.fleetPollMs * 2),
       backoffBaseMs: opts.fleetBackoffMs,
       seedGoneMs: Math.max(opts.fleetLeaseMs * 4, 20_000),
     },

@@ -20,8 +20,6 @@ export interface FleetOptions {
   /** Namespace of the slot Leases. */
   leaseNamespace: string;
   leaseSeconds: number;
-  /** How often the list of ImagePrewarms is read. */
-  listEveryMs: number;
   pollMs: number;
   idleMs: number;
   seedGoneMs: number;
@@ -35,7 +33,6 @@ export interface FleetOptions {
 /** Defaults for a real agent. */
 export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
   leaseSeconds: 15,
-  listEveryMs: 10_000,
   pollMs: 3_000,
   idleMs: 60_000,
   seedGoneMs: 120_000,
@@ -98,19 +95,23 @@ export class FleetAgent {
   }
 
   private async run(): Promise<void> {
-    while (!this.abort.signal.aborted) {
-      try {
+    // One list and one long-lived watch; every change of any ImagePrewarm (the summaries included) arrives
+    // here without a request of this agent's.
+    this.requests++;
+    let warned = false;
+    const follower = this.api.followPrewarms(
+      (items) => {
+        warned = false;
+        this.sync(items);
+      },
+      (err) => {
         this.requests++;
-        this.sync(await this.api.listPrewarms());
-      } catch (err) {
-        this.log.warn('cannot list ImagePrewarms; trying again', { error: asAgentError(err).message });
-      }
-      try {
-        await this.clock.sleep(this.opts.listEveryMs, this.abort.signal);
-      } catch {
-        return;
-      }
-    }
+        if (!warned) this.log.warn('watch of ImagePrewarms failed; listing and watching again with back-off', { error: asAgentError(err).message });
+        warned = true;
+      },
+    );
+    await new Promise<void>((resolve) => this.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await follower.stop().catch(() => undefined);
   }
 
   /** Starts parts for new or changed prewarms, stops those deleted. */

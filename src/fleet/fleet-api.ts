@@ -16,9 +16,20 @@ export interface SlotLease {
   resourceVersion: string;
 }
 
+/** A running watch of the ImagePrewarm objects. */
+export interface PrewarmFollower {
+  stop(): Promise<void>;
+}
+
 /** The fleet's view of the API server. `undefined` from a get means 404. */
 export interface FleetApi {
   listPrewarms(): Promise<ImagePrewarm[]>;
+  /**
+   * Lists the ImagePrewarms, then watches them (one request, then a long-lived watch), calling onList with
+   * every object after each change; on a failed watch calls onError and lists and watches again after a
+   * back-off (1 s doubling to 30 s), re-listing after a 410 Gone.
+   */
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower;
   writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void>;
   /** Names of the nodes whose labels match every pair of the selector. */
   nodesMatching(selector: Record<string, string>): Promise<string[]>;
@@ -76,7 +87,7 @@ export class KubeFleetApi implements FleetApi {
   private readonly core: k8s.CoreV1Api;
   private readonly coord: k8s.CoordinationV1Api;
 
-  constructor(kc: k8s.KubeConfig) {
+  constructor(private readonly kc: k8s.KubeConfig) {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.coord = kc.makeApiClient(k8s.CoordinationV1Api);
@@ -85,6 +96,47 @@ export class KubeFleetApi implements FleetApi {
   async listPrewarms(): Promise<ImagePrewarm[]> {
     const r = (await this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL })) as { items?: ImagePrewarm[] };
     return r.items ?? [];
+  }
+
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+    const path = `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`;
+    const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
+    const informer = k8s.makeInformer<k8s.KubernetesObject>(this.kc, path, list);
+    let stopped = false;
+    let backoff = 1000;
+    let timer: NodeJS.Timeout | undefined;
+    const emit = () => {
+      backoff = 1000;
+      onList(informer.list() as unknown as ImagePrewarm[]);
+    };
+    const restart = () => {
+      if (stopped) return;
+      timer = setTimeout(() => {
+        informer.start().then(emit, (err: unknown) => {
+          onError(err);
+          backoff = Math.min(30_000, backoff * 2);
+          restart();
+        });
+      }, backoff);
+    };
+    for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
+    informer.on('connect', emit);
+    informer.on('error', (err: unknown) => {
+      onError(err);
+      backoff = Math.min(30_000, backoff * 2);
+      restart();
+    });
+    informer.start().then(emit, (err: unknown) => {
+      onError(err);
+      restart();
+    });
+    return {
+      stop: async () => {
+        stopped = true;
+        clearTimeout(timer);
+        await informer.stop();
+      },
+    };
   }
 
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {

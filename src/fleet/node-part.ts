@@ -107,10 +107,16 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   d.lastTry.set(name, now);
   const slot = await d.slots.tryAcquire(name, parallel);
   if (!slot) return jitter(d.pollMs);
-  try {
-    await pullAll(d, pw, entry, slot, signal);
-  } finally {
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
     await d.slots.release(slot).catch((err: unknown) => d.log.warn('prewarm slot not released; it frees itself when its lease expires', { prewarm: name, slot: slot.name, error: asAgentError(err).message }));
+  };
+  try {
+    await pullAll(d, pw, entry, slot, release, signal);
+  } finally {
+    await release();
   }
   return 0;
 }
@@ -130,7 +136,7 @@ async function seedsDone(d: NodePartDeps, pw: ImagePrewarm, seeds: string[], min
 }
 
 /** Pulls the images not yet warm, holding the slot; records progress and the outcome. */
-async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, slot: SlotLease, signal?: AbortSignal): Promise<void> {
+async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, slot: SlotLease, release: () => Promise<void>, signal?: AbortSignal): Promise<void> {
   const name = pw.metadata.name;
   let held: SlotLease | undefined = slot;
   const renewEvery = Math.max(1000, (d.leaseSeconds * 1000) / 3);
@@ -159,7 +165,8 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
       if (img.phase === 'Succeeded' || img.phase === 'Failed') continue;
       Object.assign(img, { phase: 'Pulling', startTime: iso(d.clock.now()), message: undefined, attempts: img.attempts + 1 });
       entry.phase = 'Pulling';
-      await d.record.put(name, entry);
+      // Recorded alongside the pull, not before it: a pull is safe to repeat, and the slot is held meanwhile.
+      const recorded = d.record.put(name, entry).catch((err: unknown) => d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message }));
       let lastWrite = d.clock.now();
       const outcome = await d.puller.pull(img.image, { keyring, pin: pw.spec.pin ?? false, signal }, (done, total) => {
         img.bytesDone = done;
@@ -169,6 +176,7 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
           void d.record.put(name, entry).catch(() => undefined);
         }
       });
+      await recorded;
       if (outcome.ok) {
         Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined });
         if (img.bytesTotal > 0) img.bytesDone = img.bytesTotal;
@@ -176,6 +184,8 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
         fail(d, pw, entry, img, outcome.message || outcome.kind || 'pull failed');
       }
     }
+    clearInterval(renewal);
+    await release(); // the next node may start while this one records its outcome
     await settle(d, pw, entry);
   } finally {
     clearInterval(renewal);
@@ -231,14 +241,14 @@ async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
  * How long a node far back in the stable order waits before it tries for a slot again, so that a thousand
  * waiting nodes do not all poll the slots: from the summary (which every agent reads with its list of
  * prewarms), the nodes ahead of it that are not done yet; a node more than two rounds of slots back polls
- * proportionally less often, and at least every maxPollMs (a stale summary or dead nodes ahead never hold it
+ * proportionally less often (more than four rounds of slots back), and at least every maxPollMs (a stale summary or dead nodes ahead never hold it
  * back for good). 0: try now.
  */
 export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry'>, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
   const st = pw.status;
   if (!st || st.observedGeneration !== (pw.metadata.generation ?? 0)) return 0;
   const ahead = order.indexOf(d.node) - (st.succeeded + st.failed);
-  if (ahead <= 2 * parallel) return 0;
+  if (ahead <= 4 * parallel) return 0;
   const since = nowMs - (d.lastTry.get(pw.metadata.name) ?? 0);
   const every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
   return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));

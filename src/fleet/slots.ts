@@ -4,6 +4,10 @@
 // (create fails with 409 when taken; replace fails with 409 when someone else wrote first) decides races.
 import type { Clock } from '../clock.js';
 import { httpStatus, type FleetApi, type SlotLease } from './fleet-api.js';
+import { rankKey } from './node-order.js';
+
+/** Slots a node tries to write in one attempt (those the list showed free); lost races beyond that wait for the next poll. */
+const MAX_TRIES = 3;
 
 /** The Lease name of slot i. */
 export function slotName(prewarm: string, i: number): string {
@@ -27,8 +31,9 @@ export class SlotClaimer {
   ) {}
 
   /**
-   * Takes a slot of the prewarm: one this node already holds (an agent restarted mid-pull), else the first
-   * free one. Undefined when every slot is held. One list request, plus one write per slot tried.
+   * Takes a slot of the prewarm: one this node already holds (an agent restarted mid-pull), else a free one,
+   * looking from an offset of its own. Undefined when none could be had. One list request, plus one write per
+   * slot tried (at most three).
    */
   async tryAcquire(prewarm: string, maxParallel: number): Promise<SlotLease | undefined> {
     const now = this.clock.now();
@@ -36,12 +41,18 @@ export class SlotClaimer {
     const mine = leases.find((l) => l.holder === this.holder && this.index(prewarm, l.name) < maxParallel);
     if (mine) return this.renew(mine);
     const byName = new Map(leases.map((l) => [l.name, l]));
-    for (let i = 0; i < maxParallel; i++) {
+    // Each node starts looking at its own offset, so that nodes racing for slots mostly try different ones.
+    const offset = Number(rankKey(prewarm, this.holder) % BigInt(maxParallel));
+    let tries = 0;
+    for (let k = 0; k < maxParallel && tries < MAX_TRIES; k++) {
+      const i = (offset + k) % maxParallel;
       const name = slotName(prewarm, i);
       const l = byName.get(name);
+      if (l && !slotFree(l, now)) continue;
+      tries++;
       try {
         if (!l) return await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
-        if (slotFree(l, now)) return await this.api.updateSlot(this.namespace, l, this.holder, now);
+        return await this.api.updateSlot(this.namespace, l, this.holder, now);
       } catch (err) {
         if (httpStatus(err) === 409) continue; // another node was first
         throw err;

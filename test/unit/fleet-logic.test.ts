@@ -115,17 +115,18 @@ describe('fleet pre-warm: a node far back in the queue polls less', () => {
   });
   const deps = (node: string, lastTry = 0) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', lastTry]]) });
 
-  it('tries now when within two rounds of slots, when the summary is missing or of another generation', () => {
+  it('tries now when within four rounds of slots, when the summary is missing or of another generation', () => {
     assert.equal(queueWait(deps('n12', 99_000), withStatus(0), order, 10, 100_000), 0);
     assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), status: undefined }, order, 10, 100_000), 0);
     assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), metadata: { name: 'web', generation: 2 } }, order, 10, 100_000), 0);
-    assert.equal(queueWait(deps('n90', 99_000), withStatus(75), order, 10, 100_000), 0, '15 ahead with 10 slots');
+    assert.equal(queueWait(deps('n90', 99_000), withStatus(55), order, 10, 100_000), 0, '35 ahead with 10 slots');
   });
 
   it('waits when far back and tried lately, but never longer than maxPollMs since the last try', () => {
     const w = queueWait(deps('n90', 99_000), withStatus(0), order, 10, 100_000);
     assert.ok(w > 0 && w <= 2500, `waits a little (two polls, jittered), then looks again (${w})`);
     assert.equal(queueWait(deps('n90', 100_000 - 9_000), withStatus(0), order, 10, 100_000), 0, '9 rounds back: every 9 s');
+    assert.ok(queueWait(deps('n90', 100_000 - 8_000), withStatus(0), order, 10, 100_000) > 0, 'not yet after 8 s');
     assert.equal(queueWait(deps('n99', 0), withStatus(0), order, 1, 100_000), 0, 'capped at maxPollMs');
   });
 });
