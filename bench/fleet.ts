@@ -168,14 +168,11 @@ async function runKruise(kc: k8s.KubeConfig, nodes: string[], parallel: number):
   const reg = new SimRegistry();
   let requests = 0;
   const job = `bench-kruise-${Date.now() % 100000}`;
-  const cpu0 = apiserverCpuSeconds();
-  const t0 = Date.now();
   // One NodeImage per node exists before any job (kruise creates them with the nodes): not counted.
   for (let i = 0; i < nodes.length; i += 50) {
     await Promise.all(nodes.slice(i, i + 50).map((n) => custom.createClusterCustomObject({ ...G, plural: 'nodeprewarms', body: { apiVersion: 'inplace-agent.io/v1alpha1', kind: 'NodePrewarm', metadata: { name: n }, spec: { nodeName: n } } }).catch(() => undefined)));
   }
   const cpuAfterSetup = apiserverCpuSeconds();
-  const setupCpu = cpuAfterSetup - cpu0;
   const t1 = Date.now();
   const queue = [...nodes];
   let running = 0;
@@ -215,7 +212,6 @@ async function runKruise(kc: k8s.KubeConfig, nodes: string[], parallel: number):
   const seconds = (Date.now() - t1) / 1000;
   const cpu = apiserverCpuSeconds() - cpuAfterSetup;
   process.stderr.write('\n');
-  void setupCpu;
   await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
   return { model: "Kruise's model (one controller, one NodeImage per node)", parallel, seeds: 0, seconds, peak: reg.peak, reqPerNode: requests / N, cpu };
 }
