@@ -12,6 +12,7 @@ import { isTerminal } from '../engine/operation.js';
 import { progressLine, renderOperation, renderOperations, renderPlan, renderPods, restartSummary as summary } from './render.js';
 import { kubeRestart } from './kube-restart-command.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
+import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -291,6 +292,8 @@ function program(): Command {
         c.close();
       }
     });
+
+  addPrewarmCommand(prog, globals);
   return prog;
 }
 
@@ -305,7 +308,7 @@ export async function main(argv: string[]): Promise<number> {
       // --help and --version exit 0; everything else commander rejects (including no command) is bad usage.
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof UsageError) {
+    if (err instanceof UsageError || err instanceof PrewarmUsageError) {
       process.stderr.write(`inplacectl: ${err.message}\n`);
       return EXIT.usage;
     }

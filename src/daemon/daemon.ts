@@ -17,6 +17,7 @@ import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
 import { recoveryMetrics } from './recovery-metrics.js';
 import { Prewarmer } from './prewarm.js';
+import { startFleet } from './fleet-wiring.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
@@ -135,6 +136,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
+  const fleet = startFleet(opts, runtime, pulls, clock, log);
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
@@ -164,6 +166,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
+        await fleet?.stop();
         await restarts?.stop();
         const left = await engine.drain(opts.drainTimeoutMs);
         if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });

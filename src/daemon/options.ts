@@ -47,6 +47,13 @@ export interface DaemonOptions {
   maxParallelOperations: number;
   /** Longest wait for running operations on SIGTERM before exiting (they resume at the next start), ms. */
   drainTimeoutMs: number;
+  /** Fleet pre-warm (ImagePrewarm objects) in Kubernetes mode. */
+  fleetPrewarm: boolean;
+  /** Namespace of the fleet pre-warm's slot Leases. */
+  fleetNamespace: string;
+  fleetLeaseMs: number;
+  fleetPollMs: number;
+  fleetBackoffMs: number;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -87,7 +94,12 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
     .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
     .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
-    .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'));
+    .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'))
+    .addOption(opt('--no-fleet-prewarm', 'in Kubernetes mode, do not take part in ImagePrewarm fleet pre-warms', 'fleet-prewarm'))
+    .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-agent-system)', 'fleet-namespace'))
+    .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
+    .addOption(opt('--fleet-poll <duration>', 'how often a waiting node looks for a free slot', 'fleet-poll').default('3s'))
+    .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'));
 }
 
 /** Settings from a parsed command. */
@@ -139,5 +151,10 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     watchNamespace: o.watchNamespace,
     maxParallelOperations: Math.max(1, int('max-parallel-operations', o.maxParallelOperations)),
     drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
+    fleetPrewarm: (o.fleetPrewarm as unknown) !== false,
+    fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? 'inplace-agent-system',
+    fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
+    fleetPollMs: timeout('fleet-poll', o.fleetPoll),
+    fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),
   };
 }

@@ -22,8 +22,15 @@ export interface RegistryProxy {
   close(): Promise<void>;
 }
 
-/** Starts a proxy on a free loopback port forwarding to upstream (`host:port`). */
-export async function startRegistryProxy(upstream: string): Promise<RegistryProxy> {
+/** A blob download seen by the proxy: when it started and ended (ms since the epoch). */
+export interface BlobDownload {
+  digest: string;
+  start: number;
+  end: number;
+}
+
+/** Starts a proxy on a free loopback port forwarding to upstream (`host:port`); onBlob hears each finished blob download. */
+export async function startRegistryProxy(upstream: string, onBlob?: (d: BlobDownload) => void): Promise<RegistryProxy> {
   const [upHost, upPort] = upstream.split(':');
   const blobGets = new Map<string, number>();
   const requests: string[] = [];
@@ -36,6 +43,7 @@ export async function startRegistryProxy(upstream: string): Promise<RegistryProx
   const server = http.createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
     const blob = /\/blobs\/(sha256:[a-f0-9]{64})/.exec(req.url ?? '');
+    const started = Date.now();
     const up = http.request(
       { host: upHost, port: Number(upPort), method: req.method, path: req.url, headers: req.headers },
       (upRes) => {
@@ -64,7 +72,10 @@ export async function startRegistryProxy(upstream: string): Promise<RegistryProx
             setTimeout(() => upRes.resume(), (chunk.length / rate) * 1000);
           }
         });
-        upRes.on('end', () => res.end());
+        upRes.on('end', () => {
+          res.end();
+          if (isBlobBody && blob) onBlob?.({ digest: blob[1], start: started, end: Date.now() });
+        });
       },
     );
     res.on('close', () => up.destroy());

@@ -1,0 +1,241 @@
+// `npm run bench:fleet`: a fleet far larger than this machine, warmed in one process. Many FleetAgents (the
+// real coordination code: slot Leases, seeds, NodePrewarm records, the summary) run against the sandbox
+// cluster's real API server; only the runtime is simulated: a pull of known size over a registry whose
+// bandwidth all concurrent pulls share (each node's own link capped too). Reports, per configuration, the time
+// to warm every node, the peak registry concurrency, API requests per node and the API server's CPU seconds.
+//
+// The baseline, Kruise's model, runs in the same harness against the same API server: one controller hands
+// the image to `parallelism` nodes at a time by writing each node's NodeImage-like record (one object per
+// node), each node's daemon learns of it through one shared watch (counted as one watch per node, as every
+// kruise-daemon holds its own), pulls, and writes its status at start and end; the controller hears the end
+// through its watch and hands the image to the next node. No seeds.
+//
+// Usage: node dist/bench/fleet.js [--nodes 1000] [--mb 20] [--registry-mbps 1000] [--node-mbps 100]
+//        [--configs 50/0,100/0,100/10,250/10] [--kruise-parallel 100]
+// Needs KUBECONFIG (the sandbox cluster: scripts/kube-sandbox env) and the fleet CRDs, which it applies.
+import * as childProcess from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
+import { FleetAgent, FLEET_DEFAULTS } from '../src/fleet/fleet-agent.js';
+import { KubeFleetApi, type FleetApi } from '../src/fleet/fleet-api.js';
+import type { FleetPuller, FleetPullOutcome } from '../src/fleet/fleet-puller.js';
+import type { NodePrewarm } from '../src/fleet/types.js';
+import { systemClock } from '../src/clock.js';
+import { createLogger } from '../src/log.js';
+import { applyCrds, ensureNamespace } from '../test/support/kube-apply.js';
+
+function arg(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1]! : def;
+}
+
+const N = Number(arg('nodes', '1000'));
+const SIZE = Number(arg('mb', '20')) * 1e6;
+const REGISTRY_BPS = Number(arg('registry-mbps', '1000')) * 1e6;
+const NODE_BPS = Number(arg('node-mbps', '100')) * 1e6;
+const CONFIGS = arg('configs', '50/0,100/0,100/10,250/10').split(',').map((c) => c.split('/').map(Number) as [number, number]);
+const KRUISE_PARALLEL = Number(arg('kruise-parallel', '100'));
+const NS = 'inplace-fleet-bench';
+const LABEL = 'inplace-agent.bench/fleet';
+const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
+
+/** A registry of fixed bandwidth shared by every pull under way; each node's link caps its own share. */
+class SimRegistry {
+  private readonly active = new Set<{ left: number; done: () => void; onProgress: (d: number) => void }>();
+  peak = 0;
+  private timer: NodeJS.Timeout | undefined;
+
+  pull(onProgress: (done: number) => void): Promise<void> {
+    return new Promise((done) => {
+      this.active.add({ left: SIZE, done, onProgress });
+      this.peak = Math.max(this.peak, this.active.size);
+      this.timer ??= setInterval(() => this.tick(), 50);
+    });
+  }
+
+  private tick(): void {
+    const rate = Math.min(NODE_BPS, REGISTRY_BPS / Math.max(1, this.active.size));
+    for (const p of this.active) {
+      p.left -= rate * 0.05;
+      p.onProgress(Math.min(SIZE, SIZE - p.left));
+      if (p.left <= 0) {
+        this.active.delete(p);
+        p.done();
+      }
+    }
+    if (this.active.size === 0) {
+      clearInterval(this.timer);
+      this.timer = undefined;
+    }
+  }
+}
+
+/** A node's simulated runtime: the image is present once pulled. */
+class SimPuller implements FleetPuller {
+  private have = false;
+  constructor(private readonly reg: SimRegistry) {}
+  present(): Promise<boolean> {
+    return Promise.resolve(this.have);
+  }
+  async pull(_image: string, _o: unknown, onProgress: (d: number, t: number) => void): Promise<FleetPullOutcome> {
+    await this.reg.pull((d) => onProgress(d, SIZE));
+    this.have = true;
+    return { ok: true, digest: 'sim@sha256:' + '0'.repeat(64), pinned: false, message: '', kind: '' };
+  }
+}
+
+/** Counts every request a FleetApi makes. */
+function counted(api: FleetApi, count: { n: number }): FleetApi {
+  return new Proxy(api, {
+    get(target, prop, recv) {
+      const v = Reflect.get(target, prop, recv) as unknown;
+      if (typeof v !== 'function') return v;
+      return (...args: unknown[]) => {
+        count.n++;
+        return (v as (...a: unknown[]) => unknown).apply(target, args);
+      };
+    },
+  });
+}
+
+function apiserverCpuSeconds(): number {
+  const pid = childProcess.execSync('pgrep -o -f "^[^ ]*kube-apiserver "', { encoding: 'utf8' }).trim();
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 1/100 s
+}
+
+async function createNodes(core: k8s.CoreV1Api): Promise<string[]> {
+  const names = Array.from({ length: N }, (_, i) => `sim-${String(i).padStart(5, '0')}`);
+  const existing = new Set((await core.listNode({ labelSelector: `${LABEL}=yes` })).items.map((n) => n.metadata!.name!));
+  const todo = names.filter((n) => !existing.has(n));
+  for (let i = 0; i < todo.length; i += 50) {
+    await Promise.all(todo.slice(i, i + 50).map((name) => core.createNode({ body: { metadata: { name, labels: { [LABEL]: 'yes' } }, spec: { unschedulable: true } } })));
+  }
+  return names;
+}
+
+async function cleanup(custom: k8s.CustomObjectsApi, coord: k8s.CoordinationV1Api): Promise<void> {
+  const list = (await custom.listClusterCustomObject({ ...G, plural: 'imageprewarms' })) as { items: { metadata: { name: string } }[] };
+  for (const p of list.items.filter((x) => x.metadata.name.startsWith('bench-'))) await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: p.metadata.name });
+  await custom.deleteCollectionClusterCustomObject({ ...G, plural: 'nodeprewarms' }).catch(() => undefined);
+  await coord.deleteCollectionNamespacedLease({ namespace: NS }).catch(() => undefined);
+}
+
+interface Row {
+  model: string;
+  parallel: number;
+  seeds: number;
+  seconds: number;
+  peak: number;
+  reqPerNode: number;
+  cpu: number;
+}
+
+async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, seeds: number): Promise<Row> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const reg = new SimRegistry();
+  const log = createLogger('error');
+  const count = { n: 0 };
+  const base = new KubeFleetApi(kc);
+  const name = `bench-${parallel}-${seeds}-${Date.now() % 100000}`;
+  const agents = nodes.map(
+    (node) =>
+      new FleetAgent(counted(base, count), new SimPuller(reg), { ...FLEET_DEFAULTS, node, leaseNamespace: NS, idleMs: 5_000 }, systemClock, log),
+  );
+  const cpu0 = apiserverCpuSeconds();
+  const t0 = Date.now();
+  await custom.createClusterCustomObject({ ...G, plural: 'imageprewarms', body: { apiVersion: 'inplace-agent.io/v1alpha1', kind: 'ImagePrewarm', metadata: { name }, spec: { images: ['sim/app:1'], nodeSelector: { [LABEL]: 'yes' }, maxParallelNodes: parallel, seedNodes: seeds } } });
+  for (const a of agents) a.start();
+  // Done when every NodePrewarm says Succeeded for this prewarm.
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const list = (await custom.listClusterCustomObject({ ...G, plural: 'nodeprewarms' })) as { items: NodePrewarm[] };
+    const ok = list.items.filter((np) => np.status?.prewarms?.[name]?.phase === 'Succeeded').length;
+    process.stderr.write(`\r  ours p=${parallel} s=${seeds}: ${ok}/${N} warm, ${((Date.now() - t0) / 1000).toFixed(0)} s   `);
+    if (ok === N) break;
+  }
+  const seconds = (Date.now() - t0) / 1000;
+  const cpu = apiserverCpuSeconds() - cpu0;
+  await Promise.all(agents.map((a) => a.stop()));
+  process.stderr.write('\n');
+  if (!process.env.BENCH_KEEP) await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
+  return { model: 'inplace-agent (no controller)', parallel, seeds, seconds, peak: reg.peak, reqPerNode: count.n / N, cpu };
+}
+
+/** Kruise's model, from its documented behaviour: a controller fills `parallel` nodes' records at a time. */
+async function runKruise(kc: k8s.KubeConfig, nodes: string[], parallel: number): Promise<Row> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const reg = new SimRegistry();
+  let requests = 0;
+  const job = `bench-kruise-${Date.now() % 100000}`;
+  // One NodeImage per node exists before any job (kruise creates them with the nodes): not counted.
+  for (let i = 0; i < nodes.length; i += 50) {
+    await Promise.all(nodes.slice(i, i + 50).map((n) => custom.createClusterCustomObject({ ...G, plural: 'nodeprewarms', body: { apiVersion: 'inplace-agent.io/v1alpha1', kind: 'NodePrewarm', metadata: { name: n }, spec: { nodeName: n } } }).catch(() => undefined)));
+  }
+  const cpuAfterSetup = apiserverCpuSeconds();
+  const t1 = Date.now();
+  const queue = [...nodes];
+  let running = 0;
+  let done = 0;
+  const write = async (node: string, phase: string) => {
+    requests++;
+    const cur = (await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: node })) as NodePrewarm;
+    requests++;
+    const entry = { generation: 1, phase, firstSeen: new Date().toISOString(), images: [{ image: 'sim/app:1', phase, bytesDone: 0, bytesTotal: SIZE, attempts: 1 }] };
+    await custom.replaceClusterCustomObjectStatus({ ...G, plural: 'nodeprewarms', name: node, body: { ...cur, status: { prewarms: { [job]: entry } } } });
+  };
+  await new Promise<void>((resolve) => {
+    // The controller: lists nodes once, then keeps `parallel` nodes pulling; every hand-out is a write of the
+    // node's record (spec: the image), every end a status write by the node's daemon.
+    requests++; // the controller's node list
+    const handOut = () => {
+      while (running < parallel && queue.length > 0) {
+        const node = queue.shift()!;
+        running++;
+        void (async () => {
+          await write(node, 'Waiting'); // controller: spec updated with the image
+          requests++; // the daemon's own watch of its NodeImage (one per node)
+          await write(node, 'Pulling'); // daemon: status Pulling
+          await reg.pull(() => undefined);
+          await write(node, 'Succeeded'); // daemon: status Succeeded
+          running--;
+          done++;
+          if (done % 50 === 0) requests++; // the controller's job status update, batched
+          process.stderr.write(`\r  kruise p=${parallel}: ${done}/${N} warm, ${((Date.now() - t1) / 1000).toFixed(0)} s   `);
+          if (done === N) resolve();
+          else handOut();
+        })();
+      }
+    };
+    handOut();
+  });
+  const seconds = (Date.now() - t1) / 1000;
+  const cpu = apiserverCpuSeconds() - cpuAfterSetup;
+  process.stderr.write('\n');
+  await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
+  return { model: "Kruise's model (one controller, one NodeImage per node)", parallel, seeds: 0, seconds, peak: reg.peak, reqPerNode: requests / N, cpu };
+}
+
+async function main(): Promise<void> {
+  if (!process.env.KUBECONFIG) throw new Error('KUBECONFIG is not set: start the sandbox cluster (scripts/kube-sandbox up) and eval its env');
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(process.env.KUBECONFIG);
+  await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
+  await ensureNamespace(kc, NS);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  process.stderr.write(`creating ${N} Node objects...\n`);
+  const nodes = await createNodes(core);
+  await cleanup(kc.makeApiClient(k8s.CustomObjectsApi), kc.makeApiClient(k8s.CoordinationV1Api));
+  const rows: Row[] = [];
+  for (const [p, s] of CONFIGS) rows.push(await runOurs(kc, nodes, p, s));
+  if (KRUISE_PARALLEL > 0) rows.push(await runKruise(kc, nodes, KRUISE_PARALLEL));
+  const floor = (N * SIZE) / REGISTRY_BPS;
+  console.log(`\n${N} nodes, ${SIZE / 1e6} MB image, registry ${REGISTRY_BPS / 1e6} MB/s shared, node links ${NODE_BPS / 1e6} MB/s (bandwidth floor ${floor.toFixed(0)} s)\n`);
+  console.log('| model | maxParallelNodes | seedNodes | time to warm all | peak registry concurrency | API requests per node | apiserver CPU s |');
+  console.log('|---|---|---|---|---|---|---|');
+  for (const r of rows) console.log(`| ${r.model} | ${r.parallel} | ${r.seeds} | ${r.seconds.toFixed(1)} s | ${r.peak} | ${r.reqPerNode.toFixed(1)} | ${r.cpu.toFixed(1)} |`);
+  for (let i = 0; i < N; i += 100) await Promise.all(nodes.slice(i, i + 100).map((name) => core.deleteNode({ name }).catch(() => undefined)));
+}
+
+await main();
+process.exit(0);

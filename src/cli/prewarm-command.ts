@@ -1,0 +1,209 @@
+// `inplacectl prewarm create|status|delete NAME`: fleet pre-warm through the Kubernetes API (no agent socket).
+// status sums up the per-node NodePrewarm objects itself, so it is current even when no summary was written.
+import type { Command } from 'commander';
+import { AgentError } from '../errors.js';
+import { parseDuration } from '../duration.js';
+import { parseImageRef } from '../runtime/image-ref.js';
+import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
+import { summarize } from '../fleet/summary.js';
+import { targetedNodes } from '../fleet/targets.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmSpec, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
+import { loadKubeConfig } from '../kube/kubeconfig.js';
+import * as k8s from '@kubernetes/client-node';
+
+/** Bad usage (exit 2): thrown as this so main maps it. */
+export class PrewarmUsageError extends Error {}
+
+interface PrewarmGlobals {
+  output: 'text' | 'json';
+}
+
+function pairs(values: string[], flag: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const v of values) {
+    const eq = v.indexOf('=');
+    if (eq <= 0) throw new PrewarmUsageError(`--${flag} takes KEY=VALUE, got "${v}"`);
+    out[v.slice(0, eq)] = v.slice(eq + 1);
+  }
+  return out;
+}
+
+function int(v: string | undefined, flag: string, min: number, max: number): number | undefined {
+  if (v === undefined) return undefined;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < min || n > max) throw new PrewarmUsageError(`--${flag} must be an integer from ${min} to ${max}, got "${v}"`);
+  return n;
+}
+
+function seconds(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  try {
+    return Math.ceil(parseDuration(v) / 1000);
+  } catch (err) {
+    throw new PrewarmUsageError(`--${flag}: ${(err as Error).message}`);
+  }
+}
+
+/** The spec from create's flags; every image reference is parsed before anything is sent. */
+export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
+  const images = o.image as string[];
+  if (images.length === 0) throw new PrewarmUsageError('give at least one --image');
+  for (const i of images) {
+    try {
+      parseImageRef(i);
+    } catch (err) {
+      throw new PrewarmUsageError((err as Error).message);
+    }
+  }
+  const spec: ImagePrewarmSpec = { images };
+  const nodeSel = o.nodeSelector as string[];
+  const podSel = o.podSelector as string | undefined;
+  if (nodeSel.length > 0 && podSel) throw new PrewarmUsageError('--node-selector and --pod-selector are exclusive');
+  if (nodeSel.length > 0) spec.nodeSelector = pairs(nodeSel, 'node-selector');
+  if (podSel) {
+    const slash = podSel.indexOf('/');
+    if (slash <= 0) throw new PrewarmUsageError(`--pod-selector takes NAMESPACE/KEY=VALUE[,KEY=VALUE], got "${podSel}"`);
+    spec.podSelector = { namespace: podSel.slice(0, slash), matchLabels: pairs(podSel.slice(slash + 1).split(','), 'pod-selector') };
+  }
+  spec.maxParallelNodes = int(o.maxParallel as string | undefined, 'max-parallel', 1, 1000);
+  spec.seedNodes = int(o.seeds as string | undefined, 'seeds', 0, 1000);
+  spec.backoffLimit = int(o.backoffLimit as string | undefined, 'backoff-limit', 0, 100);
+  spec.activeDeadlineSeconds = seconds(o.deadline as string | undefined, 'deadline');
+  spec.refreshSeconds = seconds(o.refresh as string | undefined, 'refresh');
+  if (o.pin) spec.pin = true;
+  const secrets = o.pullSecret as string[];
+  if (secrets.length > 0) {
+    spec.imagePullSecrets = secrets.map((s) => {
+      const [namespace, name, extra] = s.split('/');
+      if (!namespace || !name || extra !== undefined) throw new PrewarmUsageError(`--pull-secret takes NAMESPACE/NAME, got "${s}"`);
+      return { namespace, name };
+    });
+  }
+  for (const k of Object.keys(spec) as (keyof ImagePrewarmSpec)[]) if (spec[k] === undefined) delete spec[k];
+  return spec;
+}
+
+function kubeconfigOf(o: { kubeconfig?: string }): k8s.KubeConfig {
+  const kc = loadKubeConfig({ kubeconfig: o.kubeconfig });
+  if (!kc) throw new PrewarmUsageError('no Kubernetes API configured: give --kubeconfig, set $KUBECONFIG, or run in a cluster');
+  return kc;
+}
+
+function apiError(err: unknown, what: string): Error {
+  const s = httpStatus(err);
+  const body = (err as { body?: unknown }).body;
+  let msg = '';
+  try {
+    msg = (typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string }))?.message ?? '';
+  } catch {
+    msg = String(body ?? '');
+  }
+  if (s === 404) return new AgentError('NotFound', `${what}: not found`);
+  if (s === 409) return new AgentError('FailedPrecondition', `${what}: already exists`);
+  if (s === 422 || s === 400) return new AgentError('InvalidArgument', `${what}: refused by the API server: ${msg}`);
+  if (s) return new AgentError('Unavailable', `${what}: API server answered ${s}${msg ? ': ' + msg : ''}`);
+  return new AgentError('Unavailable', `${what}: ${(err as Error).message}`);
+}
+
+/** A prewarm's live status: summed up from the per-node records now. */
+export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {
+  const api = new KubeFleetApi(kc);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  let pw: ImagePrewarm;
+  try {
+    pw = (await custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name })) as ImagePrewarm;
+  } catch (err) {
+    throw apiError(err, `ImagePrewarm ${name}`);
+  }
+  const order = await targetedNodes(api, pw);
+  const records: NodePrewarm[] = await api.listNodePrewarms();
+  const status = summarize(pw, order, records);
+  const byNode = new Map(records.map((r) => [r.spec?.nodeName ?? r.metadata.name, r]));
+  const nodes: Record<string, string> = {};
+  for (const n of order) {
+    const e = byNode.get(n)?.status?.prewarms?.[name];
+    nodes[n] = e && e.generation === (pw.metadata.generation ?? 0) ? e.phase : 'Waiting';
+  }
+  return { prewarm: pw, status, nodes };
+}
+
+/** The status as text lines. */
+export function renderPrewarmStatus(name: string, s: ImagePrewarmStatus, nodes: Record<string, string>): string {
+  const lines = [`${name}: ${s.succeeded}/${s.desired} nodes done, ${s.pulling} pulling, ${s.waiting} waiting, ${s.failed} failed`];
+  for (const [node, phase] of Object.entries(nodes)) lines.push(`  ${node.padEnd(30)} ${phase}`);
+  for (const f of s.failedNodes) lines.push(`failed: ${f.node}: ${f.reason}`);
+  return lines.join('\n');
+}
+
+/** Adds `prewarm` with its subcommands to inplacectl. */
+export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals): void {
+  const pw = prog.command('prewarm').description('warm images across the cluster before a rollout (ImagePrewarm objects; needs a kubeconfig)');
+  const kubeOpt = (c: Command) => c.option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, then in-cluster)');
+
+  kubeOpt(pw.command('create'))
+    .description('create an ImagePrewarm: every agent on the selected nodes pulls its part')
+    .argument('<name>')
+    .option('--image <ref>', 'image to warm (repeatable)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--node-selector <key=value>', 'nodes with this label (repeatable; all must match)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--pod-selector <ns/key=value,...>', 'the nodes where these pods run now')
+    .option('--max-parallel <n>', 'nodes pulling at once across the cluster (default 1)')
+    .option('--seeds <n>', 'nodes that pull first, alone, before the rest (default 0)')
+    .option('--pin', 'protect the images from the kubelet\'s image GC')
+    .option('--pull-secret <ns/name>', 'a dockerconfigjson Secret with registry credentials (repeatable)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--deadline <duration>', 'nodes not done by then are Failed')
+    .option('--backoff-limit <n>', 'retries per image and node (default 3)')
+    .option('--refresh <duration>', 're-check and re-pull what is gone every interval')
+    .action(async (name: string, o: Record<string, unknown>) => {
+      const spec = specFromFlags(o);
+      const kc = kubeconfigOf(o as { kubeconfig?: string });
+      const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+      const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name }, spec };
+      try {
+        await custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body });
+      } catch (err) {
+        throw apiError(err, `ImagePrewarm ${name}`);
+      }
+      const g = globals();
+      process.stdout.write(g.output === 'json' ? JSON.stringify(body, null, 2) + '\n' : `imageprewarm ${name} created: ${spec.images.join(', ')}\n`);
+    });
+
+  kubeOpt(pw.command('status'))
+    .description('nodes done, pulling, waiting and failed, summed up from the per-node records')
+    .argument('<name>')
+    .option('-w, --watch', 'follow until every node is done or failed (exit 1 when any failed)')
+    .option('--interval <duration>', 'refresh interval with --watch', '2s')
+    .action(async (name: string, o: { kubeconfig?: string; watch?: boolean; interval: string }) => {
+      const g = globals();
+      const kc = kubeconfigOf(o);
+      const every = parseDuration(o.interval);
+      let last = '';
+      for (;;) {
+        const { status, nodes } = await liveStatus(kc, name);
+        const text = renderPrewarmStatus(name, status, nodes);
+        const out = g.output === 'json' ? JSON.stringify({ name, ...status, nodes }, null, 2) : text;
+        if (out !== last) process.stdout.write(out + '\n');
+        last = out;
+        const done = status.desired > 0 && status.succeeded + status.failed === status.desired;
+        if (!o.watch || done) {
+          if (o.watch && status.failed > 0) process.exitCode = 1;
+          return;
+        }
+        await new Promise((r) => setTimeout(r, every));
+      }
+    });
+
+  kubeOpt(pw.command('delete'))
+    .description('delete an ImagePrewarm (agents drop their records of it; images stay on the nodes)')
+    .argument('<name>')
+    .action(async (name: string, o: { kubeconfig?: string }) => {
+      const kc = kubeconfigOf(o);
+      const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+      try {
+        await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name });
+      } catch (err) {
+        throw apiError(err, `ImagePrewarm ${name}`);
+      }
+      const g = globals();
+      process.stdout.write(g.output === 'json' ? JSON.stringify({ name, deleted: true }) + '\n' : `imageprewarm ${name} deleted\n`);
+    });
+}

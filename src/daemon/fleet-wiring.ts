@@ -1,0 +1,35 @@
+// Starts the fleet pre-warm when the agent runs in Kubernetes mode (a kubeconfig and a node name).
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
+import { KubeFleetApi } from '../fleet/fleet-api.js';
+import { NodeFleetPuller } from '../fleet/fleet-puller.js';
+import { loadKubeConfig } from '../kube/kubeconfig.js';
+import type { PullService } from '../pull/types.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { DaemonOptions } from './options.js';
+
+/** The started fleet agent, or undefined when the agent is not in Kubernetes mode or it is turned off. */
+export function startFleet(opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
+  if (!opts.fleetPrewarm) return undefined;
+  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
+  if (!kc || !opts.nodeName) return undefined;
+  const fleet = new FleetAgent(
+    new KubeFleetApi(kc),
+    new NodeFleetPuller(runtime, pulls),
+    {
+      ...FLEET_DEFAULTS,
+      node: opts.nodeName,
+      leaseNamespace: opts.fleetNamespace,
+      leaseSeconds: Math.ceil(opts.fleetLeaseMs / 1000),
+      pollMs: opts.fleetPollMs,
+      backoffBaseMs: opts.fleetBackoffMs,
+      seedGoneMs: Math.max(opts.fleetLeaseMs * 4, 20_000),
+    },
+    clock,
+    log.child({ component: 'fleet' }),
+  );
+  fleet.start();
+  log.info('fleet pre-warm on: following ImagePrewarm objects', { node: opts.nodeName, leaseNamespace: opts.fleetNamespace });
+  return fleet;
+}

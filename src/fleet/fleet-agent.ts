@@ -1,0 +1,186 @@
+// The fleet pre-warm on one node: follows the ImagePrewarm objects, runs this node's part of each (see
+// node-part.ts) and, when this node is the prewarm's summarizer, writes its status. No central controller:
+// agents coordinate through slot Leases and read each other's NodePrewarm records only for the seeds.
+import type { Clock } from '../clock.js';
+import { asAgentError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { FleetApi } from './fleet-api.js';
+import type { FleetPuller } from './fleet-puller.js';
+import { NodeRecord } from './node-record.js';
+import { stepNodePart, type NodePartDeps } from './node-part.js';
+import { keyringFromSecrets } from './pull-secrets.js';
+import { SlotClaimer } from './slots.js';
+import { isSummarizer, sameSummary, summarize } from './summary.js';
+import { TargetCache } from './targets.js';
+import type { ImagePrewarm } from './types.js';
+
+/** Settings of the fleet pre-warm (ms unless named otherwise). */
+export interface FleetOptions {
+  node: string;
+  /** Namespace of the slot Leases. */
+  leaseNamespace: string;
+  leaseSeconds: number;
+  pollMs: number;
+  idleMs: number;
+  seedGoneMs: number;
+  backoffBaseMs: number;
+  progressEveryMs: number;
+  summaryEveryMs: number;
+  targetsTtlMs: number;
+  maxPollMs: number;
+}
+
+/** Defaults for a real agent. */
+export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
+  leaseSeconds: 15,
+  pollMs: 3_000,
+  idleMs: 60_000,
+  seedGoneMs: 120_000,
+  backoffBaseMs: 10_000,
+  progressEveryMs: 2_000,
+  summaryEveryMs: 5_000,
+  targetsTtlMs: 30_000,
+  maxPollMs: 30_000,
+};
+
+/** Runs this node's part of every ImagePrewarm until stopped. */
+export class FleetAgent {
+  private readonly abort = new AbortController();
+  private readonly parts = new Map<string, { uid: string; gen: number; pw: ImagePrewarm; stop: AbortController; done: Promise<void> }>();
+  private readonly deps: NodePartDeps;
+  private loop: Promise<void> | undefined;
+  /** API requests made by this agent's list loop and summaries (the parts count theirs in deps). */
+  requests = 0;
+
+  constructor(
+    private readonly api: FleetApi,
+    puller: FleetPuller,
+    private readonly opts: FleetOptions,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {
+    this.deps = {
+      api,
+      node: opts.node,
+      record: new NodeRecord(api, opts.node),
+      slots: new SlotClaimer(api, opts.leaseNamespace, opts.node, opts.leaseSeconds, clock),
+      puller,
+      targets: new TargetCache(api, clock, opts.targetsTtlMs),
+      clock,
+      log,
+      keyring: (pw) => keyringFromSecrets(api, pw.spec.imagePullSecrets),
+      pollMs: opts.pollMs,
+      idleMs: opts.idleMs,
+      seedGoneMs: opts.seedGoneMs,
+      leaseSeconds: opts.leaseSeconds,
+      backoffBaseMs: opts.backoffBaseMs,
+      progressEveryMs: opts.progressEveryMs,
+      maxPollMs: opts.maxPollMs,
+      lastTry: new Map(),
+      seedsDone: new Set(),
+    };
+  }
+
+  /** Starts following the ImagePrewarms in the background. */
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Stops every part; pulls under way are abandoned by this caller, held slots expire. */
+  async stop(): Promise<void> {
+    this.abort.abort(new Error('agent stopping'));
+    for (const p of this.parts.values()) p.stop.abort(new Error('agent stopping'));
+    await this.loop;
+    await Promise.all([...this.parts.values()].map((p) => p.done));
+  }
+
+  private async run(): Promise<void> {
+    // One list and one long-lived watch; every change of any ImagePrewarm (the summaries included) arrives
+    // here without a request of this agent's.
+    this.requests++;
+    let warned = false;
+    const follower = this.api.followPrewarms(
+      (items) => {
+        warned = false;
+        this.sync(items);
+      },
+      (err) => {
+        this.requests++;
+        if (!warned) this.log.warn('watch of ImagePrewarms failed; listing and watching again with back-off', { error: asAgentError(err).message });
+        warned = true;
+      },
+    );
+    await new Promise<void>((resolve) => this.abort.signal.addEventListener('abort', () => resolve(), { once: true }));
+    await follower.stop().catch(() => undefined);
+  }
+
+  /** Starts parts for new or changed prewarms, stops those deleted. */
+  private sync(list: ImagePrewarm[]): void {
+    const seen = new Set<string>();
+    for (const pw of list) {
+      const name = pw.metadata.name;
+      seen.add(name);
+      const cur = this.parts.get(name);
+      const uid = pw.metadata.uid ?? '';
+      const gen = pw.metadata.generation ?? 0;
+      if (cur && cur.uid === uid && cur.gen === gen) {
+        cur.pw = pw; // status and resourceVersion move on
+        continue;
+      }
+      cur?.stop.abort(new Error('prewarm changed'));
+      const stop = new AbortController();
+      const part = { uid, gen, pw, stop, done: Promise.resolve() };
+      part.done = this.runPart(part, stop.signal);
+      this.parts.set(name, part);
+    }
+    for (const [name, p] of this.parts) {
+      if (seen.has(name)) continue;
+      p.stop.abort(new Error('prewarm deleted'));
+      this.parts.delete(name);
+      this.deps.targets.drop(name);
+      void p.done.then(() => this.deps.record.put(name, undefined)).catch(() => undefined);
+    }
+  }
+
+  private async runPart(part: { pw: ImagePrewarm }, signal: AbortSignal): Promise<void> {
+    let lastSummary = 0;
+    while (!signal.aborted) {
+      let delay: number;
+      try {
+        delay = await stepNodePart(this.deps, part.pw, signal);
+      } catch (err) {
+        if (signal.aborted) return;
+        this.log.warn('prewarm step failed; trying again', { prewarm: part.pw.metadata.name, error: asAgentError(err).message });
+        delay = this.opts.pollMs;
+      }
+      if (this.clock.now() - lastSummary >= this.opts.summaryEveryMs) {
+        lastSummary = this.clock.now();
+        await this.summarize(part.pw).catch((err: unknown) => this.log.debug('prewarm summary not written', { prewarm: part.pw.metadata.name, error: asAgentError(err).message }));
+      }
+      try {
+        await this.clock.sleep(Math.min(delay, this.opts.summaryEveryMs), signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /** Writes the prewarm's status when this node is its summarizer and the sums changed. */
+  private async summarize(pw: ImagePrewarm): Promise<void> {
+    const order = await this.deps.targets.order(pw);
+    if (!isSummarizer(this.opts.node, order, pw.status, this.clock.now(), this.opts.summaryEveryMs * 3)) return;
+    this.requests++;
+    const status = summarize(pw, order, await this.api.listNodePrewarms());
+    if (sameSummary(pw.status, status) && pw.status?.summarizedBy === this.opts.node) return;
+    status.summarizedBy = this.opts.node;
+    status.lastSummaryTime = new Date(this.clock.now()).toISOString();
+    this.requests++;
+    await this.api.writePrewarmStatus(pw.metadata.name, pw.metadata.resourceVersion ?? '', status, pw);
+    pw.status = status;
+  }
+
+  /** Requests this agent has made to the API server so far. */
+  requestCount(): number {
+    return this.requests + this.deps.targets.requests + this.deps.record.writes;
+  }
+}

@@ -1,0 +1,228 @@
+// What the fleet pre-warm needs from the Kubernetes API, as one small interface, and its implementation on
+// @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
+import * as k8s from '@kubernetes/client-node';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
+
+/** A slot Lease as the fleet sees it. */
+export interface SlotLease {
+  name: string;
+  /** The ImagePrewarm whose slot this is. */
+  prewarm: string;
+  holder: string;
+  /** ms since the epoch of the last renewal (or acquisition). */
+  renewMs: number;
+  acquireMs: number;
+  durationSeconds: number;
+  resourceVersion: string;
+}
+
+/** A running watch of the ImagePrewarm objects. */
+export interface PrewarmFollower {
+  stop(): Promise<void>;
+}
+
+/** The fleet's view of the API server. `undefined` from a get means 404. */
+export interface FleetApi {
+  listPrewarms(): Promise<ImagePrewarm[]>;
+  /**
+   * Lists the ImagePrewarms, then watches them (one request, then a long-lived watch), calling onList with
+   * every object after each change; on a failed watch calls onError and lists and watches again after a
+   * back-off (1 s doubling to 30 s), re-listing after a 410 Gone.
+   */
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower;
+  writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void>;
+  /** Names of the nodes whose labels match every pair of the selector. */
+  nodesMatching(selector: Record<string, string>): Promise<string[]>;
+  /** Node names of the pods in the namespace whose labels match (pods not yet scheduled or finished are left out). */
+  nodesOfPods(namespace: string, matchLabels: Record<string, string>): Promise<string[]>;
+  getNodePrewarm(node: string): Promise<NodePrewarm | undefined>;
+  listNodePrewarms(): Promise<NodePrewarm[]>;
+  createNodePrewarm(obj: NodePrewarm): Promise<NodePrewarm>;
+  /** Replaces the status; throws a 409 ApiError when resourceVersion is stale. Returns the new object. */
+  writeNodePrewarmStatus(obj: NodePrewarm): Promise<NodePrewarm>;
+  listSlots(namespace: string, prewarm: string): Promise<SlotLease[]>;
+  /** Creates the slot Lease held by holder; throws 409 when it exists. */
+  createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease>;
+  /** Writes holder and renewal time over the Lease at resourceVersion; throws 409 when someone was first. */
+  updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease>;
+  /** Deletes the Lease if it is still at resourceVersion (a precondition); 404 and 409 are not errors. */
+  deleteSlot(namespace: string, lease: SlotLease): Promise<void>;
+  /** A Secret's data (base64 values), or undefined when absent. */
+  getSecretData(namespace: string, name: string): Promise<Record<string, string> | undefined>;
+}
+
+/** HTTP status of an error from the API client (0 when it is not an HTTP answer). */
+export function httpStatus(err: unknown): number {
+  const code = (err as { code?: unknown }).code;
+  return typeof code === 'number' ? code : 0;
+}
+
+const selectorString = (sel: Record<string, string>): string =>
+  Object.entries(sel)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+
+const timeMs = (t: unknown): number => (t ? new Date(t as string).getTime() : 0);
+
+function toSlot(l: k8s.V1Lease): SlotLease {
+  return {
+    name: l.metadata?.name ?? '',
+    prewarm: l.metadata?.labels?.[PREWARM_LABEL] ?? '',
+    holder: l.spec?.holderIdentity ?? '',
+    renewMs: timeMs(l.spec?.renewTime ?? l.spec?.acquireTime),
+    acquireMs: timeMs(l.spec?.acquireTime),
+    durationSeconds: l.spec?.leaseDurationSeconds ?? 0,
+    resourceVersion: l.metadata?.resourceVersion ?? '',
+  };
+}
+
+/** MicroTime as the Lease API wants it: RFC 3339 with six fractional digits. */
+function microTime(ms: number): Date {
+  return new k8s.V1MicroTime(ms);
+}
+
+/** FleetApi on a real API server. */
+export class KubeFleetApi implements FleetApi {
+  private readonly custom: k8s.CustomObjectsApi;
+  private readonly core: k8s.CoreV1Api;
+  private readonly coord: k8s.CoordinationV1Api;
+
+  constructor(private readonly kc: k8s.KubeConfig) {
+    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    this.coord = kc.makeApiClient(k8s.CoordinationV1Api);
+  }
+
+  async listPrewarms(): Promise<ImagePrewarm[]> {
+    const r = (await this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL })) as { items?: ImagePrewarm[] };
+    return r.items ?? [];
+  }
+
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+    const path = `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`;
+    const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
+    const informer = k8s.makeInformer<k8s.KubernetesObject>(this.kc, path, list);
+    let stopped = false;
+    let backoff = 1000;
+    let timer: NodeJS.Timeout | undefined;
+    const emit = () => {
+      backoff = 1000;
+      onList(informer.list() as unknown as ImagePrewarm[]);
+    };
+    const restart = () => {
+      if (stopped) return;
+      timer = setTimeout(() => {
+        informer.start().then(emit, (err: unknown) => {
+          onError(err);
+          backoff = Math.min(30_000, backoff * 2);
+          restart();
+        });
+      }, backoff);
+    };
+    for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
+    informer.on('connect', emit);
+    informer.on('error', (err: unknown) => {
+      onError(err);
+      backoff = Math.min(30_000, backoff * 2);
+      restart();
+    });
+    informer.start().then(emit, (err: unknown) => {
+      onError(err);
+      restart();
+    });
+    return {
+      stop: async () => {
+        stopped = true;
+        clearTimeout(timer);
+        await informer.stop();
+      },
+    };
+  }
+
+  async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name, resourceVersion }, spec: prewarm.spec, status };
+    await this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name, body });
+  }
+
+  async nodesMatching(selector: Record<string, string>): Promise<string[]> {
+    const r = await this.core.listNode({ labelSelector: selectorString(selector) });
+    return r.items.map((n) => n.metadata?.name ?? '').filter(Boolean);
+  }
+
+  async nodesOfPods(namespace: string, matchLabels: Record<string, string>): Promise<string[]> {
+    const r = await this.core.listNamespacedPod({ namespace, labelSelector: selectorString(matchLabels) });
+    return r.items
+      .filter((p) => p.spec?.nodeName && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata?.deletionTimestamp)
+      .map((p) => p.spec?.nodeName ?? '');
+  }
+
+  async getNodePrewarm(node: string): Promise<NodePrewarm | undefined> {
+    try {
+      return (await this.custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: node })) as NodePrewarm;
+    } catch (err) {
+      if (httpStatus(err) === 404) return undefined;
+      throw err;
+    }
+  }
+
+  async listNodePrewarms(): Promise<NodePrewarm[]> {
+    const r = (await this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL })) as { items?: NodePrewarm[] };
+    return r.items ?? [];
+  }
+
+  async createNodePrewarm(obj: NodePrewarm): Promise<NodePrewarm> {
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'NodePrewarm', ...obj };
+    return (await this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, body })) as NodePrewarm;
+  }
+
+  async writeNodePrewarmStatus(obj: NodePrewarm): Promise<NodePrewarm> {
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'NodePrewarm', ...obj };
+    return (await this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: obj.metadata.name, body })) as NodePrewarm;
+  }
+
+  async listSlots(namespace: string, prewarm: string): Promise<SlotLease[]> {
+    const r = await this.coord.listNamespacedLease({ namespace, labelSelector: `${PREWARM_LABEL}=${prewarm}` });
+    return r.items.map(toSlot);
+  }
+
+  async createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease> {
+    const body: k8s.V1Lease = {
+      metadata: { name, namespace, labels: { [PREWARM_LABEL]: prewarm } },
+      spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: microTime(nowMs), renewTime: microTime(nowMs) },
+    };
+    return toSlot(await this.coord.createNamespacedLease({ namespace, body }));
+  }
+
+  async updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease> {
+    const body: k8s.V1Lease = {
+      // Replace sends the whole object: the label and the acquire time are carried over.
+      metadata: { name: lease.name, namespace, resourceVersion: lease.resourceVersion, labels: { [PREWARM_LABEL]: lease.prewarm } },
+      spec: {
+        holderIdentity: holder,
+        leaseDurationSeconds: lease.durationSeconds,
+        acquireTime: microTime(holder === lease.holder && lease.acquireMs ? lease.acquireMs : nowMs),
+        renewTime: microTime(nowMs),
+      },
+    };
+    return toSlot(await this.coord.replaceNamespacedLease({ name: lease.name, namespace, body }));
+  }
+
+  async deleteSlot(namespace: string, lease: SlotLease): Promise<void> {
+    try {
+      await this.coord.deleteNamespacedLease({ name: lease.name, namespace, body: { preconditions: { resourceVersion: lease.resourceVersion } } });
+    } catch (err) {
+      const s = httpStatus(err);
+      if (s !== 404 && s !== 409) throw err;
+    }
+  }
+
+  async getSecretData(namespace: string, name: string): Promise<Record<string, string> | undefined> {
+    try {
+      const s = await this.core.readNamespacedSecret({ name, namespace });
+      return s.data ?? {};
+    } catch (err) {
+      if (httpStatus(err) === 404) return undefined;
+      throw err;
+    }
+  }
+}

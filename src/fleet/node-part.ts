@@ -1,0 +1,259 @@
+// One node's part of one ImagePrewarm, as a step function the agent calls again after the delay it returns:
+//
+//   (not targeted) ──> nothing
+//   Waiting ──seeds done (or is a seed)──> take a slot ──> Pulling ──> Succeeded
+//      ^                    │ no slot free: poll again            │ failed, attempts left: back off
+//      └────────────────────┴─────────────────────────────────────┘ failed, none left / deadline: Failed
+//   Succeeded ──refresh interval, an image gone──> Waiting
+//
+// Every change is written to this node's NodePrewarm before the next side effect, so a restarted agent
+// picks up where it was (a slot it still holds is taken again, not waited for).
+import type { Clock } from '../clock.js';
+import { asAgentError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { AuthKeyring } from '../pull/types.js';
+import type { FleetApi, SlotLease } from './fleet-api.js';
+import type { FleetPuller } from './fleet-puller.js';
+import type { NodeRecord } from './node-record.js';
+import { seedsOf } from './node-order.js';
+import type { SlotClaimer } from './slots.js';
+import type { TargetCache } from './targets.js';
+import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
+
+/** Defaults of the spec's optional fields. */
+export const SPEC_DEFAULTS = { maxParallelNodes: 1, seedNodes: 0, backoffLimit: 3 } as const;
+
+/** What a node's part needs. */
+export interface NodePartDeps {
+  api: FleetApi;
+  node: string;
+  record: NodeRecord;
+  slots: SlotClaimer;
+  puller: FleetPuller;
+  targets: TargetCache;
+  clock: Clock;
+  log: Logger;
+  keyring(pw: ImagePrewarm): Promise<AuthKeyring | undefined>;
+  /** Delay between polls while waiting for seeds or a slot, ms. */
+  pollMs: number;
+  /** Delay before checking a finished prewarm again when it has no refresh, ms. */
+  idleMs: number;
+  /** A seed with no record this long after this node first saw the generation is taken as gone, ms. */
+  seedGoneMs: number;
+  /** Lease duration, s; the slot is renewed every third of it. */
+  leaseSeconds: number;
+  /** Base of the exponential back-off between failed attempts, ms (capped at 5 min). */
+  backoffBaseMs: number;
+  /** Shortest gap between two progress writes while pulling, ms. */
+  progressEveryMs: number;
+  /** Longest gap between two slot attempts of a node far back in the queue, ms. */
+  maxPollMs: number;
+  /** When this node last tried for a slot, per prewarm (ms since the epoch). */
+  lastTry: Map<string, number>;
+  /** `<prewarm>/<generation>` whose seeds were seen done. */
+  seedsDone: Set<string>;
+}
+
+const iso = (ms: number): string => new Date(ms).toISOString();
+const terminal = (e: NodePrewarmEntry): boolean => e.phase === 'Succeeded' || e.phase === 'Failed';
+
+/** A fresh entry for a generation: every image Waiting. */
+export function freshEntry(pw: ImagePrewarm, nowMs: number): NodePrewarmEntry {
+  return {
+    generation: pw.metadata.generation ?? 0,
+    phase: 'Waiting',
+    firstSeen: iso(nowMs),
+    images: [...new Set(pw.spec.images)].map((image) => ({ image, phase: 'Waiting', bytesDone: 0, bytesTotal: 0, attempts: 0 })),
+  };
+}
+
+/** Runs one step of this node's part; resolves with the delay before the next step, ms. */
+export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: AbortSignal): Promise<number> {
+  const name = pw.metadata.name;
+  const gen = pw.metadata.generation ?? 0;
+  const order = await d.targets.order(pw);
+  let entry = await d.record.entry(name);
+  if (!order.includes(d.node)) {
+    if (entry) await d.record.put(name, undefined);
+    return d.idleMs;
+  }
+  const now = d.clock.now();
+  if (!entry || entry.generation !== gen) {
+    entry = freshEntry(pw, now);
+    await d.record.put(name, entry);
+  }
+
+  if (terminal(entry)) return refresh(d, pw, entry);
+
+  const deadline = pw.spec.activeDeadlineSeconds;
+  if (deadline && now > Date.parse(entry.firstSeen) + deadline * 1000) {
+    for (const img of entry.images) if (img.phase !== 'Succeeded') Object.assign(img, { phase: 'Failed', message: `DeadlineExceeded: not warm within activeDeadlineSeconds=${deadline}`, completionTime: iso(now) });
+    entry.phase = nodePhase(entry.images);
+    await d.record.put(name, entry);
+    return d.idleMs;
+  }
+  if (entry.retryAfter && Date.parse(entry.retryAfter) > now) return Date.parse(entry.retryAfter) - now;
+
+  const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
+  const later = queueWait(d, pw, order, parallel, now);
+  if (later > 0) return later;
+
+  const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
+  const seedKey = `${name}/${gen}`;
+  if (!seeds.includes(d.node) && !d.seedsDone.has(seedKey)) {
+    if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d.pollMs);
+    d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
+  }
+  d.lastTry.set(name, now);
+  const slot = await d.slots.tryAcquire(name, parallel);
+  if (!slot) return jitter(d.pollMs);
+  let released = false;
+  const release = async () => {
+    if (released) return;
+    released = true;
+    await d.slots.release(slot).catch((err: unknown) => d.log.warn('prewarm slot not released; it frees itself when its lease expires', { prewarm: name, slot: slot.name, error: asAgentError(err).message }));
+  };
+  try {
+    await pullAll(d, pw, entry, slot, release, signal);
+  } finally {
+    await release();
+  }
+  return 0;
+}
+
+/** True when every seed has finished this generation (or is gone). */
+async function seedsDone(d: NodePartDeps, pw: ImagePrewarm, seeds: string[], mine: NodePrewarmEntry): Promise<boolean> {
+  const gen = pw.metadata.generation ?? 0;
+  for (const seed of seeds) {
+    const e = (await d.api.getNodePrewarm(seed))?.status?.prewarms?.[pw.metadata.name];
+    if (e && e.generation === gen && terminal(e)) continue;
+    if (!e || e.generation !== gen) {
+      if (d.clock.now() - Date.parse(mine.firstSeen) > d.seedGoneMs) continue; // the seed's agent never came
+    }
+    return false;
+  }
+  return true;
+}
+
+/** Pulls the images not yet warm, holding the slot; records progress and the outcome. */
+async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, slot: SlotLease, release: () => Promise<void>, signal?: AbortSignal): Promise<void> {
+  const name = pw.metadata.name;
+  let held: SlotLease | undefined = slot;
+  const renewEvery = Math.max(1000, (d.leaseSeconds * 1000) / 3);
+  const renewal = setInterval(() => {
+    if (!held) return;
+    void d.slots.renew(held).then(
+      (l) => {
+        if (!l) d.log.warn('prewarm slot lost while pulling (lease expired and taken); the pull goes on', { prewarm: name, slot: slot.name });
+        held = l;
+      },
+      (err: unknown) => d.log.warn('prewarm slot renewal failed', { prewarm: name, error: asAgentError(err).message }),
+    );
+  }, renewEvery);
+  try {
+    let keyring: AuthKeyring | undefined;
+    try {
+      keyring = await d.keyring(pw);
+    } catch (err) {
+      const msg = asAgentError(err).message;
+      for (const img of entry.images) if (img.phase !== 'Succeeded') fail(d, pw, entry, img, `pull secret: ${msg}`);
+      await settle(d, pw, entry);
+      return;
+    }
+    entry.retryAfter = undefined;
+    for (const img of entry.images) {
+      if (img.phase === 'Succeeded' || img.phase === 'Failed') continue;
+      Object.assign(img, { phase: 'Pulling', startTime: iso(d.clock.now()), message: undefined, attempts: img.attempts + 1 });
+      entry.phase = 'Pulling';
+      // Recorded alongside the pull, not before it: a pull is safe to repeat, and the slot is held meanwhile.
+      const recorded = d.record.put(name, entry).catch((err: unknown) => d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message }));
+      let lastWrite = d.clock.now();
+      const outcome = await d.puller.pull(img.image, { keyring, pin: pw.spec.pin ?? false, signal }, (done, total) => {
+        img.bytesDone = done;
+        img.bytesTotal = total;
+        if (d.clock.now() - lastWrite >= d.progressEveryMs) {
+          lastWrite = d.clock.now();
+          void d.record.put(name, entry).catch(() => undefined);
+        }
+      });
+      await recorded;
+      if (outcome.ok) {
+        Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined });
+        if (img.bytesTotal > 0) img.bytesDone = img.bytesTotal;
+      } else {
+        fail(d, pw, entry, img, outcome.message || outcome.kind || 'pull failed');
+      }
+    }
+    clearInterval(renewal);
+    await release(); // the next node may start while this one records its outcome
+    await settle(d, pw, entry);
+  } finally {
+    clearInterval(renewal);
+  }
+}
+
+/** Records a failed attempt: Waiting again with a back-off while attempts are left, else Failed. */
+function fail(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, img: NodeImageStatus, message: string): void {
+  const limit = pw.spec.backoffLimit ?? SPEC_DEFAULTS.backoffLimit;
+  const now = d.clock.now();
+  if (img.attempts === 0) img.attempts = 1;
+  if (img.attempts > limit) {
+    Object.assign(img, { phase: 'Failed', message: `${message} (after ${img.attempts} attempts)`, completionTime: iso(now) });
+    return;
+  }
+  img.phase = 'Waiting';
+  img.message = `${message} (attempt ${img.attempts} of ${limit + 1}; retrying)`;
+  const delay = Math.min(300_000, d.backoffBaseMs * 2 ** (img.attempts - 1));
+  const next = now + delay;
+  if (!entry.retryAfter || Date.parse(entry.retryAfter) < next) entry.retryAfter = iso(next);
+}
+
+async function settle(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry): Promise<void> {
+  entry.phase = nodePhase(entry.images);
+  if (entry.phase === 'Succeeded') {
+    entry.lastCheck = iso(d.clock.now());
+    entry.retryAfter = undefined;
+  }
+  await d.record.put(pw.metadata.name, entry);
+}
+
+/** A finished part: with `refreshSeconds`, check the images are still here and pull again what is gone. */
+async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry): Promise<number> {
+  const every = (pw.spec.refreshSeconds ?? 0) * 1000;
+  if (every <= 0 || entry.phase !== 'Succeeded') return d.idleMs;
+  const due = Date.parse(entry.lastCheck ?? entry.firstSeen) + every - d.clock.now();
+  if (due > 0) return due;
+  const gone: NodeImageStatus[] = [];
+  for (const img of entry.images) if (!(await d.puller.present(img.image))) gone.push(img);
+  entry.lastCheck = iso(d.clock.now());
+  if (gone.length > 0) {
+    d.log.info('prewarmed images gone from the node; pulling them again', { prewarm: pw.metadata.name, images: gone.map((g) => g.image) });
+    for (const img of gone) Object.assign(img, { phase: 'Waiting', bytesDone: 0, attempts: 0, message: 'gone from the node at refresh', completionTime: undefined });
+    entry.phase = 'Waiting';
+    await d.record.put(pw.metadata.name, entry);
+    return 0;
+  }
+  await d.record.put(pw.metadata.name, entry);
+  return every;
+}
+
+/**
+ * How long a node far back in the stable order waits before it tries for a slot again, so that a thousand
+ * waiting nodes do not all poll the slots: from the summary (which every agent reads with its list of
+ * prewarms), the nodes ahead of it that are not done yet; a node more than two rounds of slots back polls
+ * proportionally less often (more than four rounds of slots back), and at least every maxPollMs (a stale summary or dead nodes ahead never hold it
+ * back for good). 0: try now.
+ */
+export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry'>, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
+  const st = pw.status;
+  if (!st || st.observedGeneration !== (pw.metadata.generation ?? 0)) return 0;
+  const ahead = order.indexOf(d.node) - (st.succeeded + st.failed);
+  if (ahead <= 4 * parallel) return 0;
+  const since = nowMs - (d.lastTry.get(pw.metadata.name) ?? 0);
+  const every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
+  return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));
+}
+
+function jitter(ms: number): number {
+  return Math.round(ms * (0.75 + Math.random() * 0.5));
+}

@@ -1,0 +1,85 @@
+// Pull slots across the cluster: slot i of a prewarm is the Lease `<prewarm>-slot-<i>`, i < maxParallelNodes.
+// A node takes a free or expired one before it pulls, renews it while pulling and deletes it after. A node
+// that dies stops renewing, and the slot is free again once its lease has expired. Optimistic concurrency
+// (create fails with 409 when taken; replace fails with 409 when someone else wrote first) decides races.
+import type { Clock } from '../clock.js';
+import { httpStatus, type FleetApi, type SlotLease } from './fleet-api.js';
+import { rankKey } from './node-order.js';
+
+/** Slots a node tries to write in one attempt (those the list showed free); lost races beyond that wait for the next poll. */
+const MAX_TRIES = 3;
+
+/** The Lease name of slot i. */
+export function slotName(prewarm: string, i: number): string {
+  return `${prewarm}-slot-${i}`;
+}
+
+/** True when nobody holds the lease any more: released, or not renewed within its duration. */
+export function slotFree(l: SlotLease, nowMs: number): boolean {
+  return l.holder === '' || l.renewMs + l.durationSeconds * 1000 < nowMs;
+}
+
+/** Takes, renews and releases one node's slots. */
+export class SlotClaimer {
+  constructor(
+    private readonly api: FleetApi,
+    private readonly namespace: string,
+    /** The holder identity: the node name. */
+    private readonly holder: string,
+    private readonly durationSeconds: number,
+    private readonly clock: Clock,
+  ) {}
+
+  /**
+   * Takes a slot of the prewarm: one this node already holds (an agent restarted mid-pull), else a free one,
+   * looking from an offset of its own. Undefined when none could be had. One list request, plus one write per
+   * slot tried (at most three).
+   */
+  async tryAcquire(prewarm: string, maxParallel: number): Promise<SlotLease | undefined> {
+    const now = this.clock.now();
+    const leases = await this.api.listSlots(this.namespace, prewarm);
+    const mine = leases.find((l) => l.holder === this.holder && this.index(prewarm, l.name) < maxParallel);
+    if (mine) return this.renew(mine);
+    const byName = new Map(leases.map((l) => [l.name, l]));
+    // Each node starts looking at its own offset, so that nodes racing for slots mostly try different ones.
+    const offset = Number(rankKey(prewarm, this.holder) % BigInt(maxParallel));
+    let tries = 0;
+    for (let k = 0; k < maxParallel && tries < MAX_TRIES; k++) {
+      const i = (offset + k) % maxParallel;
+      const name = slotName(prewarm, i);
+      const l = byName.get(name);
+      if (l && !slotFree(l, now)) continue;
+      tries++;
+      try {
+        if (!l) return await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
+        return await this.api.updateSlot(this.namespace, l, this.holder, now);
+      } catch (err) {
+        if (httpStatus(err) === 409) continue; // another node was first
+        throw err;
+      }
+    }
+    return undefined;
+  }
+
+  /** Renews a held slot. Undefined when it was lost (someone took it after it expired). */
+  async renew(l: SlotLease): Promise<SlotLease | undefined> {
+    try {
+      return await this.api.updateSlot(this.namespace, l, this.holder, this.clock.now());
+    } catch (err) {
+      if (httpStatus(err) !== 409 && httpStatus(err) !== 404) throw err;
+      const now = (await this.api.listSlots(this.namespace, l.prewarm)).find((x) => x.name === l.name);
+      if (now && now.holder === this.holder) return this.renew(now);
+      return undefined;
+    }
+  }
+
+  /** Gives the slot back (deletes the Lease if it is still the one held). */
+  async release(l: SlotLease): Promise<void> {
+    await this.api.deleteSlot(this.namespace, l);
+  }
+
+  private index(prewarm: string, name: string): number {
+    const m = name.slice(prewarm.length).match(/^-slot-(\d+)$/);
+    return m ? Number(m[1]) : Number.MAX_SAFE_INTEGER;
+  }
+}

@@ -1,0 +1,293 @@
+// Fleet pre-warm against the real API server of the sandbox cluster: four agents, each playing one node
+// (a bare Node object) with its own containerd, pull through per-node counting proxies in front of one real
+// registry, so the order and overlap of every node's blob downloads is observed, not inferred.
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+import { stableOrder } from '../../src/fleet/node-order.js';
+import type { ImagePrewarm, ImagePrewarmSpec, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
+import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { applyCrds, deleteNodes, ensureNamespace, ensureNode, testKubeConfig } from '../support/kube-apply.js';
+import { startMiniContainerd, type MiniContainerd } from '../support/mini-containerd.js';
+import { buildImage, buildLayer, pushImage, seededBytes } from '../support/registry-images.js';
+import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
+import { startRegistry, type RegistryServer } from '../support/registry-server.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const CTL = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
+const NODES = ['ipf-a', 'ipf-b', 'ipf-c', 'ipf-d'];
+const NS = 'inplace-fleet-test';
+const NODE_LABEL = 'inplace-agent.test/fleet';
+const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
+const run = randomBytes(3).toString('hex');
+
+interface Download {
+  node: string;
+  digest: string;
+  start: number;
+  end: number;
+}
+
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+function ctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CTL, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/** The most nodes whose download windows (first blob start to last blob end) overlap at one moment. */
+function peakOverlap(windows: { start: number; end: number }[]): number {
+  const edges = windows.flatMap((w) => [
+    { t: w.start, d: 1 },
+    { t: w.end, d: -1 },
+  ]);
+  edges.sort((a, b) => a.t - b.t || a.d - b.d);
+  let cur = 0;
+  let peak = 0;
+  for (const e of edges) {
+    cur += e.d;
+    peak = Math.max(peak, cur);
+  }
+  return peak;
+}
+
+describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, each with its own containerd 1.6', function () {
+  this.timeout(240_000);
+  let kc: k8s.KubeConfig;
+  let custom: k8s.CustomObjectsApi;
+  let coord: k8s.CoordinationV1Api;
+  let core: k8s.CoreV1Api;
+  let registry: RegistryServer;
+  let authRegistry: RegistryServer;
+  const proxies = new Map<string, RegistryProxy>();
+  const containerds = new Map<string, MiniContainerd>();
+  const agents = new Map<string, AgentProcess>();
+  const stateDirs = new Map<string, string>();
+  const downloads: Download[] = [];
+  const created: string[] = [];
+  const password = `pw-${randomBytes(8).toString('hex')}`;
+
+  async function image(name: string, target = registry): Promise<{ ref: string; layer: string }> {
+    const layer = buildLayer([{ path: `data/${name}`, data: seededBytes(`${run}-${name}`, 1024 * 1024) }]);
+    const img = buildImage([layer], `${run}-${name}`);
+    const ref = await pushImage({ registry: target.host, basicAuth: target === authRegistry ? `fleet:${password}` : undefined }, `fleet/${name}`, run, img);
+    return { ref, layer: layer.digest };
+  }
+
+  async function agentFor(node: string): Promise<AgentProcess> {
+    const c = containerds.get(node)!;
+    const a = await startAgent(
+      ['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', process.env.KUBECONFIG!, '--node-name', node, '--fleet-namespace', NS, '--fleet-lease-duration', '3s', '--fleet-poll', '300ms', '--fleet-backoff', '500ms'],
+      { stateDir: stateDirs.get(node) },
+    );
+    stateDirs.set(node, a.stateDir);
+    agents.set(node, a);
+    return a;
+  }
+
+  async function createPrewarm(name: string, spec: ImagePrewarmSpec): Promise<void> {
+    await custom.createClusterCustomObject({ ...G, plural: 'imageprewarms', body: { apiVersion: 'inplace-agent.io/v1alpha1', kind: 'ImagePrewarm', metadata: { name }, spec } });
+    created.push(name);
+  }
+
+  async function entry(node: string, prewarm: string): Promise<NodePrewarmEntry | undefined> {
+    try {
+      const np = (await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: node })) as NodePrewarm;
+      return np.status?.prewarms?.[prewarm];
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function allDone(prewarm: string, nodes: string[], phase: 'Succeeded' | 'Failed', timeoutMs = 60_000): Promise<NodePrewarmEntry[]> {
+    return waitFor(
+      `${prewarm} ${phase} on ${nodes.join(', ')}`,
+      async () => {
+        const es = await Promise.all(nodes.map((n) => entry(n, prewarm)));
+        return es.every((e) => e?.phase === phase) ? (es as NodePrewarmEntry[]) : undefined;
+      },
+      timeoutMs,
+    );
+  }
+
+  before(async function () {
+    const maybe = testKubeConfig();
+    await requireRuntime(this, 'the sandbox Kubernetes cluster ($KUBECONFIG)', async () => {
+      if (!maybe) throw new Error('KUBECONFIG is not set');
+      await maybe.makeApiClient(k8s.CoreV1Api).listNamespace({ limit: 1 });
+    });
+    kc = maybe!;
+    custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    coord = kc.makeApiClient(k8s.CoordinationV1Api);
+    core = kc.makeApiClient(k8s.CoreV1Api);
+    await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
+    await ensureNamespace(kc, NS);
+    for (const n of NODES) await ensureNode(kc, n, { [NODE_LABEL]: 'yes' });
+    registry = await startRegistry();
+    authRegistry = await startRegistry({ basicAuth: { username: 'fleet', password } });
+    for (const n of NODES) {
+      const p = await startRegistryProxy(registry.host, (d) => downloads.push({ node: n, ...d }));
+      p.setRate(512 * 1024); // a 1 MiB layer takes about 2 s: long enough to see who overlaps whom
+      proxies.set(n, p);
+      containerds.set(n, await startMiniContainerd(`/tmp/ipf-${run}-${n.slice(-1)}`, { [registry.host]: p.host, [authRegistry.host]: authRegistry.host }));
+    }
+    for (const n of NODES) await agentFor(n);
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state !== 'failed') return;
+    for (const [n, a] of agents) process.stderr.write(`--- agent ${n} (last lines)\n${a.log().split('\n').slice(-25).join('\n')}\n`);
+  });
+
+  after(async function () {
+    for (const a of agents.values()) await a.stop().catch(() => undefined);
+    for (const c of containerds.values()) await c.stop().catch(() => undefined);
+    for (const p of proxies.values()) await p.close().catch(() => undefined);
+    await registry?.stop();
+    await authRegistry?.stop();
+    if (!custom) return;
+    for (const name of created) await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name }).catch(() => undefined);
+    for (const n of NODES) await custom.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n }).catch(() => undefined);
+    await deleteNodes(kc, NODES);
+  });
+
+  it('4 nodes, maxParallelNodes 2, seedNodes 1: the seed downloads first and alone, never more than 2 pull at once, all Succeeded, status 4/4', async () => {
+    const { ref, layer } = await image('fanout');
+    await createPrewarm('fanout', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 2, seedNodes: 1 });
+    const entries = await allDone('fanout', NODES, 'Succeeded');
+    for (const e of entries) assert.match(e.images[0]!.digest ?? '', /@sha256:[a-f0-9]{64}$/);
+
+    const mine = downloads.filter((d) => d.digest === layer);
+    assert.deepEqual(new Set(mine.map((d) => d.node)), new Set(NODES), 'every node downloaded the layer through its own proxy');
+    const seed = stableOrder('fanout', NODES)[0]!;
+    const seedEnd = Math.max(...mine.filter((d) => d.node === seed).map((d) => d.end));
+    const othersStart = Math.min(...mine.filter((d) => d.node !== seed).map((d) => d.start));
+    assert.ok(seedEnd <= othersStart, `the seed ${seed} finished its download (${seedEnd}) before any other node started (${othersStart})`);
+    const windows = NODES.map((n) => {
+      const ds = downloads.filter((d) => d.node === n);
+      return { start: Math.min(...ds.filter((d) => d.digest === layer).map((d) => d.start)), end: Math.max(...ds.filter((d) => d.digest === layer).map((d) => d.end)) };
+    });
+    const peak = peakOverlap(windows);
+    assert.ok(peak <= 2, `at most 2 nodes downloaded at once (peak ${peak})`);
+    assert.equal(peak, 2, 'after the seed, two nodes pulled side by side');
+
+    const text = await ctl('prewarm', 'status', 'fanout', '--kubeconfig', process.env.KUBECONFIG!);
+    assert.equal(text.code, 0, text.stderr);
+    assert.match(text.stdout, /^fanout: 4\/4 nodes done, 0 pulling, 0 waiting, 0 failed/m);
+    const json = await ctl('-o', 'json', 'prewarm', 'status', 'fanout', '--kubeconfig', process.env.KUBECONFIG!);
+    assert.equal((JSON.parse(json.stdout) as { succeeded: number }).succeeded, 4);
+    const summary = await waitFor('the summary in ImagePrewarm.status', async () => {
+      const pw = (await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name: 'fanout' })) as ImagePrewarm;
+      return pw.status?.succeeded === 4 ? pw.status : undefined;
+    }, 20_000);
+    assert.equal(summary.desired, 4);
+    assert.equal(summary.summarizedBy, seed, 'the first node in the stable order writes the summary');
+  });
+
+  it('an agent SIGKILLed while it holds a slot: the Lease expires, another node proceeds, and the killed one finishes after it starts again', async () => {
+    for (const p of proxies.values()) p.setRate(256 * 1024); // about 4 s a pull
+    const { ref } = await image('kill');
+    await createPrewarm('kill', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 1 });
+    const holder = await waitFor('a holder of kill-slot-0', async () => {
+      const l = await coord.readNamespacedLease({ name: 'kill-slot-0', namespace: NS }).catch(() => undefined);
+      return l?.spec?.holderIdentity || undefined;
+    }, 30_000);
+    agents.get(holder)!.child.kill('SIGKILL');
+    await agents.get(holder)!.exited;
+    const next = await waitFor('another node taking the slot after the lease expired', async () => {
+      const l = await coord.readNamespacedLease({ name: 'kill-slot-0', namespace: NS }).catch(() => undefined);
+      const h = l?.spec?.holderIdentity;
+      return h && h !== holder ? h : undefined;
+    }, 30_000);
+    assert.notEqual(next, holder);
+    assert.equal((await entry(holder, 'kill'))?.phase, 'Pulling', 'the killed node is recorded mid-pull');
+    await agentFor(holder);
+    await allDone('kill', NODES, 'Succeeded', 90_000);
+    for (const p of proxies.values()) p.setRate(512 * 1024);
+  });
+
+  it('a bad tag: every node ends Failed with the reason, after bounded retries with back-off', async () => {
+    const bad = `${registry.host}/fleet/none:missing-${run}`;
+    await createPrewarm('badtag', { images: [bad], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 4, backoffLimit: 1 });
+    const entries = await allDone('badtag', NODES, 'Failed', 60_000);
+    for (const e of entries) {
+      assert.equal(e.images[0]!.attempts, 2, 'one try and one retry (backoffLimit 1)');
+      assert.match(e.images[0]!.message ?? '', /not found/i);
+      assert.match(e.images[0]!.message ?? '', /after 2 attempts/);
+    }
+    const st = await ctl('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', process.env.KUBECONFIG!);
+    assert.equal(st.code, 1, 'status --watch exits 1 when nodes failed');
+    assert.match(st.stdout, /0\/4 nodes done, 0 pulling, 0 waiting, 4 failed/);
+    for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: .*not found`, 'i'));
+  });
+
+  it('podSelector: only the nodes running the selected pods pull', async () => {
+    for (const n of ['ipf-b', 'ipf-d']) {
+      await core.createNamespacedPod({
+        namespace: NS,
+        body: { metadata: { name: `web-${n}`, labels: { app: `web-${run}` } }, spec: { nodeName: n, containers: [{ name: 'c', image: 'inplace/none:1' }] } },
+      });
+    }
+    const { ref, layer } = await image('podsel');
+    await createPrewarm('podsel', { images: [ref], podSelector: { namespace: NS, matchLabels: { app: `web-${run}` } }, maxParallelNodes: 2 });
+    await allDone('podsel', ['ipf-b', 'ipf-d'], 'Succeeded');
+    assert.equal(await entry('ipf-a', 'podsel'), undefined, 'ipf-a runs no selected pod and keeps no record');
+    assert.equal(await entry('ipf-c', 'podsel'), undefined, 'ipf-c runs no selected pod and keeps no record');
+    assert.deepEqual(new Set(downloads.filter((d) => d.digest === layer).map((d) => d.node)), new Set(['ipf-b', 'ipf-d']));
+    for (const n of ['ipf-b', 'ipf-d']) await core.deleteNamespacedPod({ name: `web-${n}`, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined);
+  });
+
+  it('pull secrets: credentials from a referenced Secret reach a basic-auth registry, and are never printed or logged', async () => {
+    const { ref } = await image('secret', authRegistry);
+    const cfg = JSON.stringify({ auths: { [authRegistry.host]: { auth: Buffer.from(`fleet:${password}`).toString('base64') } } });
+    await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: `regcred-${run}` }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': Buffer.from(cfg).toString('base64') } } });
+    await createPrewarm('secret', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 4, imagePullSecrets: [{ namespace: NS, name: `regcred-${run}` }] });
+    await allDone('secret', NODES, 'Succeeded');
+    const b64 = Buffer.from(`fleet:${password}`).toString('base64');
+    for (const [n, a] of agents) {
+      assert.ok(!a.log().includes(password) && !a.log().includes(b64), `agent ${n} never logged the credentials`);
+      const np = await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n });
+      assert.ok(!JSON.stringify(np).includes(password), `NodePrewarm ${n} holds no credentials`);
+    }
+    const st = await ctl('-o', 'json', 'prewarm', 'status', 'secret', '--kubeconfig', process.env.KUBECONFIG!);
+    assert.ok(!st.stdout.includes(password));
+  });
+
+  it('refresh: an image removed from a node comes back within one interval', async () => {
+    const { ref } = await image('refresh');
+    await createPrewarm('refresh', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 4, refreshSeconds: 10 });
+    await allDone('refresh', NODES, 'Succeeded');
+    const c = containerds.get('ipf-c')!;
+    const rm = spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'rm', ref], { encoding: 'utf8' });
+    assert.equal(rm.status, 0, rm.stderr);
+    const gone = spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'ls', '-q'], { encoding: 'utf8' }).stdout;
+    assert.ok(!gone.split('\n').includes(ref), 'the image is gone from ipf-c');
+    const removedAt = Date.now();
+    await waitFor('the image back on ipf-c', async () => spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'ls', '-q'], { encoding: 'utf8' }).stdout.split('\n').includes(ref) || undefined, 25_000);
+    assert.ok(Date.now() - removedAt <= 10_000 + 8_000, 'back within one refresh interval (plus a poll and the pull)');
+    await allDone('refresh', ['ipf-c'], 'Succeeded', 10_000);
+  });
+});

@@ -1,0 +1,132 @@
+// The fleet pre-warm's pure parts: the stable node order, the summary, who writes it, and create's flags.
+import assert from 'node:assert/strict';
+import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
+import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
+import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
+import { queueWait } from '../../src/fleet/node-part.js';
+import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
+import { nodePhase } from '../../src/fleet/types.js';
+
+const pw: ImagePrewarm = { metadata: { name: 'web', generation: 3 }, spec: { images: ['r/a:1'] } };
+const entry = (phase: NodePrewarmEntry['phase'], generation = 3, message?: string): NodePrewarmEntry => ({
+  generation,
+  phase,
+  firstSeen: '2026-01-01T00:00:00Z',
+  images: [{ image: 'r/a:1', phase, bytesDone: 0, bytesTotal: 0, attempts: 1, message }],
+});
+const record = (node: string, e?: NodePrewarmEntry): NodePrewarm => ({ metadata: { name: node }, spec: { nodeName: node }, status: { prewarms: e ? { web: e } : {} } });
+
+describe('fleet pre-warm: stable node order', () => {
+  it('is the same whatever order the nodes are listed in, and differs between prewarms', () => {
+    const nodes = Array.from({ length: 50 }, (_, i) => `node-${i}`);
+    const a = stableOrder('web', nodes);
+    const b = stableOrder('web', [...nodes].reverse());
+    assert.deepEqual(a, b);
+    assert.equal(new Set(a).size, 50);
+    assert.notDeepEqual(stableOrder('other', nodes), a, 'another prewarm seeds other nodes');
+    for (let i = 1; i < a.length; i++) assert.ok(rankKey('web', a[i - 1]!) <= rankKey('web', a[i]!));
+  });
+
+  it('seeds are the first N, bounded by the node count', () => {
+    const order = ['x', 'y', 'z'];
+    assert.deepEqual(seedsOf(order, 2), ['x', 'y']);
+    assert.deepEqual(seedsOf(order, 9), order);
+    assert.deepEqual(seedsOf(order, 0), []);
+  });
+});
+
+describe('fleet pre-warm: the summary', () => {
+  it('counts each targeted node once, by its record of the current generation', () => {
+    const s = summarize(pw, ['a', 'b', 'c', 'd', 'e'], [
+      record('a', entry('Succeeded')),
+      record('b', entry('Pulling')),
+      record('c', entry('Failed', 3, 'not found')),
+      record('d', entry('Succeeded', 2)), // an older generation counts as waiting
+      record('zz', entry('Succeeded')), // not targeted
+    ]);
+    assert.deepEqual(
+      { desired: s.desired, succeeded: s.succeeded, pulling: s.pulling, failed: s.failed, waiting: s.waiting, gen: s.observedGeneration },
+      { desired: 5, succeeded: 1, pulling: 1, failed: 1, waiting: 2, gen: 3 },
+    );
+    assert.deepEqual(s.failedNodes, [{ node: 'c', reason: 'r/a:1: not found' }]);
+  });
+
+  it('the first node writes it; the second only when it went stale', () => {
+    const order = ['a', 'b', 'c'];
+    assert.equal(isSummarizer('a', order, undefined, 1000, 500), true);
+    assert.equal(isSummarizer('c', order, undefined, 1000, 500), false);
+    const fresh = { ...summarize(pw, order, []), lastSummaryTime: new Date(900).toISOString() };
+    assert.equal(isSummarizer('b', order, fresh, 1000, 500), false);
+    assert.equal(isSummarizer('b', order, fresh, 2000, 500), true);
+  });
+
+  it('sameSummary ignores who wrote it and when', () => {
+    const a = summarize(pw, ['a'], [record('a', entry('Succeeded'))]);
+    assert.equal(sameSummary({ ...a, summarizedBy: 'x', lastSummaryTime: 'then' }, a), true);
+    assert.equal(sameSummary(a, summarize(pw, ['a'], [])), false);
+  });
+
+  it("a node's phase is the worst of its images", () => {
+    const img = (phase: NodePrewarmEntry['phase']) => ({ image: 'i', phase, bytesDone: 0, bytesTotal: 0, attempts: 0 });
+    assert.equal(nodePhase([img('Succeeded'), img('Failed'), img('Pulling')]), 'Failed');
+    assert.equal(nodePhase([img('Succeeded'), img('Waiting'), img('Pulling')]), 'Pulling');
+    assert.equal(nodePhase([img('Succeeded'), img('Waiting')]), 'Waiting');
+    assert.equal(nodePhase([img('Succeeded')]), 'Succeeded');
+  });
+});
+
+describe('inplacectl prewarm create: flags', () => {
+  const base = { image: ['reg.local/web:1'], nodeSelector: [], pullSecret: [] };
+  it('builds the spec, leaving out what was not given', () => {
+    assert.deepEqual(specFromFlags({ ...base, nodeSelector: ['role=web'], maxParallel: '5', seeds: '1', refresh: '10m', pin: true, pullSecret: ['shop/regcred'] }), {
+      images: ['reg.local/web:1'],
+      nodeSelector: { role: 'web' },
+      maxParallelNodes: 5,
+      seedNodes: 1,
+      refreshSeconds: 600,
+      pin: true,
+      imagePullSecrets: [{ namespace: 'shop', name: 'regcred' }],
+    });
+    assert.deepEqual(specFromFlags({ ...base, podSelector: 'shop/app=web,tier=fe' }).podSelector, { namespace: 'shop', matchLabels: { app: 'web', tier: 'fe' } });
+  });
+
+  it('refuses bad usage before anything is sent', () => {
+    const bad: Record<string, unknown>[] = [
+      { ...base, image: [] },
+      { ...base, image: ['UPPER/Case::x'] },
+      { ...base, maxParallel: '0' },
+      { ...base, seeds: '-1' },
+      { ...base, nodeSelector: ['novalue'] },
+      { ...base, nodeSelector: ['a=b'], podSelector: 'ns/a=b' },
+      { ...base, podSelector: 'app=web' },
+      { ...base, pullSecret: ['only-name'] },
+      { ...base, deadline: 'soon' },
+    ];
+    for (const o of bad) assert.throws(() => specFromFlags(o), PrewarmUsageError, JSON.stringify(o));
+  });
+});
+
+describe('fleet pre-warm: a node far back in the queue polls less', () => {
+  const order = Array.from({ length: 100 }, (_, i) => `n${i}`);
+  const withStatus = (done: number): ImagePrewarm => ({
+    metadata: { name: 'web', generation: 1 },
+    spec: { images: ['r/a:1'] },
+    status: { observedGeneration: 1, desired: 100, succeeded: done, failed: 0, pulling: 0, waiting: 100 - done, failedNodes: [] },
+  });
+  const deps = (node: string, lastTry = 0) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', lastTry]]) });
+
+  it('tries now when within four rounds of slots, when the summary is missing or of another generation', () => {
+    assert.equal(queueWait(deps('n12', 99_000), withStatus(0), order, 10, 100_000), 0);
+    assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), status: undefined }, order, 10, 100_000), 0);
+    assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), metadata: { name: 'web', generation: 2 } }, order, 10, 100_000), 0);
+    assert.equal(queueWait(deps('n90', 99_000), withStatus(55), order, 10, 100_000), 0, '35 ahead with 10 slots');
+  });
+
+  it('waits when far back and tried lately, but never longer than maxPollMs since the last try', () => {
+    const w = queueWait(deps('n90', 99_000), withStatus(0), order, 10, 100_000);
+    assert.ok(w > 0 && w <= 2500, `waits a little (two polls, jittered), then looks again (${w})`);
+    assert.equal(queueWait(deps('n90', 100_000 - 9_000), withStatus(0), order, 10, 100_000), 0, '9 rounds back: every 9 s');
+    assert.ok(queueWait(deps('n90', 100_000 - 8_000), withStatus(0), order, 10, 100_000) > 0, 'not yet after 8 s');
+    assert.equal(queueWait(deps('n99', 0), withStatus(0), order, 1, 100_000), 0, 'capped at maxPollMs');
+  });
+});
