@@ -12,7 +12,8 @@
 //
 // Usage: node dist/bench/fleet.js [--nodes 1000] [--mb 20] [--registry-mbps 1000] [--node-mbps 100]
 //        [--configs 50/0,100/0,100/10,250/10] [--kruise-parallel 100]
-// Needs KUBECONFIG (the sandbox cluster: scripts/kube-sandbox env) and the fleet CRDs, which it applies.
+// Needs the test cluster (scripts/kube-sandbox up; its admin kubeconfig is found as the tests find it) and the
+// fleet CRDs, which it applies.
 import * as childProcess from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
@@ -22,7 +23,7 @@ import type { FleetPuller, FleetPullOutcome } from '../src/fleet/fleet-puller.js
 import type { NodePrewarm } from '../src/fleet/types.js';
 import { systemClock } from '../src/clock.js';
 import { createLogger } from '../src/log.js';
-import { applyCrds, ensureNamespace } from '../test/support/kube-apply.js';
+import { applyCrds, ensureNamespace, testKubeConfig } from '../test/support/kube-apply.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -217,9 +218,8 @@ async function runKruise(kc: k8s.KubeConfig, nodes: string[], parallel: number):
 }
 
 async function main(): Promise<void> {
-  if (!process.env.KUBECONFIG) throw new Error('KUBECONFIG is not set: start the sandbox cluster (scripts/kube-sandbox up) and eval its env');
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(process.env.KUBECONFIG);
+  const kc = testKubeConfig();
+  if (!kc) throw new Error('no test cluster: start it with scripts/kube-sandbox up');
   await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
   await ensureNamespace(kc, NS);
   const core = kc.makeApiClient(k8s.CoreV1Api);

@@ -16,6 +16,7 @@ import { buildImage, buildLayer, pushImage, seededBytes } from '../support/regis
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
 import { startRegistry, type RegistryServer } from '../support/registry-server.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { kubeEnv } from '../../src/testbed/kube-env.js';
 
 const CTL = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
 const NODES = ['ipf-a', 'ipf-b', 'ipf-c', 'ipf-d'];
@@ -23,6 +24,7 @@ const NS = 'inplace-fleet-test';
 const NODE_LABEL = 'inplace-agent.test/fleet';
 const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
 const run = randomBytes(3).toString('hex');
+const KUBECONFIG = kubeEnv().kubeconfig;
 
 interface Download {
   node: string;
@@ -100,7 +102,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   async function agentFor(node: string): Promise<AgentProcess> {
     const c = containerds.get(node)!;
     const a = await startAgent(
-      ['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', process.env.KUBECONFIG!, '--node-name', node, '--fleet-namespace', NS, '--fleet-lease-duration', '3s', '--fleet-poll', '300ms', '--fleet-backoff', '500ms'],
+      ['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', KUBECONFIG, '--node-name', node, '--fleet-namespace', NS, '--fleet-lease-duration', '3s', '--fleet-poll', '300ms', '--fleet-backoff', '500ms'],
       { stateDir: stateDirs.get(node) },
     );
     stateDirs.set(node, a.stateDir);
@@ -135,8 +137,8 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
 
   before(async function () {
     const maybe = testKubeConfig();
-    await requireRuntime(this, 'the sandbox Kubernetes cluster ($KUBECONFIG)', async () => {
-      if (!maybe) throw new Error('KUBECONFIG is not set');
+    await requireRuntime(this, 'the test cluster (scripts/kube-sandbox)', async () => {
+      if (!maybe) throw new Error(`no kubeconfig at ${KUBECONFIG} (scripts/kube-sandbox up)`);
       await maybe.makeApiClient(k8s.CoreV1Api).listNamespace({ limit: 1 });
     });
     kc = maybe!;
@@ -194,10 +196,10 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     assert.ok(peak <= 2, `at most 2 nodes downloaded at once (peak ${peak})`);
     assert.equal(peak, 2, 'after the seed, two nodes pulled side by side');
 
-    const text = await ctl('prewarm', 'status', 'fanout', '--kubeconfig', process.env.KUBECONFIG!);
+    const text = await ctl('prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^fanout: 4\/4 nodes done, 0 pulling, 0 waiting, 0 failed/m);
-    const json = await ctl('-o', 'json', 'prewarm', 'status', 'fanout', '--kubeconfig', process.env.KUBECONFIG!);
+    const json = await ctl('-o', 'json', 'prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
     assert.equal((JSON.parse(json.stdout) as { succeeded: number }).succeeded, 4);
     const summary = await waitFor('the summary in ImagePrewarm.status', async () => {
       const pw = (await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name: 'fanout' })) as ImagePrewarm;
@@ -238,7 +240,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
       assert.match(e.images[0]!.message ?? '', /not found/i);
       assert.match(e.images[0]!.message ?? '', /after 2 attempts/);
     }
-    const st = await ctl('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', process.env.KUBECONFIG!);
+    const st = await ctl('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', KUBECONFIG);
     assert.equal(st.code, 1, 'status --watch exits 1 when nodes failed');
     assert.match(st.stdout, /0\/4 nodes done, 0 pulling, 0 waiting, 4 failed/);
     for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: .*not found`, 'i'));
@@ -272,7 +274,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
       const np = await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n });
       assert.ok(!JSON.stringify(np).includes(password), `NodePrewarm ${n} holds no credentials`);
     }
-    const st = await ctl('-o', 'json', 'prewarm', 'status', 'secret', '--kubeconfig', process.env.KUBECONFIG!);
+    const st = await ctl('-o', 'json', 'prewarm', 'status', 'secret', '--kubeconfig', KUBECONFIG);
     assert.ok(!st.stdout.includes(password));
   });
 

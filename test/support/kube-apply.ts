@@ -4,14 +4,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import { kubeEnv } from '../../src/testbed/kube-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
-/** The sandbox cluster's kubeconfig ($KUBECONFIG), or undefined. */
+/** The test cluster's admin kubeconfig (scripts/kube-sandbox; see kubeEnv), or undefined when it is missing. */
 export function testKubeConfig(): k8s.KubeConfig | undefined {
-  if (!process.env.KUBECONFIG) return undefined;
+  const file = kubeEnv().kubeconfig;
+  if (!fs.existsSync(file)) return undefined;
   const kc = new k8s.KubeConfig();
-  kc.loadFromFile(process.env.KUBECONFIG);
+  kc.loadFromFile(file);
   return kc;
 }
 
