@@ -13,6 +13,7 @@ const TO_CODE: Record<ErrorKind, grpc.status> = {
   Unauthenticated: grpc.status.UNAUTHENTICATED,
   ResourceExhausted: grpc.status.RESOURCE_EXHAUSTED,
   Internal: grpc.status.INTERNAL,
+  Unknown: grpc.status.UNKNOWN,
 };
 
 /** Trailer the agent puts on every error it sends, so a client can tell them from its own transport errors. */
