@@ -7,6 +7,7 @@ import type { Image, Image__Output } from '../../gen/containerd/services/images/
 import type { ProtoGrpcType } from '../../gen/images.js';
 import { AgentError } from '../../errors.js';
 import { loadProto } from '../../proto.js';
+import { RUNTIME_SOCKET_CHANNEL_OPTIONS } from '../socket-channel.js';
 import { fromGrpcError } from './errors.js';
 
 const IMAGES_PROTO = 'containerd/services/images/v1/images.proto';
@@ -30,7 +31,7 @@ export class ContainerdImages {
   ) {
     this.endpoint = endpoint.startsWith('/') ? `unix://${endpoint}` : endpoint;
     const proto = grpc.loadPackageDefinition(loadProto(IMAGES_PROTO)) as unknown as ProtoGrpcType;
-    this.images = new proto.containerd.services.images.v1.Images(this.endpoint, grpc.credentials.createInsecure());
+    this.images = new proto.containerd.services.images.v1.Images(this.endpoint, grpc.credentials.createInsecure(), RUNTIME_SOCKET_CHANNEL_OPTIONS);
   }
 
   /** The image record named name, whole (its target included); NotFound when there is none. */
