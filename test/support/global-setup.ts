@@ -1,11 +1,12 @@
 // Mocha global fixture: when the sandbox's runtimes are not answering and we are root, start the sandbox
-// (scripts/sandbox up) before any test, so `sudo npm test` on a fresh machine runs every test for real.
-// When it is already up (CI starts it first), this costs one quick check.
+// (scripts/sandbox up) before any test, so `sudo npm test` on a fresh machine runs every test for real; the
+// containerd 2.x sandbox too (INPLACE_SANDBOX_CONTAINERD=2), when scripts/build-deps has built containerd 2.
+// When they are already up (CI starts them first), this costs one quick check each.
 import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { containerd2SandboxEnv, sandboxEnv } from '../../src/testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -22,14 +23,31 @@ function answers(socketPath: string): Promise<boolean> {
 
 /** Starts the sandbox when needed. */
 export async function mochaGlobalSetup(): Promise<void> {
+  if (process.env.INPLACE_SANDBOX_AUTOSTART === '0') return;
   const env = sandboxEnv();
   const up = (await answers(env.containerdAddress)) && (await answers(env.dockerHost.slice('unix://'.length)));
-  if (up || process.env.INPLACE_SANDBOX_AUTOSTART === '0') return;
+  const ctrd2 = containerd2SandboxEnv();
+  const up2 = await answers(ctrd2.containerdAddress);
+  if (up && up2) return;
   if (process.getuid?.() !== 0) {
-    process.stderr.write('test: the runtime sandbox is not running and starting it needs root (sudo npm test); integration tests will skip or fail\n');
+    process.stderr.write('test: a runtime sandbox is not running and starting it needs root (sudo npm test); integration tests will skip or fail\n');
     return;
   }
-  process.stderr.write('test: starting the runtime sandbox (scripts/sandbox up)\n');
-  const r = spawnSync('bash', [path.join(root, 'scripts/sandbox'), 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
-  if (r.status !== 0) throw new Error('scripts/sandbox up failed');
+  if (!up) {
+    process.stderr.write('test: starting the runtime sandbox (scripts/sandbox up)\n');
+    const r = spawnSync('bash', [path.join(root, 'scripts/sandbox'), 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    if (r.status !== 0) throw new Error('scripts/sandbox up failed');
+  }
+  if (!up2) {
+    const built = spawnSync('bash', [path.join(root, 'scripts/build-deps'), 'path', 'containerd2'], { stdio: 'ignore' }).status === 0;
+    if (!built) {
+      process.stderr.write('test: containerd 2 is not built (scripts/build-deps containerd2, ~4 min): its suites will skip or fail\n');
+      return;
+    }
+    process.stderr.write(`test: starting the containerd 2.x sandbox in ${ctrd2.dir}\n`);
+    const childEnv: NodeJS.ProcessEnv = { ...process.env, INPLACE_SANDBOX_CONTAINERD: '2', INPLACE_SANDBOX_DIR: ctrd2.dir };
+    for (const k of ['INPLACE_SANDBOX_REGISTRY_PORT', 'INPLACE_SANDBOX_BRIDGE', 'INPLACE_SANDBOX_SUBNET']) delete childEnv[k];
+    const r = spawnSync('bash', [path.join(root, 'scripts/sandbox'), 'up'], { stdio: ['ignore', 'inherit', 'inherit'], env: childEnv });
+    if (r.status !== 0) throw new Error('INPLACE_SANDBOX_CONTAINERD=2 scripts/sandbox up failed');
+  }
 }
