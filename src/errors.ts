@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'Aborted'
   | 'Cancelled'
   | 'Unauthenticated'
+  | 'PermissionDenied'
   | 'ResourceExhausted'
   | 'Internal'
   /** A runtime's answer the agent does not know (e.g. a pull failure message in no table): not guessed at. */

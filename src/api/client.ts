@@ -12,6 +12,7 @@ import type { PullEvent } from '../pull/types.js';
 import { operationFromWire, pullEventFromWire } from './convert.js';
 import { fromServiceError } from './status.js';
 import { unixPath } from './address.js';
+import { clientCredentials, type ClientTlsFiles } from './tls.js';
 
 /** Default agent socket. */
 export const DEFAULT_AGENT_SOCKET = 'unix:///run/inplace-agent/agent.sock';
@@ -21,11 +22,13 @@ export class AgentClient {
   private readonly client: WireClient;
   readonly target: string;
 
-  constructor(address: string = DEFAULT_AGENT_SOCKET, private readonly deadlineMs = 30_000) {
+  /** A TCP address needs tls (mutual TLS); throws AgentError(InvalidArgument) without it or with bad files. */
+  constructor(address: string = DEFAULT_AGENT_SOCKET, private readonly deadlineMs = 30_000, tls: ClientTlsFiles = {}) {
     const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
     const sock = unixPath(address);
     this.target = sock ? `unix://${sock}` : address;
-    this.client = new proto.inplace.v1.Agent(this.target, grpc.credentials.createInsecure());
+    const { credentials, options } = clientCredentials(this.target, tls);
+    this.client = new proto.inplace.v1.Agent(this.target, credentials, options);
   }
 
   private opts(): grpc.CallOptions {

@@ -1,5 +1,5 @@
 // The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health service, on a unix
-// socket (mode 0660) or a TCP address.
+// socket (mode 0660) or a TCP address (mutual TLS, every call authorized by the client certificate's name).
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -18,6 +18,8 @@ import { pullImagesHandler } from './handlers/pull-images.js';
 import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { unixPath } from './address.js';
+import { authzInterceptor, type AuthzPolicy, type Denial } from './authz.js';
+import { serverCredentials, type ServerTlsFiles } from './tls.js';
 
 /** The fully qualified name of the agent service, as used by the health service. */
 export const AGENT_SERVICE = 'inplace.v1.Agent';
@@ -31,6 +33,10 @@ export interface ServerDeps {
   restartDefaults: RestartDefaults;
   /** Group id that owns the unix socket (its members may use the agent); the process's group when absent. */
   socketGid?: number;
+  /** TLS files, required on TCP (see tls.ts). */
+  tls?: ServerTlsFiles;
+  /** Authorization of TCP callers, required on TCP; the policy is read on every call. */
+  authz?: { policy: () => AuthzPolicy; onDenied: (d: Denial) => void };
 }
 
 /** A running API server. */
@@ -45,7 +51,10 @@ export interface ApiServer {
 /** Starts serving on listen (`unix:///path`, `unix:path` or `host:port`). */
 export async function startApiServer(listen: string, deps: ServerDeps): Promise<ApiServer> {
   const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
-  const server = new grpc.Server();
+  const socketPath = unixPath(listen);
+  const credentials = serverCredentials(listen, deps.tls ?? {});
+  if (!socketPath && !deps.authz) throw new AgentError('InvalidArgument', `--listen ${listen} is TCP: give --authz-file to say which client certificate names may call what`);
+  const server = new grpc.Server({ interceptors: !socketPath && deps.authz ? [authzInterceptor(deps.authz.policy, deps.authz.onDenied)] : [] });
   const handlers: AgentHandlers = {
     ListPods: listPodsHandler(deps.engine, deps.runtimeKind),
     PullImages: pullImagesHandler(deps.pulls, deps.parseKeyring),
@@ -59,14 +68,13 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });
   health.addToServer(server);
 
-  const socketPath = unixPath(listen);
   if (socketPath) {
     await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o755 });
     await fs.rm(socketPath, { force: true });
   }
   const target = socketPath ? `unix://${socketPath}` : listen;
   await new Promise<void>((resolve, reject) =>
-    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err) =>
+    server.bindAsync(target, credentials, (err) =>
       err ? reject(new AgentError('Unavailable', `cannot listen on ${listen}: ${err.message}`)) : resolve(),
     ),
   );

@@ -11,6 +11,7 @@ const TO_CODE: Record<ErrorKind, grpc.status> = {
   Aborted: grpc.status.ABORTED,
   Cancelled: grpc.status.CANCELLED,
   Unauthenticated: grpc.status.UNAUTHENTICATED,
+  PermissionDenied: grpc.status.PERMISSION_DENIED,
   ResourceExhausted: grpc.status.RESOURCE_EXHAUSTED,
   Internal: grpc.status.INTERNAL,
   Unknown: grpc.status.UNKNOWN,

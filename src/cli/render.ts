@@ -81,3 +81,15 @@ export function progressLine(prev: Operation | undefined, cur: Operation, t0: nu
   }
   return out.length ? out.join('\n') : undefined;
 }
+
+/** The last line of `inplacectl restart`: what changed, or why it did not. */
+export function restartSummary(op: Operation, t0: number): string {
+  const took = ((Date.now() - t0) / 1000).toFixed(2);
+  if (op.state === 'Succeeded') {
+    const parts = op.containers.map(
+      (c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${c.newId.slice(0, 12)} (${c.newImage}${c.downtimeMs !== undefined ? `, down ${c.downtimeMs} ms` : ''})`,
+    );
+    return `restarted in place in ${took}s: ${parts.join(', ')}; pod ${op.podName} ip ${op.podIp || '-'} unchanged`;
+  }
+  return `operation ${op.id} ${op.state}: ${op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given'}`;
+}

@@ -14,6 +14,12 @@ export interface DaemonOptions {
   listen: string;
   /** Group (name or gid) that may use the agent's socket. */
   socketGroup?: string;
+  /** Mutual TLS of a TCP --listen: the agent's certificate and key, and the CA client certificates must chain to. */
+  tlsCert?: string;
+  tlsKey?: string;
+  clientCa?: string;
+  /** Which client certificate names may read, pull, restart and cancel (TCP only). */
+  authzFile?: string;
   stateDir: string;
   metricsAddr?: string;
   logLevel: string;
@@ -31,6 +37,12 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
+  /** Kubernetes mode: the kubeconfig file (else $KUBECONFIG, else in-cluster). */
+  kubeconfig?: string;
+  /** Kubernetes mode: this node's name (default $NODE_NAME). */
+  nodeName?: string;
+  /** Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all). */
+  watchNamespace?: string;
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -46,6 +58,10 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
     .addOption(opt('--listen <uri>', 'agent API address', 'listen').default('unix:///run/inplace-agent/agent.sock'))
     .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))
+    .addOption(opt('--tls-cert <file>', 'the agent\'s certificate (PEM) for a TCP --listen (mutual TLS is required on TCP)', 'tls-cert'))
+    .addOption(opt('--tls-key <file>', 'the private key (PEM) of --tls-cert', 'tls-key'))
+    .addOption(opt('--client-ca <file>', 'CA certificates (PEM) that client certificates must chain to', 'client-ca'))
+    .addOption(opt('--authz-file <file>', 'JSON policy: which client certificate names may read, pull, restart, cancel (TCP; reloaded on SIGHUP)', 'authz-file'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
     .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
@@ -62,7 +78,10 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
-    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
+    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
+    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
+    .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'));
 }
 
 /** Settings from a parsed command. */
@@ -88,6 +107,10 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     containerdAddress: o.containerdAddress,
     listen: o.listen as string,
     socketGroup: o.socketGroup,
+    tlsCert: o.tlsCert,
+    tlsKey: o.tlsKey,
+    clientCa: o.clientCa,
+    authzFile: o.authzFile,
     stateDir: o.stateDir as string,
     metricsAddr: o.metricsAddr,
     logLevel: o.logLevel as string,
@@ -105,5 +128,8 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
+    kubeconfig: o.kubeconfig,
+    nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
+    watchNamespace: o.watchNamespace,
   };
 }

@@ -14,6 +14,8 @@ import { isTerminal, type Operation, type RestartRequest } from './operation.js'
 import { resolvePod } from './pod-resolver.js';
 import { planRestart, preStopCommand } from './restart-plan.js';
 import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
+import type { RestartStrategy, StrategyName } from './restart-strategy.js';
+import type { PlannedTarget } from './restart-plan.js';
 
 /** Construction parameters of the engine. */
 export interface EngineDeps {
@@ -26,6 +28,11 @@ export interface EngineDeps {
   retention?: number;
   /** Accept kubelet-managed containers (Kubernetes mode). */
   allowKubelet?: boolean;
+  /**
+   * Strategies tried, in order, for each planned container before the standalone one (Kubernetes mode: the
+   * kubelet strategy, which claims every kubelet-managed container).
+   */
+  strategies?: RestartStrategy[];
   /** Called after each container step is journaled. */
   afterStep?: ExecutorDeps['afterStep'];
   /**
@@ -66,6 +73,7 @@ export class Engine extends EventEmitter {
       drainSignal: this.drainAbort.signal,
       replan: (op) => this.replan(op),
       afterStep: d.afterStep,
+      strategies: d.strategies,
     });
   }
 
@@ -90,26 +98,33 @@ export class Engine extends EventEmitter {
 
   /**
    * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
-   * dryRun, returns the planned operation (no id) without recording or running it.
+   * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
+   * gets that id, and a request whose id is already recorded returns that record instead of running twice.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean } = {}): Promise<Operation> {
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string } = {}): Promise<Operation> {
+    const known = opts.id ? this.ops.get(opts.id) : undefined;
+    if (known && !opts.dryRun) return known;
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
     const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
     const pod = resolvePod(pods, req.pod);
     const containers = all.filter((c) => c.podId === pod.id);
-    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    if (!req.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
+    const busy = this.queue.depth(pod.id) > 0;
+    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet, busy });
+    const strategies = await this.strategiesFor(pod, planned, req);
+    if (!req.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
-      id: randomUUID(),
+      id: opts.id ?? randomUUID(),
       podId: pod.id,
       podName: pod.name,
       podIp: pod.ip,
       state: 'Pending',
       request: { ...req, pod: req.pod },
-      containers: planned.map((p) => ({
+      containers: planned.map((p, i) => ({
         name: p.name,
+        strategy: strategies[i],
         oldId: p.current.id,
         oldRuntimeName: this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '',
         oldImage: p.current.image,
@@ -137,6 +152,11 @@ export class Engine extends EventEmitter {
     if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`);
     if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`);
     return byPrefix[0];
+  }
+
+  /** Whether an operation with this exact id is recorded. */
+  has(id: string): boolean {
+    return this.ops.has(id);
   }
 
   /** All known operations, newest first, optionally of one pod. */
@@ -215,16 +235,39 @@ export class Engine extends EventEmitter {
     });
     op.podId = pod.id;
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
-    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    if (!op.request.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet });
+    const strategies = await this.strategiesFor(pod, planned, op.request);
+    if (!op.request.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     op.containers.forEach((t, i) => {
       const p = planned[i];
+      t.strategy = strategies[i];
       t.oldId = p.current.id;
       t.oldRuntimeName = this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '';
       t.oldImage = p.current.image;
       t.newImage = p.newImage;
       t.newAttempt = p.newAttempt;
     });
+  }
+
+  /** With a strategy that claims kubelet-managed containers, the plan may name them. */
+  private get allowKubelet(): boolean {
+    return Boolean(this.d.allowKubelet) || (this.d.strategies?.length ?? 0) > 0;
+  }
+
+  /** The strategy of each planned container: the first that claims it, else standalone. Refusals throw. */
+  private async strategiesFor(pod: Pod, planned: PlannedTarget[], req: RestartRequest): Promise<StrategyName[]> {
+    const out: StrategyName[] = [];
+    for (const p of planned) {
+      let chosen: StrategyName = 'standalone';
+      for (const s of this.d.strategies ?? []) {
+        if (await s.claim(pod, p, req)) {
+          chosen = s.name;
+          break;
+        }
+      }
+      out.push(chosen);
+    }
+    return out;
   }
 
   private async prune(): Promise<void> {

@@ -9,6 +9,7 @@ import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
+import type { RestartStrategy, StepContext } from './restart-strategy.js';
 
 /** Fixed reasons recorded on failures. */
 export const Reasons = {
@@ -54,6 +55,8 @@ export interface ExecutorDeps {
   replan?: (op: Operation) => Promise<void>;
   /** Called after each container step is journaled (fault injection in tests, tracing). */
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
+  /** Strategies other than standalone, by the name a planned container carries (see restart-strategy.ts). */
+  strategies?: RestartStrategy[];
 }
 
 /** The longest delay a Node.js timer takes (a longer one fires at once). */
@@ -132,7 +135,7 @@ export class RestartExecutor {
               return undefined;
             });
           }
-          if (await this.advance(op, t, deadline, old)) continue;
+          if (await this.strategyOf(t).advance(op, t, this.stepContext(op, t, deadline, old))) continue;
         }
         // This container failed (and was rolled back where it had been touched): the operation ends here.
         const discarded = t.step === 'RolledBack' && (t.error ?? '').startsWith(Reasons.Cancelled);
@@ -250,6 +253,28 @@ export class RestartExecutor {
     op.finishedAt = new Date(this.d.clock.now()).toISOString();
     await this.save(op);
     this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, error });
+    for (const s of this.d.strategies ?? []) {
+      if (!s.finished || !op.containers.some((c) => c.strategy === s.name)) continue;
+      await s.finished(op).catch((err: unknown) => this.d.log.warn('reporting the end of an operation failed', { op: op.id, strategy: s.name, error: asAgentError(err).message }));
+    }
+  }
+
+  /** The strategy a container was planned with; standalone (this executor's own steps) by default. */
+  private strategyOf(t: ContainerTarget): RestartStrategy {
+    const s = t.strategy && t.strategy !== 'standalone' ? this.d.strategies?.find((x) => x.name === t.strategy) : undefined;
+    if (t.strategy && t.strategy !== 'standalone' && !s) throw new AgentError('FailedPrecondition', `container "${t.name}" was planned for the ${t.strategy} strategy, which this agent does not run (start it in Kubernetes mode)`);
+    return s ?? this.standalone;
+  }
+
+  /** The agent recreates the container itself: the steps below. */
+  private readonly standalone: RestartStrategy = {
+    name: 'standalone',
+    claim: () => Promise.resolve(true),
+    advance: (op, t, ctx) => this.advance(op, t, ctx.deadline, ctx.old),
+  };
+
+  private stepContext(op: Operation, t: ContainerTarget, deadline: number, old: ContainerDetail | undefined): StepContext {
+    return { deadline, old, step: (s) => this.step(op, t, s), mark: (s) => this.mark(op, t, s), publish: () => this.d.publish(op) };
   }
 
   /**

@@ -26,6 +26,11 @@ export interface PlanOptions {
   kind: RuntimeKind;
   /** Allow containers that a kubelet manages (Kubernetes mode). */
   allowKubelet?: boolean;
+  /**
+   * An operation on the pod is queued or running, and this one will be planned again when its turn comes: a
+   * container caught between its old and new instance (none running) is accepted, and checked then.
+   */
+  busy?: boolean;
 }
 
 /** Checks a request against the pod and its containers and returns the targets, in the order given. */
@@ -51,6 +56,7 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
     if (same.length === 0) {
       throw new AgentError('NotFound', `container "${name}" not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`);
     }
+    if (running.length === 0 && opts.busy) running.push([...same].sort((a, b) => b.attempt - a.attempt)[0]);
     if (running.length === 0) {
       throw new AgentError('FailedPrecondition', `container "${name}" in pod ${pod.name} is not running (state ${same[0].state}); only running containers are restarted in place`);
     }
