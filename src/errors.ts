@@ -12,7 +12,9 @@ export type ErrorKind =
   | 'Unauthenticated'
   | 'PermissionDenied'
   | 'ResourceExhausted'
-  | 'Internal';
+  | 'Internal'
+  /** A runtime's answer the agent does not know (e.g. a pull failure message in no table): not guessed at. */
+  | 'Unknown';
 
 /** An error with a kind and a message that names the thing it is about. */
 export class AgentError extends Error {

@@ -14,6 +14,7 @@ const TO_CODE: Record<ErrorKind, grpc.status> = {
   PermissionDenied: grpc.status.PERMISSION_DENIED,
   ResourceExhausted: grpc.status.RESOURCE_EXHAUSTED,
   Internal: grpc.status.INTERNAL,
+  Unknown: grpc.status.UNKNOWN,
 };
 
 /** Trailer the agent puts on every error it sends, so a client can tell them from its own transport errors. */

@@ -13,6 +13,7 @@ import type { Status__Output } from '../gen/containerd/services/content/v1/Statu
 import type { Lease__Output } from '../gen/containerd/services/leases/v1/Lease.js';
 import type { Resource__Output } from '../gen/containerd/services/leases/v1/Resource.js';
 import { AgentError } from '../errors.js';
+import { RUNTIME_SOCKET_CHANNEL_OPTIONS } from '../runtime/socket-channel.js';
 
 const CONTENT_PROTO = 'containerd/services/content/v1/content.proto';
 const LEASES_PROTO = 'containerd/services/leases/v1/leases.proto';
@@ -57,7 +58,7 @@ export class ContainerdClient {
     const target = address.startsWith('/') ? `unix://${address}` : address;
     const proto = grpc.loadPackageDefinition(packageDefinition()) as unknown as ContentProto & LeasesProto;
     const creds = grpc.credentials.createInsecure();
-    this.content = new proto.containerd.services.content.v1.Content(target, creds);
+    this.content = new proto.containerd.services.content.v1.Content(target, creds, RUNTIME_SOCKET_CHANNEL_OPTIONS);
     this.leases = new proto.containerd.services.leases.v1.Leases(target, creds, { channelOverride: this.content.getChannel() });
   }
 

@@ -7,14 +7,12 @@ import { redact } from './auth.js';
 /** Kinds a retry cannot heal: the image does not exist, the credentials are wrong, the reference is bad, the disk is full. */
 export const PERMANENT_KINDS: readonly ErrorKind[] = ['NotFound', 'Unauthenticated', 'InvalidArgument', 'Cancelled', 'ResourceExhausted'];
 
-// Runtimes report registry answers only as text (containerd's CRI returns gRPC Unknown with the resolver's
-// message; Docker's JSON stream carries an error string), so these are recognised by their fixed wording.
+// dockerd reports registry answers only as text in its JSON stream, so for Docker these are recognised by
+// their fixed wording. containerd's CRI answers are classified by the adapter, from its table of the messages
+// containerd really sends (runtime/cri/pull-messages.ts); here its kind is taken as it is.
 const UNAUTHORIZED = /\b401\b|unauthorized|authentication required|no basic auth credentials|access to the resource is denied|denied: requested access/i;
-// Only the registry's own answers: containerd also says "not found" (with gRPC NOT_FOUND) for its own content
-// store ("content digest sha256:…: not found"), which says nothing about the image in the registry.
-const MISSING =
-  /manifest unknown|name unknown|blob unknown|repository does not exist|failed to resolve reference\b.*\bnot found\b|manifest for \S+ not found|content at \S+ not found|\b404\b/i;
-// A full image filesystem: containerd reports it as a plain Go error (gRPC UNKNOWN or INTERNAL), Docker as text.
+const MISSING = /manifest unknown|name unknown|blob unknown|repository does not exist|manifest for \S+ not found|\b404\b/i;
+// A full image filesystem: the kernel's ENOSPC/EDQUOT text, as Docker passes it on.
 const DISK_FULL = /no space left on device|\bENOSPC\b|disk quota exceeded/i;
 
 /** Whether a retry of a pull that failed with err could succeed. */
@@ -23,11 +21,10 @@ export function isRetryable(err: AgentError): boolean {
 }
 
 /**
- * err as an AgentError whose kind says what happened to the pull of image on a runtime of the given kind (an
- * adapter's Unauthenticated or InvalidArgument is kept; a full disk is ResourceExhausted; a missing image is
- * recognised from the registry's answer, or from Docker's HTTP 404; an Unknown/Internal one is recognised
- * from the registry's answer), with a message that starts with what it means, keeps the runtime's reason,
- * and has every secret of auth (and no user name) redacted.
+ * err as an AgentError whose kind says what happened to the pull of image on a runtime of the given kind,
+ * with a message that starts with what it means, keeps the runtime's reason, and has every secret of auth
+ * (and no user name) redacted. On CRI the adapter's kind stands (an unknown answer stays Unknown); on Docker
+ * a full disk, missing credentials and a missing image are recognised from its text and HTTP 404.
  */
 export function classifyPullError(err: unknown, image: string, auth?: RegistryAuth, runtime?: RuntimeKind): AgentError {
   if (classified.has(err as object)) return err as AgentError;
@@ -38,28 +35,38 @@ export function classifyPullError(err: unknown, image: string, auth?: RegistryAu
 
 const classified = new WeakSet<object>();
 
+/** The kind of a failed Docker pull, from the adapter's kind and dockerd's text. */
+function dockerKind(e: AgentError, reason: string): ErrorKind {
+  if (e.kind === 'Cancelled' || e.kind === 'DeadlineExceeded' || e.kind === 'ResourceExhausted' || e.kind === 'InvalidArgument') return e.kind;
+  if (DISK_FULL.test(reason)) return 'ResourceExhausted';
+  if (e.kind === 'Unauthenticated' || (e.kind !== 'NotFound' && UNAUTHORIZED.test(reason))) return 'Unauthenticated';
+  // dockerd answers a pull of an image its registry lacks with HTTP 404 (the adapter keeps only the status).
+  if (e.kind === 'NotFound' || MISSING.test(reason)) return 'NotFound';
+  return e.kind;
+}
+
 function classify(e: AgentError, image: string, auth: RegistryAuth | undefined, runtime: RuntimeKind | undefined): AgentError {
   const reason = redact(e.message, auth);
-  if (e.kind === 'Cancelled' || e.kind === 'DeadlineExceeded' || e.kind === 'ResourceExhausted') {
-    return new AgentError(e.kind, reason, { cause: e });
+  const kind = runtime === 'docker' ? dockerKind(e, reason) : e.kind;
+  const opts = { cause: e };
+  switch (kind) {
+    case 'Cancelled':
+    case 'DeadlineExceeded':
+    case 'InvalidArgument':
+      return new AgentError(kind, reason, opts);
+    case 'ResourceExhausted':
+      if (!DISK_FULL.test(reason)) return new AgentError(kind, reason, opts);
+      return new AgentError(kind, `pull of ${image}: no space left on the image filesystem (${reason})`, opts);
+    case 'Unauthenticated': {
+      // No user name either: the message reaches other callers' logs and the restart journal.
+      const what = auth ? 'the registry rejected the credentials given for it' : 'the registry requires credentials and none were given for it';
+      return new AgentError(kind, `pull of ${image}: ${what} (${reason})`, opts);
+    }
+    case 'NotFound':
+      return new AgentError(kind, `pull of ${image}: image not found in its registry (${reason})`, opts);
+    case 'Unknown':
+      return new AgentError(kind, `pull of ${image} failed with an answer the agent does not know (${reason})`, opts);
+    default:
+      return new AgentError(kind, `pull of ${image} failed: ${reason}`, opts);
   }
-  if (e.kind !== 'InvalidArgument' && DISK_FULL.test(reason)) {
-    return new AgentError('ResourceExhausted', `pull of ${image}: no space left on the image filesystem (${reason})`, { cause: e });
-  }
-  if (e.kind === 'Unauthenticated' || (e.kind !== 'NotFound' && UNAUTHORIZED.test(reason))) {
-    // No user name either: the message reaches other callers' logs and the restart journal.
-    const what = auth ? 'the registry rejected the credentials given for it' : 'the registry requires credentials and none were given for it';
-    return new AgentError('Unauthenticated', `pull of ${image}: ${what} (${reason})`, { cause: e });
-  }
-  // dockerd answers a pull of an image its registry lacks with HTTP 404 (the adapter keeps only the status);
-  // CRI's NOT_FOUND is also containerd's own content store ("content digest …: not found"), so there only
-  // the registry's wording says the image is missing.
-  if ((e.kind === 'NotFound' && runtime === 'docker') || (e.kind !== 'InvalidArgument' && MISSING.test(reason))) {
-    return new AgentError('NotFound', `pull of ${image}: image not found in its registry (${reason})`, { cause: e });
-  }
-  if (e.kind === 'InvalidArgument') return new AgentError('InvalidArgument', reason, { cause: e });
-  // Any other NotFound is the runtime's own (a blob gone from its content store): not a missing image, and
-  // a new attempt may heal it.
-  const kind = e.kind === 'NotFound' ? 'Internal' : e.kind;
-  return new AgentError(kind, `pull of ${image} failed: ${reason}`, { cause: e });
 }

@@ -13,26 +13,32 @@ import type { PullEvent } from '../../src/pull/types.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv, type SandboxEnv } from '../../src/testbed/sandbox-env.js';
 import { memoryLogger } from '../support/memory-logger.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { criTargets } from '../support/runtime-matrix.js';
 import { buildImage, buildLayer, pushImage, seededBytes, type BuiltImage } from '../support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
 import { freePort, startRegistry, type RegistryServer } from '../support/registry-server.js';
 
-const env = sandboxEnv();
 const MiB = 1024 * 1024;
 
 interface Target {
-  name: 'docker' | 'cri';
+  /** For the suite title: the runtime and its version. */
+  name: string;
+  kind: 'docker' | 'cri';
+  env: SandboxEnv;
   make(): Runtime;
   remove(rt: Runtime, ref: string): Promise<void>;
 }
 
+const dockerEnv = sandboxEnv();
 const targets: Target[] = [
   {
     name: 'docker',
-    make: () => new DockerRuntime(env.dockerHost),
+    kind: 'docker',
+    env: dockerEnv,
+    make: () => new DockerRuntime(dockerEnv.dockerHost),
     remove: async (rt, ref) => {
       await (rt as DockerRuntime).docker
         .getImage(ref)
@@ -40,19 +46,21 @@ const targets: Target[] = [
         .catch(() => undefined);
     },
   },
-  {
-    name: 'cri',
-    make: () => new CriRuntime(env.criEndpoint),
-    remove: async (rt, ref) => {
+  ...criTargets().map((t) => ({
+    name: t.title,
+    kind: 'cri' as const,
+    env: t.env,
+    make: () => new CriRuntime(t.env.criEndpoint),
+    remove: async (rt: Runtime, ref: string) => {
       await (rt as CriRuntime).client.removeImage(ref).catch(() => undefined);
     },
-  },
+  })),
 ];
-
 
 for (const target of targets) {
   describe(`pull service on ${target.name} (real runtime and registry)`, function () {
     this.timeout(60_000);
+    const env = target.env;
     let rt: Runtime;
     let registry: RegistryServer;
     let proxy: RegistryProxy;
@@ -87,7 +95,7 @@ for (const target of targets) {
     before(async function () {
       rt = target.make();
       await requireRuntime(this, `${target.name} runtime of the sandbox`, () => rt.version());
-      if (target.name === 'cri') progress = new ContainerdProgressSource({ address: env.containerdAddress, intervalMs: 250 });
+      if (target.kind === 'cri') progress = new ContainerdProgressSource({ address: env.containerdAddress, intervalMs: 250 });
       registry = await startRegistry();
       proxy = await startRegistryProxy(registry.host);
     });

@@ -11,31 +11,38 @@ import type { Container } from '../../src/runtime/types.js';
 import { CriPodFixture } from '../../src/testbed/cri-pods.js';
 import { DockerPodFixture } from '../../src/testbed/docker-pods.js';
 import type { PodFixture, TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv, type SandboxEnv } from '../../src/testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
-
-const env = sandboxEnv();
+import { criTargets } from '../support/runtime-matrix.js';
 
 interface Flavour {
-  name: 'cri' | 'docker';
+  /** For the suite title: the runtime and its version. */
+  title: string;
+  kind: 'cri' | 'docker';
+  env: SandboxEnv;
   agentArgs: string[];
   runtime(): Runtime;
   fixture(): PodFixture;
 }
 
+const dockerEnv = sandboxEnv();
 const flavours: Flavour[] = [
+  ...criTargets().map((t) => ({
+    title: t.title,
+    kind: 'cri' as const,
+    env: t.env,
+    agentArgs: ['--runtime', 'cri', '--cri-endpoint', t.env.criEndpoint],
+    runtime: () => new CriRuntime(t.env.criEndpoint),
+    fixture: () => new CriPodFixture(t.env.criEndpoint),
+  })),
   {
-    name: 'cri',
-    agentArgs: ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint],
-    runtime: () => new CriRuntime(env.criEndpoint),
-    fixture: () => new CriPodFixture(env.criEndpoint),
-  },
-  {
-    name: 'docker',
-    agentArgs: ['--runtime', 'docker', '--docker-host', env.dockerHost],
-    runtime: () => new DockerRuntime(env.dockerHost),
-    fixture: () => new DockerPodFixture(env.dockerHost),
+    title: 'docker',
+    kind: 'docker',
+    env: dockerEnv,
+    agentArgs: ['--runtime', 'docker', '--docker-host', dockerEnv.dockerHost],
+    runtime: () => new DockerRuntime(dockerEnv.dockerHost),
+    fixture: () => new DockerPodFixture(dockerEnv.dockerHost),
   },
 ];
 
@@ -59,8 +66,9 @@ async function sh(rt: Runtime, id: string, script: string): Promise<string> {
 }
 
 for (const f of flavours) {
-  describe(`in-place restart end to end (${f.name})`, function () {
+  describe(`in-place restart end to end (${f.title})`, function () {
     this.timeout(120_000);
+    const env = f.env;
     let rt: Runtime;
     let fixture: PodFixture;
     let agent: AgentProcess;
@@ -84,9 +92,9 @@ for (const f of flavours) {
 
     before(async function () {
       rt = f.runtime();
-      await requireRuntime(this, f.name, () => rt.version());
+      await requireRuntime(this, f.title, () => rt.version());
       fixture = f.fixture();
-      volume = fs.mkdtempSync(path.join(os.tmpdir(), `inplace-e2e-${f.name}-`));
+      volume = fs.mkdtempSync(path.join(os.tmpdir(), `inplace-e2e-${f.kind}-`));
       agent = await startAgent([...f.agentArgs, '--min-ready', '500ms', '--grace', '5s']);
     });
 

@@ -116,19 +116,20 @@ describe('pull auth: lookup like the kubelet keyring', () => {
 });
 
 describe('pull errors', () => {
-  it('recognises a missing image, refused credentials and keeps retryable kinds', () => {
-    const nf = classifyPullError(new AgentError('Internal', 'failed to resolve reference "r/x:nope": r/x:nope: not found'), 'r/x:nope');
+  // dockerd's wording (on CRI the adapter's table decides: cri-pull-messages.test.ts).
+  it('recognises a missing image, refused credentials and keeps retryable kinds (Docker)', () => {
+    const nf = classifyPullError(new AgentError('Internal', 'manifest for r/x:nope not found: manifest unknown: manifest unknown'), 'r/x:nope', undefined, 'docker');
     assert.equal(nf.kind, 'NotFound');
     assert.match(nf.message, /pull of r\/x:nope: image not found/);
     assert.equal(isRetryable(nf), false);
-    const ua = classifyPullError(new AgentError('Unavailable', 'unexpected status: 401 Unauthorized'), 'r/x:1');
+    const ua = classifyPullError(new AgentError('Unavailable', 'unexpected status: 401 Unauthorized'), 'r/x:1', undefined, 'docker');
     assert.equal(ua.kind, 'Unauthenticated');
     assert.match(ua.message, /requires credentials and none were given/);
-    const bad = classifyPullError(new AgentError('Internal', 'no basic auth credentials pw=topsecret'), 'r/x:1', { username: 'me', password: 'topsecret' });
+    const bad = classifyPullError(new AgentError('Internal', 'no basic auth credentials pw=topsecret'), 'r/x:1', { username: 'me', password: 'topsecret' }, 'docker');
     assert.match(bad.message, /rejected the credentials given for it/);
     assert.doesNotMatch(bad.message, /"me"/, 'no user name either');
     assert.doesNotMatch(bad.message, /topsecret/);
-    const down = classifyPullError(new AgentError('Unavailable', 'dial tcp 127.0.0.1:1: connect: connection refused'), 'r/x:1');
+    const down = classifyPullError(new AgentError('Unavailable', 'dial tcp 127.0.0.1:1: connect: connection refused'), 'r/x:1', undefined, 'docker');
     assert.equal(down.kind, 'Unavailable');
     assert.equal(isRetryable(down), true);
     assert.equal(classifyPullError(down, 'r/x:1'), down, 'classifying twice changes nothing');

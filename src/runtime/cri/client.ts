@@ -24,6 +24,7 @@ import type { RunPodSandboxResponse__Output } from '../../gen/runtime/v1/RunPodS
 import type { RuntimeServiceClient } from '../../gen/runtime/v1/RuntimeService.js';
 import type { VersionResponse__Output } from '../../gen/runtime/v1/VersionResponse.js';
 import { AgentError } from '../../errors.js';
+import { RUNTIME_SOCKET_CHANNEL_OPTIONS } from '../socket-channel.js';
 import { fromGrpcError, type CallContext } from './errors.js';
 import { criPackageDefinition } from './proto.js';
 
@@ -60,6 +61,7 @@ export class CriClient {
     this.endpoint = normalizeEndpoint(endpoint);
     const proto = grpc.loadPackageDefinition(criPackageDefinition()) as unknown as ProtoGrpcType;
     const options: grpc.ChannelOptions = {
+      ...RUNTIME_SOCKET_CHANNEL_OPTIONS,
       // ExecSync may return up to 16 MiB per stream; lists of a busy node get large.
       'grpc.max_receive_message_length': 64 * 1024 * 1024,
     };

@@ -3,10 +3,11 @@
 // uses it to set and remove image labels, which CRI itself cannot do.
 import * as grpc from '@grpc/grpc-js';
 import type { ImagesClient } from '../../gen/containerd/services/images/v1/Images.js';
-import type { Image__Output } from '../../gen/containerd/services/images/v1/Image.js';
+import type { Image, Image__Output } from '../../gen/containerd/services/images/v1/Image.js';
 import type { ProtoGrpcType } from '../../gen/images.js';
 import { AgentError } from '../../errors.js';
 import { loadProto } from '../../proto.js';
+import { RUNTIME_SOCKET_CHANNEL_OPTIONS } from '../socket-channel.js';
 import { fromGrpcError } from './errors.js';
 
 const IMAGES_PROTO = 'containerd/services/images/v1/images.proto';
@@ -30,23 +31,29 @@ export class ContainerdImages {
   ) {
     this.endpoint = endpoint.startsWith('/') ? `unix://${endpoint}` : endpoint;
     const proto = grpc.loadPackageDefinition(loadProto(IMAGES_PROTO)) as unknown as ProtoGrpcType;
-    this.images = new proto.containerd.services.images.v1.Images(this.endpoint, grpc.credentials.createInsecure());
+    this.images = new proto.containerd.services.images.v1.Images(this.endpoint, grpc.credentials.createInsecure(), RUNTIME_SOCKET_CHANNEL_OPTIONS);
   }
 
-  /** The image record named name; NotFound when there is none. */
+  /** The image record named name, whole (its target included); NotFound when there is none. */
   async get(name: string): Promise<Image__Output> {
     const res = await this.unary<{ image: Image__Output | null }>('Images.Get', name, (md, o, cb) => this.images.Get({ name }, md, o, cb));
-    return res.image ?? { name, labels: {}, createdAt: null, updatedAt: null };
+    if (!res.image) throw new AgentError('Internal', `Images.Get image ${JSON.stringify(name)} at ${this.endpoint}: the answer carries no image`);
+    return res.image;
   }
 
   /**
    * Sets label key of the image record named name to value, or removes it when value is ''; other labels
-   * and the target stay as they are. NotFound when there is no such record.
+   * and the target stay as they are. The record is read first and written back whole with the one label
+   * changed, under a mask naming only that label, so nothing else it holds can be lost or cleared. NotFound
+   * when there is no such record.
    */
   async setLabel(name: string, key: string, value: string): Promise<void> {
-    await this.unary('Images.Update', name, (md, o, cb) =>
-      this.images.Update({ image: { name, labels: { [key]: value } }, updateMask: { paths: [`labels.${key}`] } }, md, o, cb),
-    );
+    const current = await this.get(name);
+    if (!current.target?.digest) {
+      throw new AgentError('Internal', `image record ${JSON.stringify(name)} at ${this.endpoint} was read without its target; not writing it back`);
+    }
+    const image: Image = { ...current, labels: { ...current.labels, [key]: value } };
+    await this.unary('Images.Update', name, (md, o, cb) => this.images.Update({ image, updateMask: { paths: [`labels.${key}`] } }, md, o, cb));
   }
 
   /** Closes the connection. */

@@ -1,7 +1,10 @@
 // The one place where CRI gRPC failures become AgentErrors. The status code decides the kind; only for
 // UNKNOWN, which containerd uses for many plain Go errors ("...: not found"), is the message text consulted.
+// PullImage is the exception: its kind comes from the table of containerd's real pull messages
+// (pull-messages.ts), since there the code does not say whether the registry or containerd failed.
 import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import { AgentError, type ErrorKind } from '../../errors.js';
+import { matchPullMessage } from './pull-messages.js';
 
 /** What a failed call was about, so that the message can name it. */
 export interface CallContext {
@@ -70,6 +73,18 @@ export function kindOf(code: number, details: string): ErrorKind {
   return kindByCode[code as Status] ?? 'Internal';
 }
 
+/** Codes that say what happened to the call itself, not what the runtime found: they keep their kind. */
+const TRANSPORT_CODES: readonly number[] = [Status.CANCELLED, Status.DEADLINE_EXCEEDED, Status.UNAVAILABLE];
+
+/**
+ * The AgentError kind of a failed PullImage: the transport's kind for a cancelled, timed-out or unreachable
+ * call, else the kind of the known message it carries, else Unknown (never a guess from a stray word).
+ */
+export function pullKindOf(code: number, details: string): ErrorKind {
+  if (TRANSPORT_CODES.includes(code)) return kindByCode[code as Status] ?? 'Unknown';
+  return matchPullMessage(details)?.kind ?? 'Unknown';
+}
+
 /** Whether err looks like a grpc-js call error. */
 export function isServiceError(err: unknown): err is ServiceError {
   return err instanceof Error && typeof (err as Partial<ServiceError>).code === 'number';
@@ -84,7 +99,7 @@ export function fromGrpcError(err: unknown, ctx: CallContext): AgentError {
   }
   // grpc-js appends an empty "Resolution note:" to connection failures.
   const details = (err.details || err.message).replace(/\s*Resolution note:\s*$/, '');
-  const kind = kindOf(err.code, details);
+  const kind = ctx.op === 'PullImage' ? pullKindOf(err.code, details) : kindOf(err.code, details);
   return new AgentError(kind, messageFor(kind, details, ctx), { cause: err });
 }
 
