@@ -1,4 +1,5 @@
 // The daemon's settings: command-line flags, each also settable as INPLACE_AGENT_<FLAG> in the environment.
+import { DEFAULT_LEASE_NAMESPACE } from '../fleet/types.js';
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { parseDuration } from '../duration.js';
@@ -96,7 +97,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
     .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'))
     .addOption(opt('--no-fleet-prewarm', 'in Kubernetes mode, do not take part in ImagePrewarm fleet pre-warms', 'fleet-prewarm'))
-    .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-agent-system)', 'fleet-namespace'))
+    .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-system)', 'fleet-namespace'))
     .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
     .addOption(opt('--fleet-poll <duration>', 'how often a waiting node looks for a free slot', 'fleet-poll').default('3s'))
     .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'));
@@ -152,7 +153,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     maxParallelOperations: Math.max(1, int('max-parallel-operations', o.maxParallelOperations)),
     drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
     fleetPrewarm: (o.fleetPrewarm as unknown) !== false,
-    fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? 'inplace-agent-system',
+    fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? DEFAULT_LEASE_NAMESPACE,
     fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
     fleetPollMs: timeout('fleet-poll', o.fleetPoll),
     fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),

@@ -7,7 +7,7 @@ export const FLEET_VERSION = 'v1alpha1';
 export const IMAGE_PREWARM_PLURAL = 'imageprewarms';
 export const NODE_PREWARM_PLURAL = 'nodeprewarms';
 /** The namespace holding the slot Leases (the agent's own namespace). */
-export const DEFAULT_LEASE_NAMESPACE = 'inplace-agent-system';
+export const DEFAULT_LEASE_NAMESPACE = 'inplace-system';
 /** Label on every slot Lease, naming its ImagePrewarm. */
 export const PREWARM_LABEL = 'inplace-agent.io/prewarm';
 
