@@ -10,8 +10,9 @@ import type { Container, Pod } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
-import { isTerminal, type Operation, type RestartRequest } from './operation.js';
-import { resolvePod } from './pod-resolver.js';
+import { isTerminal, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
+import { MIN_ID_PREFIX, resolvePod } from './pod-resolver.js';
+import { RefusalReasons } from './reasons.js';
 import { planRestart, preStopCommand } from './restart-plan.js';
 import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
 
@@ -35,6 +36,9 @@ export interface EngineDeps {
   onFatal?: (err: unknown) => void;
 }
 
+/** Least length of an operation id prefix (operation ids are UUIDs; `ops` prints 8 characters). */
+export const MIN_OPERATION_PREFIX = 6;
+
 /** A pod and its containers, as shown by ListPods. */
 export interface PodView {
   pod: Pod;
@@ -47,6 +51,8 @@ export class Engine extends EventEmitter {
   private readonly drainAbort = new AbortController();
   private readonly queue = new KeyedQueue();
   private readonly running = new Set<Promise<void>>();
+  /** Per running operation: aborted by cancel() so that a pull it waits on stops (see ExecutorDeps.cancelSignal). */
+  private readonly cancels = new Map<string, AbortController>();
   private readonly executor: RestartExecutor;
   private isDraining = false;
   private readonly retention: number;
@@ -66,6 +72,7 @@ export class Engine extends EventEmitter {
       drainSignal: this.drainAbort.signal,
       replan: (op) => this.replan(op),
       afterStep: d.afterStep,
+      cancelSignal: (op) => this.cancelController(op.id).signal,
     });
   }
 
@@ -92,12 +99,12 @@ export class Engine extends EventEmitter {
    * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
    * dryRun, returns the planned operation (no id) without recording or running it.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean } = {}): Promise<Operation> {
-    if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
-    const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; requested?: RequestedSettings } = {}): Promise<Operation> {
+    if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
-    const pod = resolvePod(pods, req.pod);
-    const containers = all.filter((c) => c.podId === pod.id);
+    const pod = resolvePod(await this.d.runtime.listPods({ withIp: false }), req.pod);
+    // Only this pod's containers: on CRI each listed container costs a status call.
+    const containers = await this.d.runtime.listContainers({ podId: pod.id });
     const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
     if (!req.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
@@ -108,6 +115,7 @@ export class Engine extends EventEmitter {
       podIp: pod.ip,
       state: 'Pending',
       request: { ...req, pod: req.pod },
+      requested: opts.requested,
       containers: planned.map((p) => ({
         name: p.name,
         oldId: p.current.id,
@@ -133,25 +141,42 @@ export class Engine extends EventEmitter {
   get(id: string): Operation {
     const exact = this.ops.get(id);
     if (exact) return exact;
-    const byPrefix = id.length >= 6 ? [...this.ops.values()].filter((o) => o.id.startsWith(id)) : [];
-    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`);
-    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`);
+    if (id.length < MIN_OPERATION_PREFIX) {
+      const matches = [...this.ops.values()].filter((o) => o.id.startsWith(id)).length;
+      throw new AgentError(
+        'InvalidArgument',
+        `operation id "${id}" is too short: give the whole id or a prefix of at least ${MIN_OPERATION_PREFIX} characters (it matches ${matches} operation${matches === 1 ? '' : 's'})`,
+        { reason: RefusalReasons.OperationIdTooShort },
+      );
+    }
+    const byPrefix = [...this.ops.values()].filter((o) => o.id.startsWith(id));
+    if (byPrefix.length > 1) {
+      throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`, { reason: RefusalReasons.OperationAmbiguous });
+    }
+    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`, { reason: RefusalReasons.OperationNotFound });
     return byPrefix[0];
   }
 
-  /** All known operations, newest first, optionally of one pod. */
+  /**
+   * All known operations, newest first, optionally of one pod: by name, or by sandbox id or id prefix of at
+   * least MIN_ID_PREFIX characters (as `pods` prints them), before or after the operation.
+   */
   list(podFilter?: string): Operation[] {
+    const f = podFilter?.trim() ?? '';
+    const byId = (id: string | undefined) => !!id && (id === f || (f.length >= MIN_ID_PREFIX && /^[0-9a-f]+$/.test(f) && id.startsWith(f)));
     return [...this.ops.values()]
-      .filter((o) => !podFilter || o.podId === podFilter || o.podName === podFilter)
+      .filter((o) => !f || o.podName === f || byId(o.podId) || byId(o.podAfter?.podId))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
   /** Asks an operation to stop at its next safe point; the old config keeps (or gets back) running. */
   async cancel(id: string): Promise<Operation> {
     const op = this.get(id);
-    if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`);
+    if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`, { reason: RefusalReasons.OperationEnded });
     op.cancelRequested = true;
     await this.persist(op);
+    // A pull the operation waits on stops now, unless another caller waits on it too.
+    this.cancelController(op.id).abort(new AgentError('Cancelled', `operation ${op.id} was cancelled`));
     return op;
   }
 
@@ -183,9 +208,16 @@ export class Engine extends EventEmitter {
       })
       .finally(() => {
         this.running.delete(p);
+        this.cancels.delete(op.id);
         this.prune().catch((err: unknown) => this.d.log.warn('pruning old operations failed', { error: String(err) }));
       });
     this.running.add(p);
+  }
+
+  private cancelController(id: string): AbortController {
+    let c = this.cancels.get(id);
+    if (!c) this.cancels.set(id, (c = new AbortController()));
+    return c;
   }
 
   private async persist(op: Operation, sync = true): Promise<void> {

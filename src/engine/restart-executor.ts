@@ -9,19 +9,10 @@ import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
+import { readPodAfter } from './pod-after.js';
+import { Reasons } from './reasons.js';
 
-/** Fixed reasons recorded on failures. */
-export const Reasons = {
-  PullFailed: 'ImagePullFailed',
-  CreateFailed: 'CreateContainerFailed',
-  StartFailed: 'StartContainerFailed',
-  ExitedEarly: 'ReplacementExitedDuringMinReady',
-  PreStopHookError: 'PreStopHookError',
-  RollbackFailed: 'RollbackFailed',
-  Cancelled: 'Cancelled',
-  Deadline: 'DeadlineExceeded',
-  Interrupted: 'ContainerChangedMeanwhile',
-} as const;
+export { Reasons };
 
 /** Thrown at a safe point when the agent is draining: the operation stays in the journal and resumes later. */
 export class Paused extends Error {
@@ -54,6 +45,8 @@ export interface ExecutorDeps {
   replan?: (op: Operation) => Promise<void>;
   /** Called after each container step is journaled (fault injection in tests, tracing). */
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
+  /** Aborts when the operation is cancelled (cuts its pulls short, unless another caller waits on them). */
+  cancelSignal?: (op: Operation) => AbortSignal;
 }
 
 /** The longest delay a Node.js timer takes (a longer one fires at once). */
@@ -92,7 +85,7 @@ export class RestartExecutor {
         await this.d.replan(op);
       } catch (err) {
         const e = asAgentError(err);
-        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind);
+        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind, Reasons.PodChanged);
         return;
       }
     }
@@ -135,23 +128,24 @@ export class RestartExecutor {
           if (await this.advance(op, t, deadline, old)) continue;
         }
         // This container failed (and was rolled back where it had been touched): the operation ends here.
-        const discarded = t.step === 'RolledBack' && (t.error ?? '').startsWith(Reasons.Cancelled);
-        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`);
+        const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
+        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
         return;
       }
+      op.podAfter = await readPodAfter(this.d.runtime, op);
       await this.finish(op, 'Succeeded');
     } catch (err) {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
-      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind);
+      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind, e.reason);
     }
   }
 
   private safePoint(op: Operation, deadline: number): void {
-    if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled`);
+    if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled`, { reason: Reasons.Cancelled });
     if (this.d.draining()) throw new Paused();
-    if (this.d.clock.now() > deadline) throw new AgentError('DeadlineExceeded', `operation ${op.id} ran out of time (timeout ${op.request.timeoutMs / 1000}s)`);
+    if (this.d.clock.now() > deadline) throw new AgentError('DeadlineExceeded', `operation ${op.id} ran out of time (timeout ${op.request.timeoutMs / 1000}s)`, { reason: Reasons.Deadline });
   }
 
   /** Makes every new image present, all at once (the pull service bounds the node's concurrency). */
@@ -163,12 +157,13 @@ export class RestartExecutor {
     const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())));
     op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
     let lastPublish = 0;
+    const signals = [abort.signal, this.d.drainSignal, this.d.cancelSignal?.(op)].filter((x): x is AbortSignal => x !== undefined);
     try {
       await Promise.all(
         op.pulls.map(async (p) => {
           try {
             const got = await this.d.puller.ensure(p.image, {
-              signal: this.d.drainSignal ? AbortSignal.any([abort.signal, this.d.drainSignal]) : abort.signal,
+              signal: AbortSignal.any(signals),
               onProgress: (pr) => {
                 p.bytesDone = pr.bytesDone;
                 p.bytesTotal = pr.bytesTotal;
@@ -186,7 +181,8 @@ export class RestartExecutor {
             if (this.d.draining()) throw new Paused();
             const e = asAgentError(err);
             abort.abort(e);
-            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err });
+            if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled while pulling ${p.image}; nothing was stopped`, { reason: Reasons.Cancelled });
+            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
           }
         }),
       );
@@ -241,12 +237,13 @@ export class RestartExecutor {
     await this.d.save(op, sync);
   }
 
-  private async finish(op: Operation, state: OperationState, error?: string, kind?: string): Promise<void> {
+  private async finish(op: Operation, state: OperationState, error?: string, kind?: string, reason?: string): Promise<void> {
     if (isTerminal(op.state)) return;
     this.checkTransition(op, state);
     op.state = state;
     if (error) op.error = error;
     if (kind) op.errorKind = kind;
+    if (reason) op.reason = reason;
     op.finishedAt = new Date(this.d.clock.now()).toISOString();
     await this.save(op);
     this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, error });
@@ -260,6 +257,7 @@ export class RestartExecutor {
     const rt = this.d.runtime;
     const old = inspected;
     if (t.step === 'Waiting' && (!old || old.state !== 'running')) {
+      t.reason = Reasons.Interrupted;
       t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; it was not touched`;
       await this.step(op, t, 'Failed');
       return false;
@@ -290,6 +288,7 @@ export class RestartExecutor {
               // deadline) may still have happened in the runtime: remove what it left.
               const stray = await this.findReplacement(op, t).catch(() => undefined);
               if (stray) await rt.removeContainer(stray).catch(() => undefined);
+              t.reason = Reasons.CreateFailed;
               t.error = `${Reasons.CreateFailed}: ${e.message}`;
               await this.step(op, t, 'Failed');
               return false;
@@ -300,6 +299,7 @@ export class RestartExecutor {
           case 'Created': {
             if (op.cancelRequested || this.d.clock.now() > deadline) {
               await rt.removeContainer(t.newId);
+              t.reason = op.cancelRequested ? Reasons.Cancelled : Reasons.Deadline;
               t.error = op.cancelRequested ? `${Reasons.Cancelled}: cancelled before the old container was stopped` : `${Reasons.Deadline}: ran out of time before the old container was stopped`;
               await this.step(op, t, 'RolledBack');
               return false;
@@ -347,7 +347,7 @@ export class RestartExecutor {
               const cur = await rt.inspectContainer(t.newId);
               if (cur.state === 'exited') throw this.exitedError(t, cur);
               if (cur.state !== 'running') {
-                throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err });
+                throw new AgentError(asAgentError(err).kind, `${Reasons.StartFailed}: replacement for "${t.name}" did not start: ${asAgentError(err).message}`, { cause: err, reason: Reasons.StartFailed });
               }
             }
             if (stopBegan !== undefined) t.downtimeMs = this.d.clock.now() - stopBegan;
@@ -383,7 +383,10 @@ export class RestartExecutor {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       this.d.log.warn('container replacement failed; rolling back', { op: op.id, container: t.name, step: t.step, error: e.message });
-      if (!t.error || t.step !== 'RollingBack') t.error = e.message;
+      if (!t.error || t.step !== 'RollingBack') {
+        t.error = e.message;
+        t.reason = e.reason ?? Reasons.ReplacementFailed;
+      }
       await this.rollback(op, t, oldSpec);
       return false;
     }
@@ -451,7 +454,7 @@ export class RestartExecutor {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
       if (this.d.clock.now() > deadline) {
-        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`);
+        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`, { reason: Reasons.Deadline });
       }
       if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
       const left = until - this.d.clock.now();
@@ -469,7 +472,7 @@ export class RestartExecutor {
     t.exitCode = cur.exitCode;
     const why = (cur.reason ? `, reason ${cur.reason}` : '') + (cur.restartCount ? `, restarted ${cur.restartCount} times by its restart policy` : '');
     const state = cur.state === 'running' ? 'crash-looping' : cur.state;
-    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${state} with exit code ${cur.exitCode ?? 'unknown'}${why}`);
+    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${state} with exit code ${cur.exitCode ?? 'unknown'}${why}`, { reason: Reasons.ExitedEarly });
   }
 
   /**
@@ -493,6 +496,7 @@ export class RestartExecutor {
           await this.d.clock.sleep(Math.min(8000, 500 * 2 ** (attempt - 1)));
           continue;
         }
+        t.reason = Reasons.RollbackFailed;
         t.error = `${t.error ?? 'replacement failed'}; ${Reasons.RollbackFailed}: ${e.message}; container "${t.name}" may need manual attention`;
         await this.step(op, t, 'Failed');
         return;
