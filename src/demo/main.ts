@@ -88,7 +88,9 @@ async function main(): Promise<number> {
     if (keep) {
       kept = true;
       agent.unref();
-      printNextSteps(sock, agent.pid ?? 0, agentLog);
+      const c = new AgentClient(`unix://${sock}`);
+      const lastOp = (await c.listOperations('demo/web').finally(() => c.close()))[0]?.id ?? '';
+      printNextSteps(sock, agent.pid ?? 0, agentLog, lastOp.slice(0, 8));
       return 0;
     }
     process.stdout.write('\nThe sandbox is still up: `sudo scripts/sandbox down` stops it. `npm run demo -- --keep` leaves the agent and the pod running to try inplacectl on.\n');
@@ -104,7 +106,7 @@ async function main(): Promise<number> {
 }
 
 /** What to try next on the kept agent and pod, with a path to inplacectl that works from this clone. */
-function printNextSteps(sock: string, pid: number, log: string): void {
+function printNextSteps(sock: string, pid: number, log: string, opId: string): void {
   const cli = `node ${path.relative(process.cwd(), path.join(root, 'dist/src/cli/main.js')) || 'dist/src/cli/main.js'}`;
   const lines = [
     '',
@@ -115,7 +117,7 @@ function printNextSteps(sock: string, pid: number, log: string): void {
     `  ${cli} restart demo/web sidecar logger`,
     `  ${cli} restart demo/web app --image app=${env.images.appV2} --dry-run`,
     `  ${cli} ops --pod demo/web`,
-    `  ${cli} -o json get OPERATION_ID`,
+    `  ${cli} -o json get ${opId || 'OPERATION_ID'}`,
     `  ${cli} pull ${env.images.busybox} --pin`,
     `(\`npm link\` once puts inplacectl and inplace-agent on PATH.)`,
     `Stop them: kill ${pid}; sudo scripts/sandbox down (removes the pod with the sandbox).`,
