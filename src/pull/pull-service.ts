@@ -113,7 +113,7 @@ export class ImagePullService implements PullService {
     this.log = opts.logger ?? silentLogger();
     this.metrics = new PullMetrics(opts.metricsRegistry);
     this.queue = new PullQueue(opts.maxParallel ?? PULL_DEFAULTS.maxParallel, (_running, waiting) => this.metrics.queueLength.set(waiting));
-    this.backoff = new Backoff(this.clock, opts.backoff);
+    this.backoff = new Backoff(opts.backoff);
     this.retries = opts.retries ?? PULL_DEFAULTS.retries;
     const timeoutMs = opts.timeoutMs ?? PULL_DEFAULTS.timeoutMs;
     if (!(timeoutMs > 0)) throw new AgentError('InvalidArgument', `the pull timeout must be positive, not ${timeoutMs} ms`);
