@@ -5,6 +5,7 @@ import { MAX_TIMER_MS, parseDuration } from '../duration.js';
 import { asAgentError } from '../errors.js';
 import type { LogFormat } from '../log.js';
 import { DEFAULT_AGENT_SOCKET } from '../api/address.js';
+import { DOCKER_SOCKET } from '../runtime/detect.js';
 
 /** Everything the daemon is configured with. */
 export interface DaemonOptions {
@@ -59,7 +60,7 @@ export function daemonCommand(version: string): Command {
     .version(version)
     .addOption(opt('--runtime <kind>', 'container runtime', 'runtime').choices(['auto', 'cri', 'docker']).default('auto'))
     .addOption(opt('--cri-endpoint <uri>', 'CRI socket (default: auto-detect containerd, CRI-O, cri-dockerd)', 'cri-endpoint'))
-    .addOption(opt('--docker-host <uri>', 'Docker Engine socket (default unix:///var/run/docker.sock)', 'docker-host'))
+    .addOption(opt('--docker-host <uri>', `Docker Engine socket (default ${DOCKER_SOCKET})`, 'docker-host'))
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
     .addOption(opt('--listen <uri>', 'agent API address', 'listen').default(DEFAULT_AGENT_SOCKET))
     .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))

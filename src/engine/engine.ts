@@ -36,9 +36,6 @@ export interface EngineDeps {
   onFatal?: (err: unknown) => void;
 }
 
-/** Least length of an operation id prefix (operation ids are UUIDs; `ops` prints 8 characters). */
-export const MIN_OPERATION_PREFIX = 6;
-
 /** A pod and its containers, as shown by ListPods. */
 export interface PodView {
   pod: Pod;
@@ -141,11 +138,11 @@ export class Engine extends EventEmitter {
   get(id: string): Operation {
     const exact = this.ops.get(id);
     if (exact) return exact;
-    if (id.length < MIN_OPERATION_PREFIX) {
+    if (id.length < MIN_ID_PREFIX) {
       const matches = [...this.ops.values()].filter((o) => o.id.startsWith(id)).length;
       throw new AgentError(
         'InvalidArgument',
-        `operation id "${id}" is too short: give the whole id or a prefix of at least ${MIN_OPERATION_PREFIX} characters (it matches ${matches} operation${matches === 1 ? '' : 's'})`,
+        `operation id "${id}" is too short: give the whole id or a prefix of at least ${MIN_ID_PREFIX} characters (it matches ${matches} operation${matches === 1 ? '' : 's'})`,
         { reason: RefusalReasons.OperationIdTooShort },
       );
     }

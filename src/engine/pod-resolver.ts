@@ -1,11 +1,10 @@
 // Finds the pod a caller means: `namespace/name`, a sandbox id, a unique id prefix of 6+ characters, or
 // `docker/<sandbox container name>` (which is simply that pod's name on Docker).
 import { AgentError } from '../errors.js';
-import type { Pod } from '../runtime/types.js';
+import { MIN_ID_PREFIX, type Pod } from '../runtime/types.js';
 import { RefusalReasons } from './reasons.js';
 
-/** Minimum length of a sandbox id prefix. */
-export const MIN_ID_PREFIX = 6;
+export { MIN_ID_PREFIX };
 
 /** Picks one pod for arg; NotFound naming arg, or InvalidArgument when a prefix is ambiguous. */
 export function resolvePod(pods: Pod[], arg: string): Pod {

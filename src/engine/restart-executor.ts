@@ -2,6 +2,7 @@
 // effect it announces, and every step is safe to run again, so the same code both runs a new operation and
 // resumes one that an agent killed mid-way left behind (see the state machine in operation.ts).
 import { AgentError, asAgentError } from '../errors.js';
+import { MAX_TIMER_MS } from '../duration.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -48,9 +49,6 @@ export interface ExecutorDeps {
   /** Aborts when the operation is cancelled (cuts its pulls short, unless another caller waits on them). */
   cancelSignal?: (op: Operation) => AbortSignal;
 }
-
-/** The longest delay a Node.js timer takes (a longer one fires at once). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** How many times a rollback is tried when the runtime fails in a way that can heal. */
 const ROLLBACK_TRIES = 5;

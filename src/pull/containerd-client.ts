@@ -13,6 +13,7 @@ import type { Status__Output } from '../gen/containerd/services/content/v1/Statu
 import type { Lease__Output } from '../gen/containerd/services/leases/v1/Lease.js';
 import type { Resource__Output } from '../gen/containerd/services/leases/v1/Resource.js';
 import { AgentError } from '../errors.js';
+import { CRI_NAMESPACE } from '../runtime/types.js';
 
 const CONTENT_PROTO = 'containerd/services/content/v1/content.proto';
 const LEASES_PROTO = 'containerd/services/leases/v1/leases.proto';
@@ -51,7 +52,7 @@ export class ContainerdClient {
   /** address: containerd's socket path or `unix://` endpoint. */
   constructor(
     readonly address: string,
-    readonly namespace = 'k8s.io',
+    readonly namespace = CRI_NAMESPACE,
     private readonly callTimeoutMs = 5000,
   ) {
     const target = address.startsWith('/') ? `unix://${address}` : address;
