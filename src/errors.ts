@@ -10,6 +10,7 @@ export type ErrorKind =
   | 'Aborted'
   | 'Cancelled'
   | 'Unauthenticated'
+  | 'PermissionDenied'
   | 'ResourceExhausted'
   | 'Internal';
 

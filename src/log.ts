@@ -4,6 +4,9 @@ import winston from 'winston';
 /** Log output formats the daemon accepts. */
 export type LogFormat = 'json' | 'text';
 
+/** The levels the daemon accepts, most severe first. */
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'];
+
 /** A logger with the usual levels; child() adds fixed fields. */
 export type Logger = winston.Logger;
 

@@ -7,11 +7,11 @@ import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsRespons
 import type { PullImagesRequest } from '../gen/inplace/v1/PullImagesRequest.js';
 import type { RestartRequest } from '../gen/inplace/v1/RestartRequest.js';
 import { loadProto } from '../proto.js';
-
 import type { PullEvent } from '../pull/types.js';
 import { operationFromWire, pullEventFromWire, type OperationView } from './convert.js';
 import { fromServiceError } from './status.js';
 import { DEFAULT_AGENT_SOCKET, unixPath } from './address.js';
+import { clientCredentials, type ClientTlsFiles } from './tls.js';
 
 export { DEFAULT_AGENT_SOCKET };
 
@@ -20,11 +20,13 @@ export class AgentClient {
   private readonly client: WireClient;
   readonly target: string;
 
-  constructor(address: string = DEFAULT_AGENT_SOCKET, private readonly deadlineMs = 30_000) {
+  /** A TCP address needs tls (mutual TLS); throws AgentError(InvalidArgument) without it or with bad files. */
+  constructor(address: string = DEFAULT_AGENT_SOCKET, private readonly deadlineMs = 30_000, tls: ClientTlsFiles = {}) {
     const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
     const sock = unixPath(address);
     this.target = sock ? `unix://${sock}` : address;
-    this.client = new proto.inplace.v1.Agent(this.target, grpc.credentials.createInsecure());
+    const { credentials, options } = clientCredentials(this.target, tls);
+    this.client = new proto.inplace.v1.Agent(this.target, credentials, options);
   }
 
   private opts(): grpc.CallOptions {

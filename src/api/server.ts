@@ -1,7 +1,6 @@
 // The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health service, on a unix
-// socket (mode 0660) or a TCP address.
+// socket (mode 0660) or a TCP address (mutual TLS, every call authorized by the client certificate's name).
 import fs from 'node:fs/promises';
-import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
 import type { Engine } from '../engine/engine.js';
@@ -18,6 +17,12 @@ import { pullImagesHandler } from './handlers/pull-images.js';
 import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { unixPath } from './address.js';
+import { authzInterceptor, type AuthzPolicy, type Denial } from './authz.js';
+import { serverCredentials, type ServerTlsFiles } from './tls.js';
+import { prepareSocketPath } from './socket-path.js';
+import { CallerLimit } from './caller-limit.js';
+import { MAX_OPEN_CALLS_PER_CALLER } from './limits.js';
+import { toServiceError } from './status.js';
 
 /** The fully qualified name of the agent service, as used by the health service. */
 export const AGENT_SERVICE = 'inplace.v1.Agent';
@@ -29,8 +34,14 @@ export interface ServerDeps {
   parseKeyring: (json: string) => AuthKeyring;
   runtimeKind: string;
   restartDefaults: RestartDefaults;
+  /** Calls one caller may have open at once (default MAX_OPEN_CALLS_PER_CALLER). */
+  maxOpenCallsPerCaller?: number;
   /** Group id that owns the unix socket (its members may use the agent); the process's group when absent. */
   socketGid?: number;
+  /** TLS files, required on TCP (see tls.ts). */
+  tls?: ServerTlsFiles;
+  /** Authorization of TCP callers, required on TCP; the policy is read on every call. */
+  authz?: { policy: () => AuthzPolicy; onDenied: (d: Denial) => void };
 }
 
 /** A running API server. */
@@ -45,28 +56,28 @@ export interface ApiServer {
 /** Starts serving on listen (`unix:///path`, `unix:path` or `host:port`). */
 export async function startApiServer(listen: string, deps: ServerDeps): Promise<ApiServer> {
   const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
-  const server = new grpc.Server();
+  const socketPath = unixPath(listen);
+  const credentials = serverCredentials(listen, deps.tls ?? {});
+  if (!socketPath && !deps.authz) throw new AgentError('InvalidArgument', `--listen ${listen} is TCP: give --authz-file to say which client certificate names may call what`);
+  const server = new grpc.Server({ interceptors: !socketPath && deps.authz ? [authzInterceptor(deps.authz.policy, deps.authz.onDenied)] : [] });
+  const limit = new CallerLimit(deps.maxOpenCallsPerCaller ?? MAX_OPEN_CALLS_PER_CALLER);
   const handlers: AgentHandlers = {
-    ListPods: listPodsHandler(deps.engine, deps.runtimeKind),
-    PullImages: pullImagesHandler(deps.pulls, deps.parseKeyring),
-    Restart: restartHandler(deps.engine, deps.restartDefaults),
-    GetOperation: getOperationHandler(deps.engine),
-    ListOperations: listOperationsHandler(deps.engine),
-    WatchOperation: watchOperationHandler(deps.engine),
-    CancelOperation: cancelOperationHandler(deps.engine),
+    ListPods: limit.unary(listPodsHandler(deps.engine, deps.runtimeKind), toServiceError),
+    PullImages: limit.stream(pullImagesHandler(deps.pulls, deps.parseKeyring), toServiceError),
+    Restart: limit.unary(restartHandler(deps.engine, deps.restartDefaults, deps.runtimeKind), toServiceError),
+    GetOperation: limit.unary(getOperationHandler(deps.engine), toServiceError),
+    ListOperations: limit.unary(listOperationsHandler(deps.engine), toServiceError),
+    WatchOperation: limit.stream(watchOperationHandler(deps.engine), toServiceError),
+    CancelOperation: limit.unary(cancelOperationHandler(deps.engine), toServiceError),
   };
   server.addService(proto.inplace.v1.Agent.service, handlers);
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });
   health.addToServer(server);
 
-  const socketPath = unixPath(listen);
-  if (socketPath) {
-    await fs.mkdir(path.dirname(socketPath), { recursive: true, mode: 0o755 });
-    await fs.rm(socketPath, { force: true });
-  }
+  if (socketPath) await prepareSocketPath(socketPath);
   const target = socketPath ? `unix://${socketPath}` : listen;
   await new Promise<void>((resolve, reject) =>
-    server.bindAsync(target, grpc.ServerCredentials.createInsecure(), (err) =>
+    server.bindAsync(target, credentials, (err) =>
       err ? reject(new AgentError('Unavailable', `cannot listen on ${listen}: ${err.message}`)) : resolve(),
     ),
   );

@@ -13,6 +13,7 @@ const TO_CODE: Record<ErrorKind, grpc.status> = {
   Aborted: grpc.status.ABORTED,
   Cancelled: grpc.status.CANCELLED,
   Unauthenticated: grpc.status.UNAUTHENTICATED,
+  PermissionDenied: grpc.status.PERMISSION_DENIED,
   ResourceExhausted: grpc.status.RESOURCE_EXHAUSTED,
   Internal: grpc.status.INTERNAL,
 };
@@ -22,12 +23,16 @@ export const AGENT_ERROR_TRAILER = 'x-inplace-agent-error';
 /** Trailer carrying the error's fixed reason (engine/reasons.ts), when it has one. */
 export const AGENT_REASON_TRAILER = 'x-inplace-agent-reason';
 
-/** A gRPC service error carrying the agent error's code and message. */
+/** Longest message put in a status: a status larger than the transport's limits never reaches the caller. */
+export const MAX_STATUS_MESSAGE = 1024;
+
+/** A gRPC service error carrying the agent error's code and message (cut to MAX_STATUS_MESSAGE). */
 export function toServiceError(err: unknown): grpc.ServiceError {
   const e = asAgentError(err);
-  const out = new Error(e.message) as grpc.ServiceError;
+  const message = e.message.length > MAX_STATUS_MESSAGE ? `${e.message.slice(0, MAX_STATUS_MESSAGE)}... (cut)` : e.message;
+  const out = new Error(message) as grpc.ServiceError;
   out.code = TO_CODE[e.kind];
-  out.details = e.message;
+  out.details = message;
   out.metadata = new grpc.Metadata();
   out.metadata.set(AGENT_ERROR_TRAILER, e.kind);
   if (e.reason) out.metadata.set(AGENT_REASON_TRAILER, e.reason);

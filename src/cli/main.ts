@@ -10,6 +10,7 @@ import { parseImageRef } from '../runtime/image-ref.js';
 import type { OperationView as Operation } from '../api/convert.js';
 import { isTerminal } from '../engine/operation.js';
 import { progressLine, renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
+import { kubeRestart } from './kube-restart-command.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -23,10 +24,20 @@ class UsageError extends Error {}
 interface Globals {
   agent: string;
   output: 'text' | 'json';
+  cert?: string;
+  key?: string;
+  ca?: string;
+  serverName?: string;
+  kubeconfig?: string;
 }
 
 function client(g: Globals): AgentClient {
-  return new AgentClient(g.agent);
+  try {
+    return new AgentClient(g.agent, undefined, { cert: g.cert, key: g.key, ca: g.ca, serverName: g.serverName });
+  } catch (err) {
+    // Missing, unreadable, mismatched or expired TLS files: bad usage, found before anything is sent.
+    throw new UsageError(asAgentError(err).message);
+  }
 }
 
 function print(g: Globals, json: unknown, text: string): void {
@@ -102,9 +113,17 @@ function program(): Command {
     .version(pkg.version)
     .addOption(new Option('--agent <uri>', 'agent API address').env('INPLACE_AGENT').default(DEFAULT_AGENT_SOCKET))
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--cert <file>', 'client certificate (PEM) for a TCP agent (mutual TLS)').env('INPLACECTL_CERT'))
+    .addOption(new Option('--key <file>', 'private key (PEM) of --cert').env('INPLACECTL_KEY'))
+    .addOption(new Option('--ca <file>', 'CA certificate(s) (PEM) the agent\'s certificate must chain to').env('INPLACECTL_CA'))
+    .addOption(new Option('--server-name <name>', 'name the agent\'s certificate must carry (default: the host in --agent)').env('INPLACECTL_SERVER_NAME'))
+    .addOption(new Option('--kubeconfig <file>', 'restart through a ContainerRestart object in this cluster instead of the agent socket'))
     .showHelpAfterError()
     .exitOverride();
   const globals = () => prog.opts<Globals>();
+  prog.hook('preAction', (_prog, action) => {
+    if (globals().kubeconfig && action.name() !== 'restart') throw new UsageError(`--kubeconfig works with restart only; ${action.name()} talks to the agent socket (--agent)`);
+  });
 
   prog
     .command('pods')
@@ -139,6 +158,13 @@ function program(): Command {
       const grace = duration('grace', o.grace);
       const minReady = duration('min-ready', o.minReady);
       const timeout = duration('timeout', o.timeout);
+      const t0 = Date.now();
+      if (g.kubeconfig) {
+        if (o.dryRun) throw new UsageError('--dry-run needs the agent socket (it checks the request against the node); leave out --kubeconfig');
+        if (o.skipPreStop) throw new UsageError('--skip-pre-stop is not part of a ContainerRestart; leave out --kubeconfig to use it');
+        process.exitCode = await kubeRestart({ kubeconfig: g.kubeconfig, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, json: g.output === 'json', t0 });
+        return;
+      }
       const c = client(g);
       try {
         const op = await c.restart({
@@ -305,5 +331,11 @@ export async function main(argv: string[]): Promise<number> {
   }
 }
 
+// grpc-js passes an IP address as the TLS server name when --agent is an IP; Node then warns (DEP0123) on
+// every TCP run. The certificate is still checked against that IP, so the warning only adds noise.
+process.removeAllListeners('warning');
+process.on('warning', (w: Error & { code?: string }) => {
+  if (w.code !== 'DEP0123') process.stderr.write(`inplacectl: warning: ${w.name}: ${w.message}\n`);
+});
 const code = await main(process.argv);
 process.exit(code);

@@ -7,18 +7,25 @@ import { AgentError } from '../errors.js';
 import { systemClock, type Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { startApiServer, type ApiServer } from '../api/server.js';
+import { unixPath } from '../api/address.js';
+import { prepareSocketPath } from '../api/socket-path.js';
 import { Engine } from '../engine/engine.js';
 import { Journal } from '../engine/journal.js';
 import type { ContainerStep, ContainerTarget, Operation } from '../engine/operation.js';
 import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
+import { recoveryMetrics } from './recovery-metrics.js';
 import { Prewarmer } from './prewarm.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import { RuntimeLiveness } from './runtime-liveness.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
+import { loadKubeConfig } from '../kube/kubeconfig.js';
+import { createKubeMode, type KubeMode } from '../kube/kube-mode.js';
+import { startContainerRestarts } from './container-restart-wiring.js';
 
 /**
  * Fault injection for recovery tests: with INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process kills
@@ -50,6 +57,10 @@ export interface Daemon {
   api: ApiServer;
   http?: HttpEndpoints;
   registry: Registry;
+  /** Reads the --authz-file policy again (SIGHUP); an invalid file leaves the current one in force. */
+  reloadAccess(): void;
+  /** Kubernetes mode's parts, when a kubeconfig was found. */
+  kube?: KubeMode;
   /** Drains operations to a safe point, flushes the journal and stops serving. */
   shutdown(): Promise<void>;
 }
@@ -58,14 +69,23 @@ export interface Daemon {
 export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock = systemClock): Promise<Daemon> {
   // Settings that can be wrong are checked before anything starts (recovery included).
   const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
+  const access = new AccessControl(opts, log.child({ component: 'access' }));
+  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
+  if (kc && !opts.nodeName) throw new AgentError('InvalidArgument', 'Kubernetes mode (a kubeconfig was found) needs this node\'s name: --node-name or $NODE_NAME');
+  const socketPath = unixPath(opts.listen);
+  if (socketPath) await prepareSocketPath(socketPath);
   const runtime = await detectRuntime(opts, runtimeFactories());
   const v = await runtime.version();
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
 
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  access.register(registry);
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
+  const kube = kc && opts.nodeName ? createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
+  // Operations resumed from the journal may need the API server: the pods are watched first.
+  await kube?.start();
   const engine = new Engine({
     runtime,
     puller: pulls,
@@ -73,6 +93,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     clock,
     log,
     retention: opts.retention,
+    strategies: kube ? [kube.strategy] : [],
+    maxParallel: opts.maxParallelOperations,
+    ...recoveryMetrics(registry),
     afterStep: crashAfterStep(process.env.INPLACE_AGENT_FAULT_CRASH_AFTER_STEP, log),
     // Going on without a journal could leave a container stopped with no record of it: exit, and let the
     // supervisor's restart recover every operation from its last good record.
@@ -83,16 +106,23 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   observeOperations(engine, registry);
   await engine.start();
+  if (kube) {
+    kube.strategy.reconcile(engine.list()).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+  }
 
   const api = await startApiServer(opts.listen, {
     socketGid,
+    tls: access.tls,
+    authz: access.authz(),
     engine,
     pulls,
     parseKeyring,
     runtimeKind: runtime.kind,
     restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
   });
-  log.info('agent API listening', { address: api.address });
+  log.info('agent API listening', { address: api.address, ...access.describe() });
+
+  const restarts = kube ? await startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
@@ -125,14 +155,19 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     api,
     http,
     registry,
+    reloadAccess: () => access.reload(),
+    kube,
     shutdown: () =>
       (stopping ??= (async () => {
         log.info('draining: no new operations; running ones stop at a safe point');
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
-        await engine.drain();
+        await restarts?.stop();
+        const left = await engine.drain(opts.drainTimeoutMs);
+        if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);
+        await kube?.stop();
         pullWiring.close();
         await http?.close();
         runtime.close();

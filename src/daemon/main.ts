@@ -27,6 +27,11 @@ try {
   };
   process.once('SIGTERM', () => stop('SIGTERM'));
   process.once('SIGINT', () => stop('SIGINT'));
+  // SIGHUP re-reads --authz-file (and would otherwise end the process).
+  process.on('SIGHUP', () => {
+    log.info('signal received', { signal: 'SIGHUP' });
+    daemon.reloadAccess();
+  });
 } catch (err) {
   log.error(`inplace-agent cannot start: ${asAgentError(err).message}`);
   process.exit(1);

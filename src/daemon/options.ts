@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { MAX_TIMER_MS, parseDuration } from '../duration.js';
 import { asAgentError } from '../errors.js';
-import type { LogFormat } from '../log.js';
+import { LOG_LEVELS, type LogFormat } from '../log.js';
 import { DEFAULT_AGENT_SOCKET } from '../api/address.js';
 import { DOCKER_SOCKET } from '../runtime/detect.js';
 
@@ -16,6 +16,12 @@ export interface DaemonOptions {
   listen: string;
   /** Group (name or gid) that may use the agent's socket. */
   socketGroup?: string;
+  /** Mutual TLS of a TCP --listen: the agent's certificate and key, and the CA client certificates must chain to. */
+  tlsCert?: string;
+  tlsKey?: string;
+  clientCa?: string;
+  /** Which client certificate names may read, pull, restart and cancel (TCP only). */
+  authzFile?: string;
   stateDir: string;
   metricsAddr?: string;
   logLevel: string;
@@ -35,6 +41,16 @@ export interface DaemonOptions {
   retention: number;
   /** /healthz fails once the runtime has not answered for this long. */
   livenessRuntimeTimeoutMs: number;
+  /** Kubernetes mode: the kubeconfig file (else $KUBECONFIG, else in-cluster). */
+  kubeconfig?: string;
+  /** Kubernetes mode: this node's name (default $NODE_NAME). */
+  nodeName?: string;
+  /** Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all). */
+  watchNamespace?: string;
+  /** Restart operations executing at once; the rest wait Pending. */
+  maxParallelOperations: number;
+  /** Longest wait for running operations on SIGTERM before exiting (they resume at the next start), ms. */
+  drainTimeoutMs: number;
 }
 
 /** The environment variable that sets a flag: INPLACE_AGENT_<FLAG>. */
@@ -64,10 +80,14 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
     .addOption(opt('--listen <uri>', 'agent API address', 'listen').default(DEFAULT_AGENT_SOCKET))
     .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))
+    .addOption(opt('--tls-cert <file>', 'the agent\'s certificate (PEM) for a TCP --listen (mutual TLS is required on TCP)', 'tls-cert'))
+    .addOption(opt('--tls-key <file>', 'the private key (PEM) of --tls-cert', 'tls-key'))
+    .addOption(opt('--client-ca <file>', 'CA certificates (PEM) that client certificates must chain to', 'client-ca'))
+    .addOption(opt('--authz-file <file>', 'JSON policy: which client certificate names may read, pull, restart, cancel (TCP; reloaded on SIGHUP)', 'authz-file'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
     .addOption(opt('--liveness-runtime-timeout <duration>', '/healthz fails once the runtime has not answered for this long', 'liveness-runtime-timeout').default('3m'))
-    .addOption(opt('--log-level <level>', 'error, warn, info, debug', 'log-level').default('info'))
+    .addOption(opt('--log-level <level>', 'log level', 'log-level').choices(LOG_LEVELS).default('info'))
     .addOption(opt('--log-format <format>', 'log format', 'log-format').choices(['json', 'text']).default('text'))
     .addOption(opt('--max-parallel-pulls <n>', 'node-wide concurrent image pulls (at least 1)', 'max-parallel-pulls').default('2'))
     .addOption(opt('--pull-retries <n>', 'retries of a pull that can heal', 'pull-retries').default('3'))
@@ -81,7 +101,12 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--grace <duration>', 'default grace period of a restart', 'grace').default('30s'))
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
-    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'));
+    .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
+    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
+    .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
+    .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
+    .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
+    .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'));
 }
 
 /** Settings from a parsed command. */
@@ -133,6 +158,10 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     containerdAddress: o.containerdAddress,
     listen: o.listen as string,
     socketGroup: o.socketGroup,
+    tlsCert: o.tlsCert,
+    tlsKey: o.tlsKey,
+    clientCa: o.clientCa,
+    authzFile: o.authzFile,
     stateDir: o.stateDir as string,
     metricsAddr: hostPort('metrics-addr', o.metricsAddr),
     livenessRuntimeTimeoutMs: timeout('liveness-runtime-timeout', o.livenessRuntimeTimeout),
@@ -151,5 +180,10 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
+    kubeconfig: o.kubeconfig,
+    nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
+    watchNamespace: o.watchNamespace,
+    maxParallelOperations: Math.max(1, int('max-parallel-operations', o.maxParallelOperations)),
+    drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
   };
 }

@@ -1,8 +1,9 @@
 // The restart engine: validates requests, keeps operation records, serializes operations per pod, runs them
 // with the executor, resumes unfinished ones from the journal at start-up, and drains on shutdown.
-import { EventEmitter } from 'node:events';
+import { EventEmitter, setMaxListeners } from 'node:events';
 import { randomUUID } from 'node:crypto';
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -10,11 +11,14 @@ import type { Container, Pod } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
+import { OperationSlots } from './operation-slots.js';
 import { isTerminal, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
 import { MIN_ID_PREFIX, resolvePod } from './pod-resolver.js';
-import { RefusalReasons } from './reasons.js';
-import { planRestart, preStopCommand } from './restart-plan.js';
+import { RefusalReasons, Reasons } from './reasons.js';
+import { OPERATION_LABEL, planRestart, preStopCommand } from './restart-plan.js';
 import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
+import type { RestartStrategy, StrategyName } from './restart-strategy.js';
+import type { PlannedTarget } from './restart-plan.js';
 
 /** Construction parameters of the engine. */
 export interface EngineDeps {
@@ -25,8 +29,21 @@ export interface EngineDeps {
   log: Logger;
   /** Finished operations kept for `ops`/`get` (oldest dropped first). */
   retention?: number;
+  /** Operations executing at once node-wide; the others wait Pending in arrival order (default 4). */
+  maxParallel?: number;
+  /** Unfinished operations (running and waiting) at most; a restart beyond is refused (default 256). */
+  maxUnfinished?: number;
+  /** Called for each journal record set aside at start (not readable as an operation). */
+  onCorruptRecord?: (file: string, reason: string, movedTo: string | undefined) => void;
+  /** Called at start with the containers an operation labelled that no journal record explains. */
+  onOrphans?: (orphans: Container[]) => void;
   /** Accept kubelet-managed containers (Kubernetes mode). */
   allowKubelet?: boolean;
+  /**
+   * Strategies tried, in order, for each planned container before the standalone one (Kubernetes mode: the
+   * kubelet strategy, which claims every kubelet-managed container).
+   */
+  strategies?: RestartStrategy[];
   /** Called after each container step is journaled. */
   afterStep?: ExecutorDeps['afterStep'];
   /**
@@ -50,14 +67,22 @@ export class Engine extends EventEmitter {
   private readonly running = new Set<Promise<void>>();
   /** Per running operation: aborted by cancel() so that a pull it waits on stops (see ExecutorDeps.cancelSignal). */
   private readonly cancels = new Map<string, AbortController>();
+  /** Ids of the operations executing now (holding a slot). */
+  private readonly executing = new Set<string>();
   private readonly executor: RestartExecutor;
   private isDraining = false;
   private readonly retention: number;
+  private readonly slots: OperationSlots;
+  private readonly maxUnfinished: number;
 
   constructor(private readonly d: EngineDeps) {
     super();
     this.setMaxListeners(0);
+    // Every operation waiting for a slot listens to the drain signal.
+    setMaxListeners(0, this.drainAbort.signal);
     this.retention = d.retention ?? 500;
+    this.slots = new OperationSlots(d.maxParallel ?? 4);
+    this.maxUnfinished = d.maxUnfinished ?? 256;
     this.executor = new RestartExecutor({
       runtime: d.runtime,
       puller: d.puller,
@@ -70,20 +95,55 @@ export class Engine extends EventEmitter {
       replan: (op) => this.replan(op),
       afterStep: d.afterStep,
       cancelSignal: (op) => this.cancelController(op.id).signal,
+      strategies: d.strategies,
     });
   }
 
   /** Loads the journal and resumes every unfinished operation, in the order they were submitted. */
   async start(): Promise<void> {
     await this.d.journal.open();
-    const all = await this.d.journal.readAll((file, err) => this.d.log.error('unreadable journal record skipped', { file, error: String(err) }));
+    const all = await this.d.journal.readAll((file, err, movedTo) => {
+      const reason = err instanceof Error ? err.message : String(err);
+      this.d.log.error('journal record is not a readable operation; set aside', { file, movedTo: movedTo ?? '(could not be moved)', error: reason });
+      this.d.onCorruptRecord?.(file, reason, movedTo);
+    });
     for (const op of all) this.ops.set(op.id, op);
     const unfinished = all.filter((op) => !isTerminal(op.state));
+    // Before anything resumes (and creates containers of its own).
+    await this.reportOrphans().catch((err: unknown) => this.d.log.warn('cannot look for orphaned containers', { error: String(err) }));
     for (const op of unfinished) {
       this.d.log.info('resuming operation from journal', { op: op.id, pod: op.podName, state: op.state });
       this.schedule(op, true);
     }
     await this.prune();
+  }
+
+  /**
+   * Containers created by an operation (labelled with it) that never started, while no unfinished operation
+   * in the journal owns them: left by a record that was lost or set aside. They are reported, not removed
+   * (another agent with its own state directory may share the runtime).
+   */
+  async findOrphans(): Promise<Container[]> {
+    const all = await this.d.runtime.listContainers();
+    return all.filter((c) => {
+      const id = c.labels[OPERATION_LABEL];
+      if (!id || c.state !== 'created') return false;
+      const op = this.ops.get(id);
+      return !op || isTerminal(op.state);
+    });
+  }
+
+  private async reportOrphans(): Promise<void> {
+    const orphans = await this.findOrphans();
+    for (const c of orphans) {
+      this.d.log.warn('orphaned container: created by an operation that no journal record explains; remove it when you are sure', {
+        container: c.id,
+        name: c.name,
+        pod: c.podId,
+        operation: c.labels[OPERATION_LABEL],
+      });
+    }
+    this.d.onOrphans?.(orphans);
   }
 
   /** Pods and their containers on this node. */
@@ -94,27 +154,39 @@ export class Engine extends EventEmitter {
 
   /**
    * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
-   * dryRun, returns the planned operation (no id) without recording or running it.
+   * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
+   * gets that id, and a request whose id is already recorded returns that record instead of running twice.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean; requested?: RequestedSettings } = {}): Promise<Operation> {
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings } = {}): Promise<Operation> {
+    const known = opts.id ? this.ops.get(opts.id) : undefined;
+    if (known && !opts.dryRun) return known;
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
-    const pod = resolvePod(await this.d.runtime.listPods({ withIp: false }), req.pod);
+    const pods = await this.d.runtime.listPods({ withIp: false });
+    const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
+    if (unfinished >= this.maxUnfinished) {
+      throw new AgentError('ResourceExhausted', `${unfinished} operations are unfinished on this node, the most it queues; try again when some have ended`);
+    }
+    const pod = resolvePod(pods, req.pod);
     // Only this pod's containers: on CRI each listed container costs a status call.
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
-    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    if (!req.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
+    const busy = this.queue.depth(pod.id) > 0;
+    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet, busy });
+    const strategies = await this.strategiesFor(pod, planned, req);
+    if (!req.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
-      id: randomUUID(),
+      id: opts.id ?? randomUUID(),
       podId: pod.id,
       podName: pod.name,
       podIp: pod.ip,
       state: 'Pending',
       request: { ...req, pod: req.pod },
       requested: opts.requested,
-      containers: planned.map((p) => ({
+      containers: planned.map((p, i) => ({
         name: p.name,
+        strategy: strategies[i],
         oldId: p.current.id,
         oldRuntimeName: this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '',
         oldImage: p.current.image,
@@ -142,16 +214,21 @@ export class Engine extends EventEmitter {
       const matches = [...this.ops.values()].filter((o) => o.id.startsWith(id)).length;
       throw new AgentError(
         'InvalidArgument',
-        `operation id "${id}" is too short: give the whole id or a prefix of at least ${MIN_ID_PREFIX} characters (it matches ${matches} operation${matches === 1 ? '' : 's'})`,
+        `operation id ${quote(id)} is too short: give the whole id or a prefix of at least ${MIN_ID_PREFIX} characters (it matches ${matches} operation${matches === 1 ? '' : 's'})`,
         { reason: RefusalReasons.OperationIdTooShort },
       );
     }
     const byPrefix = [...this.ops.values()].filter((o) => o.id.startsWith(id));
     if (byPrefix.length > 1) {
-      throw new AgentError('InvalidArgument', `operation id prefix "${id}" is ambiguous: it matches ${byPrefix.length} operations`, { reason: RefusalReasons.OperationAmbiguous });
+      throw new AgentError('InvalidArgument', `operation id prefix ${quote(id)} is ambiguous: it matches ${byPrefix.length} operations`, { reason: RefusalReasons.OperationAmbiguous });
     }
-    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation "${id}" not found`, { reason: RefusalReasons.OperationNotFound });
+    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation ${quote(id)} not found`, { reason: RefusalReasons.OperationNotFound });
     return byPrefix[0];
+  }
+
+  /** Whether an operation with this exact id is recorded. */
+  has(id: string): boolean {
+    return this.ops.has(id);
   }
 
   /**
@@ -171,18 +248,37 @@ export class Engine extends EventEmitter {
     const op = this.get(id);
     if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`, { reason: RefusalReasons.OperationEnded });
     op.cancelRequested = true;
+    if (op.state === 'Pending' && !this.executing.has(op.id)) {
+      // Still waiting for its pod or for a slot: nothing was touched, so it ends here.
+      const now = new Date(this.d.clock.now()).toISOString();
+      op.state = 'Cancelled';
+      op.error = `operation ${op.id} was cancelled before it started; nothing was changed`;
+      op.errorKind = 'Cancelled';
+      op.reason = Reasons.Cancelled;
+      op.updatedAt = now;
+      op.finishedAt = now;
+    }
     await this.persist(op);
     // A pull the operation waits on stops now, unless another caller waits on it too.
     this.cancelController(op.id).abort(new AgentError('Cancelled', `operation ${op.id} was cancelled`));
     return op;
   }
 
-  /** Stops taking operations; running ones continue to a safe point; resolves when none runs. */
-  async drain(): Promise<void> {
+  /**
+   * Stops taking operations; running ones continue to a safe point. Resolves when none runs, or after
+   * timeoutMs with the ids of those still running (their journal records resume them at the next start).
+   */
+  async drain(timeoutMs?: number): Promise<string[]> {
     this.isDraining = true;
     this.drainAbort.abort(new AgentError('Unavailable', 'agent is shutting down'));
-    while (this.running.size > 0) await Promise.allSettled([...this.running]);
+    const stopTimer = new AbortController();
+    let timedOut = false;
+    const timer = timeoutMs === undefined ? new Promise<void>(() => undefined) : this.d.clock.sleep(timeoutMs, stopTimer.signal).then(() => void (timedOut = true), () => undefined);
+    while (this.running.size > 0 && !timedOut) await Promise.race([Promise.allSettled([...this.running]), timer]);
+    stopTimer.abort();
+    const left = [...this.executing];
     this.emit('drained');
+    return left;
   }
 
   /** Whether the engine is draining. */
@@ -197,7 +293,19 @@ export class Engine extends EventEmitter {
       .run(op.podId, async () => {
         if (isTerminal(op.state)) return;
         if (this.isDraining) throw new Paused();
-        await this.executor.run(op, { replan });
+        // Pending until one of the node's operation slots is free (a cancel then ends it at once).
+        const release = await this.slots.acquire(this.drainAbort.signal).catch(() => {
+          throw new Paused();
+        });
+        this.executing.add(op.id);
+        try {
+          if (isTerminal(op.state)) return; // cancelled while it waited
+          if (this.isDraining) throw new Paused();
+          await this.executor.run(op, { replan });
+        } finally {
+          this.executing.delete(op.id);
+          release();
+        }
       })
       .catch((err: unknown) => {
         if (err instanceof Paused) this.d.log.info('operation paused for shutdown; it resumes at next start', { op: op.id });
@@ -244,16 +352,39 @@ export class Engine extends EventEmitter {
     });
     op.podId = pod.id;
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
-    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.d.allowKubelet });
-    if (!op.request.skipPreStop) planned.forEach((p) => preStopCommand(p.current.labels, p.current.annotations));
+    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet });
+    const strategies = await this.strategiesFor(pod, planned, op.request);
+    if (!op.request.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     op.containers.forEach((t, i) => {
       const p = planned[i];
+      t.strategy = strategies[i];
       t.oldId = p.current.id;
       t.oldRuntimeName = this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '';
       t.oldImage = p.current.image;
       t.newImage = p.newImage;
       t.newAttempt = p.newAttempt;
     });
+  }
+
+  /** With a strategy that claims kubelet-managed containers, the plan may name them. */
+  private get allowKubelet(): boolean {
+    return Boolean(this.d.allowKubelet) || (this.d.strategies?.length ?? 0) > 0;
+  }
+
+  /** The strategy of each planned container: the first that claims it, else standalone. Refusals throw. */
+  private async strategiesFor(pod: Pod, planned: PlannedTarget[], req: RestartRequest): Promise<StrategyName[]> {
+    const out: StrategyName[] = [];
+    for (const p of planned) {
+      let chosen: StrategyName = 'standalone';
+      for (const s of this.d.strategies ?? []) {
+        if (await s.claim(pod, p, req)) {
+          chosen = s.name;
+          break;
+        }
+      }
+      out.push(chosen);
+    }
+    return out;
   }
 
   private async prune(): Promise<void> {

@@ -4,6 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { AgentError } from '../errors.js';
 import type { Operation } from './operation.js';
+import { parseOperationRecord } from './operation-schema.js';
 
 /** Durable storage of operation records. */
 export class Journal {
@@ -63,18 +64,38 @@ export class Journal {
     }
   }
 
-  /** Reads every record, oldest first; unreadable files are reported and skipped. */
-  async readAll(onBad?: (file: string, err: unknown) => void): Promise<Operation[]> {
+  /** Where records that cannot be read are set aside. */
+  get corruptDir(): string {
+    return path.join(this.dir, 'corrupt');
+  }
+
+  /**
+   * Reads every record, oldest first. A file that is not a whole, well-formed record (bad JSON, a wrong
+   * shape, a name that is not its id) is moved to corruptDir and reported with where it went (undefined when
+   * even the move failed); the others are returned.
+   */
+  async readAll(onBad?: (file: string, err: unknown, movedTo: string | undefined) => void): Promise<Operation[]> {
     const names = (await fs.readdir(this.dir)).filter((n) => n.endsWith('.json'));
     const ops: Operation[] = [];
     for (const n of names) {
       try {
-        ops.push(JSON.parse(await fs.readFile(path.join(this.dir, n), 'utf8')) as Operation);
+        const op = parseOperationRecord(JSON.parse(await fs.readFile(path.join(this.dir, n), 'utf8')));
+        if (n !== `${op.id}.json`) throw new Error(`the record's id ${JSON.stringify(op.id)} does not match its file name`);
+        ops.push(op);
       } catch (err) {
-        onBad?.(n, err);
+        onBad?.(n, err, await this.setAside(n).catch(() => undefined));
       }
     }
     return ops.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
+  }
+
+  /** Moves a record to corruptDir (never over an earlier one); returns its new path. */
+  private async setAside(name: string): Promise<string> {
+    await fs.mkdir(this.corruptDir, { recursive: true, mode: 0o700 });
+    let to = path.join(this.corruptDir, name);
+    if (await fs.stat(to).then(() => true, () => false)) to = path.join(this.corruptDir, `${name}.${Date.now()}`);
+    await fs.rename(path.join(this.dir, name), to);
+    return to;
   }
 
   /** Deletes a record (retention). */

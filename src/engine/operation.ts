@@ -21,7 +21,13 @@
 //   Waiting -> Creating -> Created -> PreStop -> Stopping -> Stopped -> Starting -> Started
 //           -> Verifying -> Verified -> RemovingOld -> Done
 //   any step after Created -> RollingBack -> RolledBack | Failed
+// With the kubelet strategy (src/kube/kubelet-strategy.ts) the kubelet makes the next instance:
+//   Waiting -> Draining -> PreStop -> Stopping -> Stopped -> Verifying -> Verified -> Done        (same image)
+//   Waiting -> Draining -> Patching -> Patched -> Verifying -> Verified -> Done                   (new image)
+//   Verifying -> RollingBack -> RolledBack | Failed
 // Each step is journaled before its side effect; recovery reads the step and the runtime's facts.
+
+import type { StrategyName } from './restart-strategy.js';
 
 /** Operation-level states. */
 export const OperationStates = [
@@ -53,7 +59,10 @@ export type ContainerStep =
   | 'Done'
   | 'RollingBack'
   | 'RolledBack'
-  | 'Failed';
+  | 'Failed'
+  | 'Draining'
+  | 'Patching'
+  | 'Patched';
 
 /** A step and when it was entered. */
 export interface StepRecord {
@@ -65,6 +74,10 @@ export interface StepRecord {
 export interface ContainerTarget {
   /** Name in the pod. */
   name: string;
+  /** Who makes the next instance, chosen when the plan is made; absent means standalone. */
+  strategy?: StrategyName;
+  /** What the kubelet last reported while the agent waited (a back-off with its next start, a pull error). */
+  waiting?: string;
   oldId: string;
   /** Docker container name of the old one (for renames); '' on CRI. */
   oldRuntimeName: string;
@@ -107,7 +120,14 @@ export interface RestartRequest {
   timeoutMs: number;
   /** Stop without running the preStop hook (it is hung, or the container is being replaced because of it). */
   skipPreStop?: boolean;
+  /** Kubernetes mode: what a failed image change leads to (default Rollback: the old image is patched back). */
+  failurePolicy?: FailurePolicy;
+  /** Kubernetes mode: longest wait for the pod's address to leave its EndpointSlices (default 5 s). */
+  drainMs?: number;
 }
+
+/** What a failed image change leads to: Rollback patches the old image back; Fail and Ignore leave it. */
+export type FailurePolicy = 'Fail' | 'Ignore' | 'Rollback';
 
 /** An operation record: what is stored in the journal and returned by the API. */
 export interface Operation {

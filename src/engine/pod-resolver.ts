@@ -1,6 +1,7 @@
 // Finds the pod a caller means: `namespace/name`, a sandbox id, a unique id prefix of 6+ characters, or
 // `docker/<sandbox container name>` (which is simply that pod's name on Docker).
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 import { MIN_ID_PREFIX, type Pod } from '../runtime/types.js';
 import { RefusalReasons } from './reasons.js';
 
@@ -18,12 +19,12 @@ export function resolvePod(pods: Pod[], arg: string): Pod {
     const byPrefix = pods.filter((p) => p.id.startsWith(wanted));
     if (byPrefix.length === 1) return byPrefix[0];
     if (byPrefix.length > 1) {
-      throw new AgentError('InvalidArgument', `pod id prefix "${wanted}" is ambiguous: it matches ${byPrefix.length} pods (${byPrefix.map((p) => p.name).join(', ')})`, {
+      throw new AgentError('InvalidArgument', `pod id prefix ${quote(wanted)} is ambiguous: it matches ${byPrefix.length} pods (${byPrefix.map((p) => p.name).join(', ')})`, {
         reason: RefusalReasons.PodAmbiguous,
       });
     }
   }
-  throw new AgentError('NotFound', `pod "${wanted}" not found on this node (give NAMESPACE/NAME, a sandbox id, or an id prefix of at least ${MIN_ID_PREFIX} characters)`, {
+  throw new AgentError('NotFound', `pod ${quote(wanted)} not found on this node (give NAMESPACE/NAME, a sandbox id, or an id prefix of at least ${MIN_ID_PREFIX} characters)`, {
     reason: RefusalReasons.PodNotFound,
   });
 }

@@ -12,6 +12,7 @@ import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, ty
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
 import { readPodAfter } from './pod-after.js';
 import { Reasons } from './reasons.js';
+import type { RestartStrategy, StepContext } from './restart-strategy.js';
 
 export { Reasons };
 
@@ -48,6 +49,8 @@ export interface ExecutorDeps {
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
   /** Aborts when the operation is cancelled (cuts its pulls short, unless another caller waits on them). */
   cancelSignal?: (op: Operation) => AbortSignal;
+  /** Strategies other than standalone, by the name a planned container carries (see restart-strategy.ts). */
+  strategies?: RestartStrategy[];
 }
 
 /** How many times a rollback is tried when the runtime fails in a way that can heal. */
@@ -73,6 +76,9 @@ const READY_POLL_MS = 100;
 
 /** Runs one operation to a terminal state (or to a safe point when draining). */
 export class RestartExecutor {
+  /** Operations whose verification a cancel cut short (they end Cancelled, never Succeeded). */
+  private readonly cutShort = new Set<string>();
+
   constructor(private readonly d: ExecutorDeps) {}
 
   /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
@@ -123,11 +129,16 @@ export class RestartExecutor {
               return undefined;
             });
           }
-          if (await this.advance(op, t, deadline, old)) continue;
+          if (await this.strategyOf(t).advance(op, t, this.stepContext(op, t, deadline, old))) continue;
         }
         // This container failed (and was rolled back where it had been touched): the operation ends here.
         const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
         await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
+        return;
+      }
+      if (this.cutShort.delete(op.id)) {
+        const kept = op.containers.filter((c) => c.step === 'Done').map((c) => c.name).join(', ');
+        await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled', Reasons.Cancelled);
         return;
       }
       op.podAfter = await readPodAfter(this.d.runtime, op);
@@ -137,6 +148,8 @@ export class RestartExecutor {
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
       await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind, e.reason);
+    } finally {
+      this.cutShort.delete(op.id);
     }
   }
 
@@ -245,6 +258,28 @@ export class RestartExecutor {
     op.finishedAt = new Date(this.d.clock.now()).toISOString();
     await this.save(op);
     this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, error });
+    for (const s of this.d.strategies ?? []) {
+      if (!s.finished || !op.containers.some((c) => c.strategy === s.name)) continue;
+      await s.finished(op).catch((err: unknown) => this.d.log.warn('reporting the end of an operation failed', { op: op.id, strategy: s.name, error: asAgentError(err).message }));
+    }
+  }
+
+  /** The strategy a container was planned with; standalone (this executor's own steps) by default. */
+  private strategyOf(t: ContainerTarget): RestartStrategy {
+    const s = t.strategy && t.strategy !== 'standalone' ? this.d.strategies?.find((x) => x.name === t.strategy) : undefined;
+    if (t.strategy && t.strategy !== 'standalone' && !s) throw new AgentError('FailedPrecondition', `container "${t.name}" was planned for the ${t.strategy} strategy, which this agent does not run (start it in Kubernetes mode)`);
+    return s ?? this.standalone;
+  }
+
+  /** The agent recreates the container itself: the steps below. */
+  private readonly standalone: RestartStrategy = {
+    name: 'standalone',
+    claim: () => Promise.resolve(true),
+    advance: (op, t, ctx) => this.advance(op, t, ctx.deadline, ctx.old),
+  };
+
+  private stepContext(op: Operation, t: ContainerTarget, deadline: number, old: ContainerDetail | undefined): StepContext {
+    return { deadline, old, step: (s) => this.step(op, t, s), mark: (s) => this.mark(op, t, s), publish: () => this.d.publish(op) };
   }
 
   /**
@@ -357,7 +392,7 @@ export class RestartExecutor {
             if (op.state !== 'Verifying') op.state = 'Verifying';
             this.mark(op, t, 'Verifying');
             // min-ready 0 asks for no verification window: a start that returned is enough.
-            if (op.request.minReadyMs > 0) await this.waitReady(t, op.request.minReadyMs, deadline);
+            if (op.request.minReadyMs > 0) await this.waitReady(op, t, op.request.minReadyMs, deadline);
             op.state = 'Recreating';
             this.mark(op, t, 'Verified');
             break;
@@ -447,10 +482,20 @@ export class RestartExecutor {
     return mine.sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime())[0]?.id;
   }
 
-  /** Waits minReadyMs, failing as soon as the replacement is seen not running. */
-  private async waitReady(t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
+  /**
+   * Waits minReadyMs, failing as soon as the replacement is seen not running. A cancel ends the wait at once:
+   * a replacement running then is kept (the operation ends Cancelled after it, see run()), one that is not
+   * is rolled back as usual.
+   */
+  private async waitReady(op: Operation, t: ContainerTarget, minReadyMs: number, deadline: number): Promise<void> {
     const until = this.d.clock.now() + minReadyMs;
     for (;;) {
+      if (op.cancelRequested) {
+        if ((await this.d.runtime.containerState(t.newId)) !== 'running') throw this.exitedError(t, await this.d.runtime.inspectContainer(t.newId));
+        this.d.log.info('verification cut short by a cancel; the running replacement is kept', { op: op.id, container: t.name });
+        this.cutShort.add(op.id);
+        return;
+      }
       if (this.d.clock.now() > deadline) {
         throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline`, { reason: Reasons.Deadline });
       }

@@ -1,6 +1,7 @@
 // Pure planning of a restart: which containers of the pod are replaced, with which image and attempt.
 // Everything a caller can get wrong is refused here, before anything on the node is touched.
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import type { Container, Pod, RuntimeKind } from '../runtime/types.js';
 import type { RestartRequest } from './operation.js';
@@ -27,6 +28,11 @@ export interface PlanOptions {
   kind: RuntimeKind;
   /** Allow containers that a kubelet manages (Kubernetes mode). */
   allowKubelet?: boolean;
+  /**
+   * An operation on the pod is queued or running, and this one will be planned again when its turn comes: a
+   * container caught between its old and new instance (none running) is accepted, and checked then.
+   */
+  busy?: boolean;
 }
 
 /** Checks a request against the pod and its containers and returns the targets, in the order given. */
@@ -34,11 +40,11 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
   if (req.containers.length === 0) throw new AgentError('InvalidArgument', 'name at least one container to restart', { reason: R.InvalidRequest });
   const seen = new Set<string>();
   for (const name of req.containers) {
-    if (seen.has(name)) throw new AgentError('InvalidArgument', `container "${name}" is named twice`, { reason: R.InvalidRequest });
+    if (seen.has(name)) throw new AgentError('InvalidArgument', `container ${quote(name)} is named twice`, { reason: R.InvalidRequest });
     seen.add(name);
   }
   for (const name of Object.keys(req.images)) {
-    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container "${name}", which is not one of the containers to restart (${req.containers.join(', ')})`, { reason: R.InvalidRequest });
+    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container ${quote(name)}, which is not one of the containers to restart (${req.containers.join(', ')})`, { reason: R.InvalidRequest });
     try {
       parseImageRef(req.images[name]);
     } catch (err) {
@@ -54,8 +60,9 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
     const same = podContainers.filter((c) => c.name === name);
     const running = same.filter((c) => c.state === 'running').sort((a, b) => b.attempt - a.attempt);
     if (same.length === 0) {
-      throw new AgentError('NotFound', `container "${name}" not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`, { reason: R.ContainerNotFound });
+      throw new AgentError('NotFound', `container ${quote(name)} not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`, { reason: R.ContainerNotFound });
     }
+    if (running.length === 0 && opts.busy) running.push([...same].sort((a, b) => b.attempt - a.attempt)[0]);
     if (running.length === 0) {
       throw new AgentError('FailedPrecondition', `container "${name}" in pod ${pod.name} is not running (state ${same[0].state}); only running containers are restarted in place`, { reason: R.ContainerNotRunning });
     }

@@ -1,4 +1,5 @@
-// Capped exponential backoff with jitter between pull retries (the caller sleeps on its own clock).
+// Capped exponential backoff with jitter between pull retries, on an injected clock.
+import type { Clock } from '../clock.js';
 
 /** Shape of the backoff. */
 export interface BackoffOptions {
@@ -22,7 +23,10 @@ export class Backoff {
   private readonly jitter: number;
   private readonly random: () => number;
 
-  constructor(opts: BackoffOptions = {}) {
+  constructor(
+    private readonly clock: Clock,
+    opts: BackoffOptions = {},
+  ) {
     this.initialMs = opts.initialMs ?? 1000;
     this.maxMs = opts.maxMs ?? 30_000;
     this.factor = opts.factor ?? 2;
@@ -35,5 +39,12 @@ export class Backoff {
     const base = Math.min(this.maxMs, this.initialMs * this.factor ** Math.max(0, retry - 1));
     const spread = base * this.jitter * (2 * this.random() - 1);
     return Math.max(0, Math.min(this.maxMs, Math.round(base + spread)));
+  }
+
+  /** Sleeps the delay of retry `retry`; rejects with the signal's reason when it aborts. Returns the delay. */
+  async wait(retry: number, signal?: AbortSignal): Promise<number> {
+    const ms = this.delay(retry);
+    await this.clock.sleep(ms, signal);
+    return ms;
   }
 }

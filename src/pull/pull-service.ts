@@ -17,6 +17,7 @@
 //      d. verify a digest reference against what the runtime stored; report the resolved digest;
 //   4. pin the image if asked, and send this caller's last event (Done or Failed).
 import { createHmac, randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { formatBytes } from '../bytes.js';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
@@ -113,7 +114,7 @@ export class ImagePullService implements PullService {
     this.log = opts.logger ?? silentLogger();
     this.metrics = new PullMetrics(opts.metricsRegistry);
     this.queue = new PullQueue(opts.maxParallel ?? PULL_DEFAULTS.maxParallel, (_running, waiting) => this.metrics.queueLength.set(waiting));
-    this.backoff = new Backoff(opts.backoff);
+    this.backoff = new Backoff(this.clock, opts.backoff);
     this.retries = opts.retries ?? PULL_DEFAULTS.retries;
     const timeoutMs = opts.timeoutMs ?? PULL_DEFAULTS.timeoutMs;
     if (!(timeoutMs > 0)) throw new AgentError('InvalidArgument', `the pull timeout must be positive, not ${timeoutMs} ms`);
@@ -128,7 +129,17 @@ export class ImagePullService implements PullService {
   /** Pulls every image of the request, reporting each change; resolves with each image's last event. */
   async pull(req: PullRequest, onEvent: (e: PullEvent) => void, signal?: AbortSignal): Promise<PullEvent[]> {
     const local = req.parallel && req.parallel > 0 && req.parallel < req.images.length ? new PullQueue(req.parallel) : undefined;
-    return Promise.all(req.images.map((image) => this.pullOne(image, req, onEvent, signal, local)));
+    // Every image listens for the caller leaving: on a signal of the request's own, which may have many listeners.
+    const request = new AbortController();
+    setMaxListeners(0, request.signal);
+    const onAbort = () => request.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await Promise.all(req.images.map((image) => this.pullOne(image, req, onEvent, request.signal, local)));
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Makes ref present (IfNotPresent), sharing a running pull of it; throws AgentError on failure. */

@@ -1,6 +1,7 @@
 // Parsing and normalising image references (`[registry/]path[:tag][@algo:hex]`), following the grammar of the
 // distribution reference format, so that bad references are refused before anything is touched.
 import { AgentError } from '../errors.js';
+import { quote } from '../quote.js';
 
 /** A parsed image reference. */
 export interface ImageRef {
@@ -23,17 +24,17 @@ const HOST = /^(?:localhost|(?:[a-zA-Z0-9-]+\.)*[a-zA-Z0-9-]+|\[[0-9a-fA-F:]+\])
 
 /** Parses an image reference; throws InvalidArgument naming the reference and what is wrong with it. */
 export function parseImageRef(input: string): ImageRef {
-  const bad = (why: string) => new AgentError('InvalidArgument', `invalid image reference "${input}": ${why}`);
+  const bad = (why: string) => new AgentError('InvalidArgument', `invalid image reference ${quote(input)}: ${why}`);
   const ref = input.trim();
   if (ref === '') throw bad('empty');
-  if (ref.length > 255 + 200) throw bad('too long');
+  if (ref.length > 255 + 1 + 128 + 1 + 135) throw bad(`${ref.length} characters long`);
   let rest = ref;
   let digest: string | undefined;
   const at = rest.indexOf('@');
   if (at >= 0) {
     digest = rest.slice(at + 1);
     rest = rest.slice(0, at);
-    if (!DIGEST.test(digest)) throw bad(`digest "${digest}" is not of the form algorithm:hex`);
+    if (!DIGEST.test(digest)) throw bad(`digest ${quote(digest, 32)} is not of the form algorithm:hex`);
     if (digest.startsWith('sha256:') && !/^sha256:[a-f0-9]{64}$/.test(digest)) throw bad('sha256 digest must be 64 lowercase hex digits');
   }
   let tag: string | undefined;
@@ -42,19 +43,21 @@ export function parseImageRef(input: string): ImageRef {
   if (colon > lastSlash) {
     tag = rest.slice(colon + 1);
     rest = rest.slice(0, colon);
-    if (!TAG.test(tag)) throw bad(`tag "${tag}" is not valid`);
+    if (!TAG.test(tag)) throw bad(`tag ${quote(tag, 32)} is not valid`);
   }
   if (rest === '') throw bad('no repository name');
+  if (rest.length > 255) throw bad(`the name is ${rest.length} characters long; at most 255 are allowed`);
   const parts = rest.split('/');
   let registry = 'docker.io';
   const first = parts[0];
   if (parts.length > 1 && (first.includes('.') || first.includes(':') || first === 'localhost' || first !== first.toLowerCase())) {
-    if (!HOST.test(first)) throw bad(`registry "${first}" is not a valid host[:port]`);
+    const port = /:(\d+)$/.exec(first)?.[1];
+    if (!HOST.test(first) || (port !== undefined && !(Number(port) >= 1 && Number(port) <= 65535))) throw bad(`registry ${quote(first, 32)} is not a valid host[:port]`);
     registry = first;
     parts.shift();
   }
   for (const p of parts) {
-    if (!COMPONENT.test(p)) throw bad(`path component "${p}" must be lowercase letters, digits and separators`);
+    if (!COMPONENT.test(p)) throw bad(`path component ${quote(p, 32)} must be lowercase letters, digits and separators`);
   }
   if (registry === 'docker.io' && parts.length === 1) parts.unshift('library');
   const repository = parts.join('/');

@@ -10,6 +10,17 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../.
 const DAEMON = path.join(root, 'dist/src/daemon/main.js');
 const CTL = path.join(root, 'dist/src/cli/main.js');
 
+/**
+ * The test's environment without what would switch the agent into Kubernetes mode by itself ($KUBECONFIG,
+ * as a shell that sourced the cluster's env has): tests that want it pass --kubeconfig.
+ */
+function withoutKubeconfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const out = { ...env };
+  delete out.KUBECONFIG;
+  delete out.INPLACE_AGENT_KUBECONFIG;
+  return out;
+}
+
 /** A running agent process. */
 export interface AgentProcess {
   child: ChildProcess;
@@ -23,13 +34,16 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the agent on a runtime and waits until its API answers. */
-export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string> } = {}): Promise<AgentProcess> {
+/**
+ * Starts the agent on a runtime and waits until its API answers: on its own unix socket, or, with probe, when
+ * probe() resolves (an agent given another --listen in args).
+ */
+export async function startAgent(args: string[], opts: { stateDir?: string; env?: Record<string, string>; probe?: () => Promise<unknown> } = {}): Promise<AgentProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-agent-'));
   const socket = path.join(dir, 'agent.sock');
   const stateDir = opts.stateDir ?? path.join(dir, 'state');
   const child = spawn(process.execPath, [DAEMON, '--listen', `unix://${socket}`, '--state-dir', stateDir, '--log-level', 'debug', ...args], {
-    env: { ...process.env, ...opts.env },
+    env: { ...withoutKubeconfig(process.env), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -41,7 +55,14 @@ export async function startAgent(args: string[], opts: { stateDir?: string; env?
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`agent exited at start:\n${out}`);
-    if (fs.existsSync(socket)) {
+    if (opts.probe) {
+      try {
+        await opts.probe();
+        break;
+      } catch {
+        /* not yet */
+      }
+    } else if (fs.existsSync(socket)) {
       const c = new AgentClient(`unix://${socket}`, 2000);
       try {
         await c.listOperations();
@@ -80,10 +101,11 @@ export interface CtlResult {
   stderr: string;
 }
 
-/** Runs inplacectl against an agent socket. */
+/** Runs inplacectl against an agent socket (a path) or address (with a scheme or a port). */
 export function ctl(socket: string, ...args: string[]): Promise<CtlResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CTL, '--agent', `unix://${socket}`, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const agent = socket.startsWith('/') ? `unix://${socket}` : socket;
+    const child = spawn(process.execPath, [CTL, '--agent', agent, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

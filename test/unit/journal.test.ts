@@ -51,6 +51,49 @@ describe('Journal', () => {
     assert.deepEqual(bad, ['bad.json']);
   });
 
+  it('sets aside records of the wrong shape in operations/corrupt/ and reads the rest', async () => {
+    const j = new Journal(dir);
+    await j.open();
+    const good = op('good', '2026-01-01T00:00:00Z');
+    good.containers = [
+      { name: 'c', oldId: 'o', oldRuntimeName: '', oldImage: 'i', newImage: 'i', newAttempt: 1, newId: '', rollbackId: '', step: 'Waiting', steps: [{ step: 'Waiting', at: '2026-01-01T00:00:00Z' }] },
+    ];
+    await j.write(good);
+    const shapes: Record<string, unknown> = {
+      'null.json': null,
+      'array.json': [1, 2],
+      'empty.json': {},
+      'string.json': 'x',
+      'no-containers.json': { ...op('no-containers', '2026-01-01T00:00:00Z'), containers: undefined },
+      'bad-state.json': op('bad-state', '2026-01-01T00:00:00Z', 'Exploded' as Operation['state']),
+      'bad-date.json': op('bad-date', 'yesterday'),
+      'bad-step.json': { ...good, id: 'bad-step', containers: [{ ...good.containers[0], step: 'Dancing' }] },
+      'other-name.json': op('not-its-name', '2026-01-01T00:00:00Z'),
+    };
+    for (const [f, v] of Object.entries(shapes)) fs.writeFileSync(path.join(dir, 'operations', f), JSON.stringify(v));
+    const bad: [string, string][] = [];
+    const back = await j.readAll((file, err, movedTo) => bad.push([file, String(movedTo)]));
+    assert.deepEqual(back.map((o) => o.id), ['good']);
+    assert.deepEqual(bad.map(([f]) => f).sort(), Object.keys(shapes).sort());
+    for (const [f, to] of bad) assert.equal(to, path.join(dir, 'operations', 'corrupt', f));
+    assert.deepEqual(fs.readdirSync(path.join(dir, 'operations')).sort(), ['corrupt', 'good.json']);
+    // A second start finds nothing more to set aside, and an older copy is never overwritten.
+    fs.writeFileSync(path.join(dir, 'operations', 'null.json'), 'null');
+    const again: string[] = [];
+    await j.readAll((_f, _e, movedTo) => again.push(String(movedTo)));
+    assert.equal(again.length, 1);
+    assert.notEqual(again[0], path.join(dir, 'operations', 'corrupt', 'null.json'));
+    assert.equal(fs.readdirSync(path.join(dir, 'operations', 'corrupt')).length, Object.keys(shapes).length + 1);
+  });
+
+  it('keeps fields it does not know (a newer agent may have written them)', async () => {
+    const j = new Journal(dir);
+    await j.open();
+    fs.writeFileSync(path.join(dir, 'operations', 'n.json'), JSON.stringify({ ...op('n', '2026-01-01T00:00:00Z'), reason: 'Future' }));
+    const [back] = await j.readAll();
+    assert.equal((back as unknown as { reason: string }).reason, 'Future');
+  });
+
   it('removes records', async () => {
     const j = new Journal(dir);
     await j.open();

@@ -73,6 +73,15 @@ describe('planRestart', () => {
     assert.throws(() => planRestart(pod({ state: 'notready' }), [ctr('app')], req(), { kind: 'cri' }), kind('FailedPrecondition'));
   });
 
+  it('behind another operation on the pod, accepts a container between instances (checked again at its turn)', () => {
+    const between = [ctr('app', { id: 'old', state: 'exited', attempt: 1 }), ctr('app', { id: 'new', state: 'created', attempt: 2 })];
+    assert.throws(() => planRestart(pod(), between, req(), { kind: 'cri' }), kind('FailedPrecondition'), 'an idle pod: refused');
+    const [t] = planRestart(pod(), between, req(), { kind: 'cri', busy: true });
+    assert.equal(t.current.id, 'new', 'the newest instance stands in until the replan');
+    assert.equal(t.newAttempt, 3);
+    assert.throws(() => planRestart(pod(), [], req(), { kind: 'cri', busy: true }), kind('NotFound'), 'an unknown name is still refused');
+  });
+
   it('refuses kubelet-managed containers unless in Kubernetes mode', () => {
     const c = ctr('app', { labels: { 'io.kubernetes.pod.uid': 'x' } });
     assert.throws(() => planRestart(pod(), [c], req(), { kind: 'cri' }), (e: unknown) => kind('FailedPrecondition')(e) && /kubelet/.test((e as Error).message));

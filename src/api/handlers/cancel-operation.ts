@@ -5,8 +5,12 @@ import type { CancelOperationRequest__Output } from '../../gen/inplace/v1/Cancel
 import type { Operation } from '../../gen/inplace/v1/Operation.js';
 import { operationToWire } from '../convert.js';
 import { unary } from './unary.js';
+import { validateOperationId } from '../validate.js';
 
 /** Handler factory for CancelOperation. */
 export function cancelOperationHandler(engine: Engine): grpc.handleUnaryCall<CancelOperationRequest__Output, Operation> {
-  return unary(async (req) => operationToWire(await engine.cancel(req.id)));
+  return unary(async (req) => {
+    validateOperationId(req.id);
+    return operationToWire(await engine.cancel(req.id));
+  });
 }

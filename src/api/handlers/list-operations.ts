@@ -5,8 +5,12 @@ import type { ListOperationsRequest__Output } from '../../gen/inplace/v1/ListOpe
 import type { ListOperationsResponse } from '../../gen/inplace/v1/ListOperationsResponse.js';
 import { operationToWire } from '../convert.js';
 import { unary } from './unary.js';
+import { validatePodFilter } from '../validate.js';
 
 /** Handler factory for ListOperations. */
 export function listOperationsHandler(engine: Engine): grpc.handleUnaryCall<ListOperationsRequest__Output, ListOperationsResponse> {
-  return unary(async (req) => ({ operations: engine.list(req.pod || undefined).map(operationToWire) }));
+  return unary(async (req) => {
+    validatePodFilter(req.pod);
+    return { operations: engine.list(req.pod || undefined).map(operationToWire) };
+  });
 }

@@ -5,6 +5,7 @@ import type { PullImagesEvent } from '../../gen/inplace/v1/PullImagesEvent.js';
 import type { AuthKeyring, PullService } from '../../pull/types.js';
 import { pullEventToWire } from '../convert.js';
 import { toServiceError } from '../status.js';
+import { validatePull } from '../validate.js';
 
 /** Handler factory for PullImages; parseKeyring turns the request's config.json text into credentials. */
 export function pullImagesHandler(
@@ -16,6 +17,7 @@ export function pullImagesHandler(
     call.on('cancelled', () => abort.abort(new Error('caller went away')));
     const req = call.request;
     Promise.resolve()
+      .then(() => validatePull(req))
       .then(() =>
         pulls.pull(
           {

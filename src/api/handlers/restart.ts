@@ -5,6 +5,7 @@ import type { RestartRequest__Output } from '../../gen/inplace/v1/RestartRequest
 import type { Operation } from '../../gen/inplace/v1/Operation.js';
 import { operationToWire } from '../convert.js';
 import { unary } from './unary.js';
+import { validateRestart } from '../validate.js';
 
 /** Defaults applied when a request leaves a value unset. */
 export interface RestartDefaults {
@@ -14,8 +15,9 @@ export interface RestartDefaults {
 }
 
 /** Handler factory for Restart. */
-export function restartHandler(engine: Engine, defaults: RestartDefaults): grpc.handleUnaryCall<RestartRequest__Output, Operation> {
+export function restartHandler(engine: Engine, defaults: RestartDefaults, runtimeKind = ''): grpc.handleUnaryCall<RestartRequest__Output, Operation> {
   return unary(async (req) => {
+    validateRestart(req, runtimeKind);
     const op = await engine.restart({
       pod: req.pod,
       containers: req.containers,

@@ -7,12 +7,14 @@ import type { Operation as WireOperation } from '../../gen/inplace/v1/Operation.
 import { operationToWire } from '../convert.js';
 import { toServiceError } from '../status.js';
 import { AgentError } from '../../errors.js';
+import { validateOperationId } from '../validate.js';
 
 /** Handler factory for WatchOperation. */
 export function watchOperationHandler(engine: Engine): grpc.handleServerStreamingCall<WatchOperationRequest__Output, WireOperation> {
   return (call) => {
     let op: Operation;
     try {
+      validateOperationId(call.request.id);
       op = engine.get(call.request.id);
     } catch (err) {
       // On a server stream, destroy() sends no status: emitting the error does.

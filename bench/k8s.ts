@@ -1,0 +1,262 @@
+// `npm run bench:k8s`: restarts on the real one-node cluster (scripts/kube-sandbox), each timed from the first
+// call until the pod's status in the API server shows the result. Rounds interleave the scenarios; medians over
+// BENCH_ROUNDS (default 5). The baselines are what the kubelet does on its own:
+//   (b) the container stopped through the CRI, the kubelet starting the next instance;
+//   (d) one container's image patched in the pod spec, the kubelet recreating only it;
+//   (e) the whole pod deleted and a new one created (as a ReplicaSet would).
+// The agent's rows, through a ContainerRestart handled by the DaemonSet's agent (scripts/kube-deploy-agent
+// first; BENCH_AGENT=0 leaves them out):
+//   (a) same-image restart;  (c) image change.
+// The targets a/b, c/d, c/e are printed for whichever pairs were measured.
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
+import { kubeEnv } from '../src/testbed/kube-env.js';
+
+const env = kubeEnv();
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const NS = 'inplace-bench';
+const CONTAINERS = ['app', 'sidecar', 'logger'];
+// The kubelet starts a container again at once only the first time; later restarts of the same container
+// wait out its back-off (capped at 1 s in the test cluster). So rounds of (b) and (d) each use a fresh pod,
+// created before the clock starts.
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** One measured way of restarting the `app` container of a pod; returns milliseconds until the status shows it. */
+export interface Scenario {
+  key: string;
+  label: string;
+  /** Untimed preparation before round i (e.g. a fresh pod). */
+  prepare(i: number): Promise<void>;
+  round(i: number): Promise<number>;
+  /** Untimed clean-up after round i. */
+  cleanup(i: number): Promise<void>;
+}
+
+function podBody(name: string, image: string): V1Pod {
+  return {
+    metadata: { name, namespace: NS, labels: { bench: name.replace(/-\d+$/, '') } },
+    spec: {
+      terminationGracePeriodSeconds: 10,
+      restartPolicy: 'Always',
+      containers: CONTAINERS.map((n) => ({ name: n, image: n === 'app' ? image : env.sandbox.images.appV1 })),
+    },
+  };
+}
+
+function appStatus(p: V1Pod) {
+  return p.status?.containerStatuses?.find((c) => c.name === 'app');
+}
+
+function allRunning(p: V1Pod): boolean {
+  const st = p.status?.containerStatuses ?? [];
+  return st.length === CONTAINERS.length && st.every((c) => c.ready && c.state?.running);
+}
+
+class Cluster {
+  readonly core: CoreV1Api;
+  constructor(kc: KubeConfig) {
+    this.core = kc.makeApiClient(CoreV1Api);
+  }
+
+  read(name: string): Promise<V1Pod> {
+    return this.core.readNamespacedPod({ name, namespace: NS });
+  }
+
+  /** Polls the pod (every 10 ms) until done(pod); fails after ms. */
+  async until(name: string, ms: number, done: (p: V1Pod) => boolean): Promise<V1Pod> {
+    const deadline = now() + ms;
+    for (;;) {
+      const p = await this.read(name).catch(() => undefined);
+      if (p && done(p)) return p;
+      if (now() > deadline) throw new Error(`pod ${NS}/${name}: timed out; last status ${JSON.stringify(p?.status?.containerStatuses)}`);
+      await sleep(10);
+    }
+  }
+
+  async create(name: string, image: string): Promise<void> {
+    await this.core.createNamespacedPod({ namespace: NS, body: podBody(name, image) });
+    await this.until(name, 120_000, allRunning);
+  }
+
+  async remove(name: string): Promise<void> {
+    await this.core.deleteNamespacedPod({ name, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined);
+  }
+}
+
+function baselines(k: Cluster, rt: CriRuntime): Scenario[] {
+  return [
+    {
+      key: 'b',
+      label: 'container stopped through the CRI, kubelet starts the next',
+      prepare: (i) => k.create(`bench-b-${i}`, env.sandbox.images.appV1),
+      async round(i) {
+        const name = `bench-b-${i}`;
+        const before = appStatus(await k.read(name));
+        const oldId = before?.containerID?.replace(/^containerd:\/\//, '') ?? '';
+        const t0 = now();
+        await rt.stopContainer(oldId, 10);
+        await k.until(name, 60_000, (p) => {
+          const st = appStatus(p);
+          return !!st?.state?.running && st.containerID !== before?.containerID && allRunning(p);
+        });
+        return now() - t0;
+      },
+      cleanup: (i) => k.remove(`bench-b-${i}`),
+    },
+    {
+      key: 'd',
+      label: "one container's image patched in the pod spec",
+      prepare: (i) => k.create(`bench-d-${i}`, env.sandbox.images.appV1),
+      async round(i) {
+        const name = `bench-d-${i}`;
+        const image = env.sandbox.images.appV2;
+        const before = appStatus(await k.read(name));
+        const t0 = now();
+        await k.core.patchNamespacedPod(
+          { name, namespace: NS, body: { spec: { containers: [{ name: 'app', image }] } } },
+          setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+        );
+        await k.until(name, 60_000, (p) => {
+          const st = appStatus(p);
+          return !!st?.state?.running && st.containerID !== before?.containerID && st.image === image && allRunning(p);
+        });
+        return now() - t0;
+      },
+      cleanup: (i) => k.remove(`bench-d-${i}`),
+    },
+    {
+      key: 'e',
+      label: 'whole pod deleted and a new one created',
+      prepare: (i) => k.create(`bench-e-${i}`, env.sandbox.images.appV1),
+      async round(i) {
+        const t0 = now();
+        await k.core.deleteNamespacedPod({ name: `bench-e-${i}`, namespace: NS });
+        await k.core.createNamespacedPod({ namespace: NS, body: podBody(`bench-e-${i}-new`, env.sandbox.images.appV1) });
+        await k.until(`bench-e-${i}-new`, 60_000, allRunning);
+        return now() - t0;
+      },
+      cleanup: (i) => k.remove(`bench-e-${i}-new`),
+    },
+  ];
+}
+
+/** The agent's rows (a: same image, c: new image), each through a ContainerRestart on a fresh pod. */
+function agentScenarios(k: Cluster, kc: KubeConfig): Scenario[] {
+  if (process.env.BENCH_AGENT === '0') return [];
+  const crs = kc.makeApiClient(CustomObjectsApi);
+  const cr = { group: 'inplace-agent.io', version: 'v1alpha1', plural: 'containerrestarts', namespace: NS };
+  const viaAgent = (key: string, label: string, image?: string): Scenario => ({
+    key,
+    label,
+    prepare: (i) => k.create(`bench-${key}-${i}`, env.sandbox.images.appV1),
+    async round(i) {
+      const name = `bench-${key}-${i}`;
+      const before = appStatus(await k.read(name));
+      const t0 = now();
+      await crs.createNamespacedCustomObject({
+        ...cr,
+        body: {
+          apiVersion: 'inplace-agent.io/v1alpha1',
+          kind: 'ContainerRestart',
+          metadata: { name },
+          spec: { podName: name, containers: [{ name: 'app', ...(image ? { image } : {}) }], strategy: { minReadySeconds: 0, gracePeriodSeconds: 10 } },
+        },
+      });
+      await k.until(name, 60_000, (p) => {
+        const st = appStatus(p);
+        return !!st?.state?.running && st.containerID !== before?.containerID && (!image || st.image === image) && allRunning(p);
+      });
+      const ms = now() - t0;
+      // untimed: the request must also have ended well
+      const deadline = now() + 60_000;
+      for (;;) {
+        const obj = (await crs.getNamespacedCustomObject({ ...cr, name })) as { status?: { phase?: string } };
+        if (obj.status?.phase === 'Succeeded') break;
+        if (obj.status?.phase === 'Failed' || now() > deadline) throw new Error(`ContainerRestart ${name}: ${JSON.stringify(obj.status)}`);
+        await sleep(100);
+      }
+      return ms;
+    },
+    async cleanup(i) {
+      await crs.deleteNamespacedCustomObject({ ...cr, name: `bench-${key}-${i}` }).catch(() => undefined);
+      await k.remove(`bench-${key}-${i}`);
+    },
+  });
+  return [
+    viaAgent('a', "agent: same-image restart (ContainerRestart, the DaemonSet's agent)"),
+    viaAgent('c', 'agent: image change (ContainerRestart)', env.sandbox.images.appV2),
+  ];
+}
+
+const TARGETS: [string, string, number][] = [
+  ['a', 'b', 1.15],
+  ['c', 'd', 1.15],
+  ['c', 'e', 0.45],
+];
+
+async function main(): Promise<void> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(env.kubeconfig);
+  const k = new Cluster(kc);
+  try {
+    await k.core.readNode({ name: env.nodeName });
+  } catch (err) {
+    throw new Error(`the test cluster is not reachable (${String(err)}); run \`sudo scripts/kube-sandbox up\` first`);
+  }
+  const rt = new CriRuntime(env.sandbox.criEndpoint);
+  await k.core.deleteNamespace({ name: NS }).catch(() => undefined);
+  for (let i = 0; ; i++) {
+    const gone = await k.core.readNamespace({ name: NS }).then(() => false, () => true);
+    if (gone) break;
+    if (i > 600) throw new Error(`namespace ${NS} from an earlier run is not going away`);
+    await sleep(100);
+  }
+  await k.core.createNamespace({ body: { metadata: { name: NS } } });
+  const scenarios = [...agentScenarios(k, kc), ...baselines(k, rt)].sort((x, y) => x.key.localeCompare(y.key));
+  const times = new Map<string, number[]>(scenarios.map((s) => [s.key, []]));
+  try {
+    process.stdout.write(`bench:k8s: node ${env.nodeName}, 3-container pods, ${ROUNDS} rounds, until the pod's status shows it\n`);
+    for (let i = 0; i < ROUNDS; i++) {
+      for (const s of scenarios) {
+        await s.prepare(i);
+        const ms = await s.round(i);
+        await s.cleanup(i);
+        times.get(s.key)?.push(ms);
+        process.stdout.write(`  round ${i + 1} (${s.key}) ${ms.toFixed(0)} ms\n`);
+      }
+    }
+  } finally {
+    rt.close();
+    await k.core.deleteNamespace({ name: NS }).catch(() => undefined);
+  }
+
+  const med = new Map([...times].map(([key, xs]) => [key, median(xs)]));
+  const lines = ['', '| | what | median | min | max |', '|---|---|---|---|---|'];
+  for (const s of scenarios) {
+    const xs = times.get(s.key) ?? [];
+    lines.push(`| (${s.key}) | ${s.label} | ${med.get(s.key)?.toFixed(0)} ms | ${Math.min(...xs).toFixed(0)} ms | ${Math.max(...xs).toFixed(0)} ms |`);
+  }
+  for (const [x, y, target] of TARGETS) {
+    const mx = med.get(x);
+    const my = med.get(y);
+    if (mx === undefined || my === undefined) {
+      lines.push(`${x}/${y}: not measured (no (${mx === undefined ? x : y}) row yet)`);
+    } else {
+      const r = mx / my;
+      lines.push(`${x}/${y} = ${r.toFixed(2)} (target <= ${target}) ${r <= target ? 'ok' : 'MISSED'}`);
+    }
+  }
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench:k8s: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+});

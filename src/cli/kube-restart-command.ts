@@ -1,0 +1,126 @@
+// `inplacectl --kubeconfig FILE restart ...`: the restart as a ContainerRestart object, which the agent on the
+// pod's node runs; followed to its end and printed as the RPC path prints it, with the same exit statuses.
+import { systemClock } from '../clock.js';
+import { AgentError } from '../errors.js';
+import { loadKubeConfig } from '../kube/kubeconfig.js';
+import { ContainerRestartApi } from '../kube/container-restart/api.js';
+import { followContainerRestart } from '../kube/container-restart/follow.js';
+import { operationView, refusal } from '../kube/container-restart/operation-view.js';
+import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
+import type { Operation } from '../engine/operation.js';
+import { progressLine, restartSummary } from './render.js';
+import { operationFromWire, operationToWire, type OperationView } from '../api/convert.js';
+
+/** The view inplacectl prints, from an operation rebuilt out of a ContainerRestart. */
+function toView(op: Operation): OperationView {
+  return operationFromWire(operationToWire(op) as Parameters<typeof operationFromWire>[0]);
+}
+
+/** What the command was asked. Durations in ms; undefined leaves the agent's default. */
+export interface KubeRestartArgs {
+  kubeconfig: string;
+  pod: string;
+  containers: string[];
+  images: Record<string, string>;
+  graceMs?: number;
+  minReadyMs?: number;
+  timeoutMs?: number;
+  wait: boolean;
+  json: boolean;
+  t0: number;
+}
+
+/** How long to wait for an agent to take the request when no --timeout is given. */
+const DEFAULT_TAKE_DEADLINE_MS = 10 * 60_000;
+/** When to say that no agent has taken the request yet. */
+const NOTICE_AFTER_MS = 15_000;
+
+/** The object for a request (whole seconds: durations are rounded up, as the RPC path rounds the grace). */
+export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'wait' | 'json' | 't0'>, defaultNamespace: string): ContainerRestart {
+  const slash = a.pod.indexOf('/');
+  const namespace = slash > 0 ? a.pod.slice(0, slash) : defaultNamespace;
+  const podName = slash > 0 ? a.pod.slice(slash + 1) : a.pod;
+  const secs = (ms: number | undefined) => (ms === undefined ? undefined : Math.ceil(ms / 1000));
+  const strategy = { gracePeriodSeconds: secs(a.graceMs), minReadySeconds: secs(a.minReadyMs) };
+  return {
+    apiVersion: `${CR_GROUP}/${CR_VERSION}`,
+    kind: CR_KIND,
+    metadata: { generateName: `${podName.slice(0, 40)}-`, namespace },
+    spec: {
+      podName,
+      containers: a.containers.map((name) => (a.images[name] ? { name, image: a.images[name] } : { name })),
+      strategy: JSON.parse(JSON.stringify(strategy)) as typeof strategy,
+      ...(a.timeoutMs !== undefined ? { activeDeadlineSeconds: secs(a.timeoutMs) } : {}),
+    },
+  };
+}
+
+/** Creates the object and follows it; resolves with the exit status (0 succeeded, 1 failed or refused). */
+export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
+  const kc = loadKubeConfig({ kubeconfig: a.kubeconfig });
+  if (!kc) throw new AgentError('InvalidArgument', `no kubeconfig at ${a.kubeconfig}`);
+  const api = new ContainerRestartApi(kc);
+  const ns = kc.getContextObject(kc.getCurrentContext())?.namespace || 'default';
+  const unknownImage = Object.keys(a.images).find((n) => !a.containers.includes(n));
+  if (unknownImage) throw new AgentError('InvalidArgument', `--image names container ${unknownImage}, which is not among those to restart (${a.containers.join(', ')})`);
+  const created = await api.create(containerRestartFor(a, ns));
+  const ref = `${created.metadata.namespace}/${created.metadata.name}`;
+  if (!a.wait) {
+    process.stdout.write(a.json ? JSON.stringify(created, null, 2) + '\n' : `containerrestart ${ref}\n`);
+    return 0;
+  }
+  const first = operationView(created);
+  if (!a.json) process.stdout.write(`operation ${first.id} on pod ${first.podName} (containerrestart ${ref})\n`);
+
+  const takeDeadline = a.t0 + (a.timeoutMs ?? DEFAULT_TAKE_DEADLINE_MS);
+  let taken = false;
+  let noticed = false;
+  let prev: OperationView | undefined;
+  let last = created;
+  const it = followContainerRestart(api, created, systemClock);
+  // One next() at a time: a timed-out wait keeps its pending next() for the following round.
+  let pending: Promise<IteratorResult<ContainerRestart>> | undefined;
+  try {
+    for (;;) {
+      const waitFor = taken ? undefined : Math.max(0, (noticed ? takeDeadline : Math.min(takeDeadline, a.t0 + NOTICE_AFTER_MS)) - Date.now());
+      pending ??= it.next();
+      const next = await withTimeout(pending, waitFor);
+      if (next !== 'timeout') pending = undefined;
+      if (next === 'timeout') {
+        if (Date.now() >= takeDeadline) {
+          throw new AgentError('DeadlineExceeded', `no agent took ContainerRestart ${ref} in time (is inplace-agent running with a kubeconfig on the node of pod ${first.podName}?); the object is left in place`);
+        }
+        noticed = true;
+        if (!a.json) process.stdout.write(`waiting for the agent on the node of pod ${first.podName} to take it\n`);
+        continue;
+      }
+      if (next.done) break;
+      last = next.value;
+      taken ||= !!last.status?.operationId;
+      const op = toView(operationView(last));
+      if (!a.json) {
+        const line = progressLine(prev, op);
+        if (line) process.stdout.write(line + '\n');
+      }
+      prev = op;
+      if (isFinished(last.status?.phase)) break;
+    }
+  } finally {
+    // Not awaited: it would wait for a pending next() that may never come (the process exits anyway).
+    void it.return(undefined);
+  }
+  const refused = refusal(last);
+  if (refused) throw new AgentError('FailedPrecondition', refused);
+  const end = operationView(last);
+  process.stdout.write((a.json ? JSON.stringify(end, null, 2) : restartSummary(toView(end))) + '\n');
+  return end.state === 'Succeeded' ? 0 : 1;
+}
+
+/** The promise's value, or 'timeout' after ms (never with ms undefined). */
+async function withTimeout<T>(p: Promise<T>, ms: number | undefined): Promise<T | 'timeout'> {
+  if (ms === undefined) return p;
+  let timer: NodeJS.Timeout | undefined;
+  const res = await Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]);
+  clearTimeout(timer);
+  return res;
+}

@@ -1,0 +1,31 @@
+// Starts the ContainerRestart controller in Kubernetes mode.
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Engine } from '../engine/engine.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { KubeMode } from '../kube/kube-mode.js';
+import { ContainerRestartApi } from '../kube/container-restart/api.js';
+import { ContainerRestartController } from '../kube/container-restart/controller.js';
+import type { DaemonOptions } from './options.js';
+import { agentIdentity } from './agent-identity.js';
+
+/** The started controller for this node. */
+export async function startContainerRestarts(kube: KubeMode, opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): Promise<ContainerRestartController> {
+  const controller = new ContainerRestartController({
+    agentId: await agentIdentity(opts.stateDir),
+    kc: kube.kc,
+    api: new ContainerRestartApi(kube.kc),
+    engine,
+    nodeName: kube.nodeName,
+    namespace: opts.watchNamespace,
+    defaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
+    // This node's pods: those the API server schedules here, and standalone pods the runtime runs (not
+    // kubelet-managed, so known to no API server). A request for a pod elsewhere is left to that node's agent.
+    hasPod: async (namespace, name) =>
+      kube.pods.get(namespace, name) !== undefined || (await runtime.listPods({ withIp: false })).some((p) => p.name === `${namespace}/${name}`),
+    clock,
+    log: log.child({ component: 'containerrestart' }),
+  });
+  controller.start();
+  return controller;
+}

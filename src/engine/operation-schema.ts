@@ -1,0 +1,67 @@
+// The shape of an operation record as the journal stores it: what start-up accepts before resuming anything.
+// Unknown fields are kept (a newer agent may have added some); a wrong or missing known field is refused.
+import { z } from 'zod';
+import { OperationStates, type Operation } from './operation.js';
+
+const ContainerSteps = [
+  'Waiting', 'Creating', 'Created', 'PreStop', 'Stopping', 'Stopped', 'Starting', 'Started',
+  'Verifying', 'Verified', 'RemovingOld', 'Done', 'RollingBack', 'RolledBack', 'Failed',
+] as const;
+
+const nonNegative = z.number().finite().nonnegative();
+const isoTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not a date');
+
+const stepRecord = z.looseObject({ step: z.enum(ContainerSteps), at: isoTime });
+
+const containerTarget = z.looseObject({
+  name: z.string(),
+  oldId: z.string(),
+  oldRuntimeName: z.string(),
+  oldImage: z.string(),
+  newImage: z.string(),
+  newAttempt: nonNegative,
+  newId: z.string(),
+  rollbackId: z.string(),
+  step: z.enum(ContainerSteps),
+  steps: z.array(stepRecord),
+  exitCode: z.number().optional(),
+  error: z.string().optional(),
+  downtimeMs: nonNegative.optional(),
+});
+
+const request = z.looseObject({
+  pod: z.string(),
+  containers: z.array(z.string()),
+  images: z.record(z.string(), z.string()),
+  graceSeconds: nonNegative,
+  minReadyMs: nonNegative,
+  timeoutMs: nonNegative,
+  skipPreStop: z.boolean().optional(),
+});
+
+const imagePull = z.looseObject({ image: z.string(), bytesDone: nonNegative, bytesTotal: nonNegative, done: z.boolean(), pulled: z.boolean() });
+
+const operation = z.looseObject({
+  id: z.string().regex(/^[A-Za-z0-9-]{1,64}$/, 'not an operation id'),
+  podId: z.string(),
+  podName: z.string(),
+  podIp: z.string(),
+  state: z.enum(OperationStates),
+  request,
+  containers: z.array(containerTarget),
+  pulls: z.array(imagePull).optional(),
+  createdAt: isoTime,
+  updatedAt: isoTime,
+  finishedAt: isoTime.optional(),
+  error: z.string().optional(),
+  errorKind: z.string().optional(),
+  cancelRequested: z.boolean().optional(),
+});
+
+/** The record as an Operation; throws an Error listing what is wrong (first few issues) otherwise. */
+export function parseOperationRecord(value: unknown): Operation {
+  const r = operation.safeParse(value);
+  if (r.success) return r.data as Operation;
+  const issues = r.error.issues.slice(0, 3).map((i) => `${i.path.join('.') || '(record)'}: ${i.message}`);
+  throw new Error(`not an operation record (${issues.join('; ')}${r.error.issues.length > 3 ? '; ...' : ''})`);
+}

@@ -1,0 +1,251 @@
+// The agent's side of ContainerRestart objects: watches them, takes those whose pod runs on this node, runs
+// each with the engine (the same engine and journal as an RPC restart), mirrors the operation into the object's
+// status and deletes the object after its TTL.
+//
+// Exactly once: the operation id (the object's uid) is written to the status before the operation is submitted,
+// and the engine journals the operation under that id before touching anything. An agent that restarts finds
+// the id in the status and either follows the journaled operation or, if the journal never got it, submits it
+// then. A request whose status says it ran but whose journal record is gone is failed, never run again.
+import { makeInformer, type Informer, type KubeConfig, type ObjectCache } from '@kubernetes/client-node';
+import { AgentError } from '../../errors.js';
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { Engine } from '../../engine/engine.js';
+import type { Operation } from '../../engine/operation.js';
+import { Backoff } from '../../pull/backoff.js';
+import { kubeError } from '../api-error.js';
+import { containerRestartPath, type ContainerRestartApi } from './api.js';
+import { restartRequestFor, type RestartDefaults } from './request.js';
+import { claimedStatus, refusedStatus, statusFromOperation } from './status.js';
+import { writeStatus } from './status-writer.js';
+import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
+
+/** The CRD's name (deploy/crds/containerrestart.yaml). */
+const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
+/** How often a missing CRD is looked for again. */
+const CRD_RECHECK_MS = 30_000;
+
+/** What the controller is built from. */
+export interface ContainerRestartControllerDeps {
+  kc: KubeConfig;
+  api: ContainerRestartApi;
+  engine: Pick<Engine, 'restart' | 'has' | 'get' | 'on' | 'off'>;
+  /** This node's name, written to the status of every request it takes. */
+  nodeName: string;
+  /** This agent's identity, stable across its restarts (see agentIdentity): two agents never run one request. */
+  agentId: string;
+  /** Watch one namespace; all when undefined. */
+  namespace?: string;
+  defaults: RestartDefaults;
+  /** Whether the pod namespace/name runs on this node. */
+  hasPod(namespace: string, name: string): Promise<boolean>;
+  clock: Clock;
+  log: Logger;
+}
+
+interface SyncState {
+  running: boolean;
+  again: boolean;
+  failures: number;
+}
+
+/** Handles the ContainerRestart objects of this node's pods until stopped. */
+export class ContainerRestartController {
+  private informer?: Informer<ContainerRestart> & ObjectCache<ContainerRestart>;
+  private readonly stopping = new AbortController();
+  private readonly syncs = new Map<string, SyncState>();
+  /** The newest version of each object this controller has read or written (fresher than the watch's cache). */
+  private readonly latest = new Map<string, ContainerRestart>();
+  private readonly keyByOp = new Map<string, string>();
+  private readonly backoff: Backoff;
+  private watchFailures = 0;
+  private crdMissingSaid = false;
+  private readonly onChange = (op: Operation) => {
+    const key = this.keyByOp.get(op.id);
+    if (key) this.enqueue(key);
+  };
+
+  constructor(private readonly d: ContainerRestartControllerDeps) {
+    this.backoff = new Backoff(d.clock, { initialMs: 250, maxMs: 5000 });
+  }
+
+  /** Starts watching; returns once the first list was attempted (errors are retried in the background). */
+  start(): void {
+    const informer = makeInformer<ContainerRestart>(this.d.kc, containerRestartPath(this.d.namespace), async () => {
+      const list = await this.d.api.list(this.d.namespace);
+      this.watchFailures = 0;
+      return { apiVersion: 'v1', kind: 'List', metadata: list.metadata ?? {}, items: list.items };
+    });
+    informer.on('add', (cr) => this.observe(cr));
+    informer.on('update', (cr) => this.observe(cr));
+    informer.on('delete', (cr) => this.forget(keyOf(cr)));
+    // The informer stops at an error (the API server unreachable, a watch cut): restart it with backoff. It
+    // keeps its cache and resource version, so nothing that happened meanwhile is missed (410: a full re-list).
+    informer.on('error', (err: unknown) => {
+      if (this.stopping.signal.aborted) return;
+      this.watchFailures++;
+      const e = kubeError(err, 'watch ContainerRestarts');
+      // No such resource: the CRD is not installed (yet). Looked for again now and then, said once.
+      const missing = e.kind === 'NotFound';
+      if (!missing) this.d.log.warn('ContainerRestart watch failed; restarting it', { error: e.message, attempt: this.watchFailures });
+      else if (!this.crdMissingSaid) this.d.log.info(`the ContainerRestart CRD is not installed (${CRD_NAME}); looking again every ${CRD_RECHECK_MS / 1000} s`);
+      this.crdMissingSaid ||= missing;
+      const wait = missing ? this.d.clock.sleep(CRD_RECHECK_MS, this.stopping.signal) : this.backoff.wait(this.watchFailures, this.stopping.signal);
+      wait.then(() => informer.start()).catch(() => undefined);
+    });
+    this.informer = informer;
+    this.d.engine.on('change', this.onChange);
+    informer.start().catch((err: unknown) => this.d.log.warn('ContainerRestart watch did not start', { error: String(err) }));
+    this.d.log.info('watching ContainerRestarts', { namespace: this.d.namespace ?? '(all)', node: this.d.nodeName });
+  }
+
+  /** Stops watching and writing; operations keep running in the engine and are mirrored at the next start. */
+  async stop(): Promise<void> {
+    this.stopping.abort();
+    this.d.engine.off('change', this.onChange);
+    await this.informer?.stop();
+  }
+
+  private observe(cr: ContainerRestart): void {
+    const key = keyOf(cr);
+    const prev = this.latest.get(key);
+    if (!prev || prev.metadata.uid !== cr.metadata.uid || !newer(prev, cr)) this.latest.set(key, cr);
+    this.enqueue(key);
+  }
+
+  private forget(key: string): void {
+    this.latest.delete(key);
+    if (!this.syncs.get(key)?.running) this.syncs.delete(key);
+    for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
+  }
+
+  /** Runs sync(key) now, or once more after the running one: never two at once for one object. */
+  private enqueue(key: string): void {
+    if (this.stopping.signal.aborted) return;
+    let s = this.syncs.get(key);
+    if (!s) this.syncs.set(key, (s = { running: false, again: false, failures: 0 }));
+    if (s.running) {
+      s.again = true;
+      return;
+    }
+    s.running = true;
+    void this.drive(key, s);
+  }
+
+  private async drive(key: string, s: SyncState): Promise<void> {
+    try {
+      do {
+        s.again = false;
+        try {
+          await this.sync(key);
+          s.failures = 0;
+        } catch (err) {
+          s.failures++;
+          const delay = this.backoff.delay(s.failures);
+          this.d.log.warn('ContainerRestart not synced; retrying', { cr: key, error: String(err instanceof Error ? err.message : err), retryInMs: delay });
+          this.d.clock
+            .sleep(delay, this.stopping.signal)
+            .then(() => this.enqueue(key))
+            .catch(() => undefined);
+        }
+      } while (s.again && !this.stopping.signal.aborted);
+    } finally {
+      s.running = false;
+    }
+  }
+
+  private now(): string {
+    return new Date(this.d.clock.now()).toISOString();
+  }
+
+  /** Brings one object one step closer to done; idempotent, so it may run any number of times. */
+  private async sync(key: string): Promise<void> {
+    let cr = this.latest.get(key);
+    if (!cr || this.stopping.signal.aborted) return;
+    const ns = cr.metadata.namespace ?? 'default';
+    const uid = cr.metadata.uid ?? '';
+    if (isFinished(cr.status?.phase)) return this.expire(cr);
+    if (!this.mine(cr)) return;
+
+    if (!cr.status?.operationId) {
+      if (!(await this.d.hasPod(ns, cr.spec.podName))) return;
+      try {
+        restartRequestFor(cr, this.d.defaults);
+      } catch (err) {
+        return this.refuse(cr, err);
+      }
+      cr = await this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now())));
+      if (cr.status?.operationId !== uid || !this.mine(cr)) return;
+      this.d.log.info('ContainerRestart taken', { cr: key, op: uid, pod: `${ns}/${cr.spec.podName}` });
+    }
+    const opId = cr.status?.operationId ?? '';
+    this.keyByOp.set(opId, key);
+
+    if (!this.d.engine.has(opId)) {
+      if (cr.status?.phase !== 'Pending') {
+        return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`));
+      }
+      try {
+        await this.d.engine.restart(restartRequestFor(cr, this.d.defaults), { id: opId });
+        this.d.log.info('ContainerRestart submitted', { cr: key, op: opId });
+      } catch (err) {
+        if (AgentError.is(err, 'Unavailable')) throw err;
+        return this.refuse(cr, err);
+      }
+    }
+    const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
+    if (isFinished(written.status?.phase)) await this.expire(written);
+  }
+
+  /** Whether this agent may act on the object: nobody took it yet, or this agent did. */
+  private mine(cr: ContainerRestart): boolean {
+    const st = cr.status;
+    if (st?.nodeName && st.nodeName !== this.d.nodeName) return false;
+    return !st?.agentId || st.agentId === this.d.agentId;
+  }
+
+  private async refuse(cr: ContainerRestart, err: unknown): Promise<void> {
+    const message = err instanceof Error ? err.message : String(err);
+    this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason: message });
+    const uid = cr.metadata.uid;
+    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now()) : undefined));
+  }
+
+  private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
+    const key = keyOf(cr);
+    const out = await writeStatus(this.d.api, cr, compute, (attempt) => this.d.log.info('status write conflicted (409); read again and retried', { cr: key, attempt }));
+    if (out !== cr) this.latest.set(key, out);
+    return out;
+  }
+
+  /** Deletes a finished object this node ran once its TTL has passed; otherwise comes back when it has. */
+  private async expire(cr: ContainerRestart): Promise<void> {
+    const ttl = cr.spec.ttlSecondsAfterFinished;
+    if (ttl === undefined || !cr.status?.nodeName || !this.mine(cr) || !cr.status.completionTime) return;
+    const due = Date.parse(cr.status.completionTime) + ttl * 1000;
+    const wait = due - this.d.clock.now();
+    const key = keyOf(cr);
+    if (wait > 0) {
+      this.d.clock
+        .sleep(wait, this.stopping.signal)
+        .then(() => this.enqueue(key))
+        .catch(() => undefined);
+      return;
+    }
+    try {
+      await this.d.api.delete(cr.metadata.namespace ?? 'default', cr.metadata.name ?? '', cr.metadata.uid);
+      this.d.log.info('ContainerRestart deleted after its TTL', { cr: key, ttlSeconds: ttl });
+    } catch (err) {
+      if (!AgentError.is(err, 'NotFound') && !AgentError.is(err, 'Aborted')) throw err;
+    }
+    this.forget(key);
+  }
+}
+
+/** Whether a is a newer version of the same object than b (resource versions compared as numbers when they are). */
+function newer(a: ContainerRestart, b: ContainerRestart): boolean {
+  const ra = a.metadata.resourceVersion ?? '';
+  const rb = b.metadata.resourceVersion ?? '';
+  if (/^\d+$/.test(ra) && /^\d+$/.test(rb)) return BigInt(ra) > BigInt(rb);
+  return false;
+}

@@ -1,0 +1,48 @@
+// From a ContainerRestart's spec to the engine's RestartRequest: the same request an RPC restart makes.
+import { AgentError } from '../../errors.js';
+import type { RestartRequest } from '../../engine/operation.js';
+import { parseImageRef } from '../../runtime/image-ref.js';
+import type { ContainerRestart } from './types.js';
+
+/** The agent's defaults for what a request leaves out. */
+export interface RestartDefaults {
+  graceSeconds: number;
+  minReadyMs: number;
+  timeoutMs: number;
+}
+
+/**
+ * The engine request for a ContainerRestart; InvalidArgument for what the schema lets through but the agent
+ * cannot honour (an unparsable image, a strategy it does not implement), before anything is touched.
+ */
+export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefaults): RestartRequest {
+  const { spec } = cr;
+  const s = spec.strategy ?? {};
+  // The engine restarts one container after the other: a request for anything else is refused rather than
+  // run differently from what it says.
+  if (s.ordered === false) {
+    throw new AgentError('InvalidArgument', 'strategy.ordered false is not supported by this agent: containers are restarted one at a time, in the order given');
+  }
+  const images: Record<string, string> = {};
+  for (const c of spec.containers) {
+    if (c.image === undefined) continue;
+    try {
+      parseImageRef(c.image);
+    } catch (err) {
+      throw new AgentError('InvalidArgument', `container ${c.name}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+    images[c.name] = c.image;
+  }
+  return {
+    pod: `${cr.metadata.namespace ?? 'default'}/${spec.podName}`,
+    containers: spec.containers.map((c) => c.name),
+    images,
+    graceSeconds: s.gracePeriodSeconds ?? defaults.graceSeconds,
+    minReadyMs: s.minReadySeconds !== undefined ? s.minReadySeconds * 1000 : defaults.minReadyMs,
+    timeoutMs: spec.activeDeadlineSeconds !== undefined ? spec.activeDeadlineSeconds * 1000 : defaults.timeoutMs,
+    // Read by the kubelet strategy; a standalone container that fails is always rolled back (its old config
+    // runs again), and has no EndpointSlice address to drain.
+    ...(s.failurePolicy !== undefined ? { failurePolicy: s.failurePolicy } : {}),
+    ...(s.drainSeconds !== undefined ? { drainMs: s.drainSeconds * 1000 } : {}),
+  };
+}

@@ -1,0 +1,124 @@
+// The status of a ContainerRestart, computed from the agent's operation record: pure functions of their inputs.
+import type { Operation, OperationState } from '../../engine/operation.js';
+import type { ContainerRestart, ContainerRestartCondition, ContainerRestartPhase, ContainerRestartStatus } from './types.js';
+
+/** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
+export const SUCCEEDED_CONDITION = 'Succeeded';
+
+/** Reason of a request the agent refused without touching anything. */
+export const REASON_REFUSED = 'Refused';
+
+const PHASE: Record<OperationState, ContainerRestartPhase> = {
+  Pending: 'Pending',
+  Pulling: 'Running',
+  Recreating: 'Running',
+  Verifying: 'Running',
+  Succeeded: 'Succeeded',
+  Failed: 'Failed',
+  RolledBack: 'Failed',
+  Cancelled: 'Failed',
+};
+
+/** The phase a ContainerRestart shows for an operation state. */
+export function phaseOf(state: OperationState): ContainerRestartPhase {
+  return PHASE[state];
+}
+
+/** The condition, keeping the previous lastTransitionTime unless its status changed. */
+function condition(prev: ContainerRestartStatus | undefined, next: Omit<ContainerRestartCondition, 'lastTransitionTime'>, now: string): ContainerRestartCondition {
+  const old = prev?.conditions?.find((c) => c.type === next.type);
+  const lastTransitionTime = old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+  return { ...next, lastTransitionTime };
+}
+
+/** The status recorded when the agent takes the request, before the operation is submitted. */
+export function claimedStatus(cr: ContainerRestart, operationId: string, nodeName: string, agentId: string, now: string): ContainerRestartStatus {
+  return {
+    phase: 'Pending',
+    operationId,
+    operationState: 'Pending',
+    nodeName,
+    agentId,
+    observedGeneration: cr.metadata.generation,
+    startTime: now,
+    summary: cr.spec.containers.map((c) => `${c.name}:Waiting`).join(','),
+    conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'Unknown', reason: 'Pending', message: `taken by the agent on node ${nodeName}` }, now)],
+  };
+}
+
+/** The final status of a request the agent refused before touching anything. */
+export function refusedStatus(cr: ContainerRestart, message: string, nodeName: string, agentId: string, now: string): ContainerRestartStatus {
+  return {
+    ...cr.status,
+    phase: 'Failed',
+    operationState: 'Failed',
+    nodeName,
+    agentId: cr.status?.agentId ?? agentId,
+    observedGeneration: cr.metadata.generation,
+    startTime: cr.status?.startTime ?? now,
+    completionTime: now,
+    message,
+    conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'False', reason: REASON_REFUSED, message }, now)],
+  };
+}
+
+/** The status that reflects an operation; now is used only for times that change with this write. */
+export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeName: string, now: string): ContainerRestartStatus {
+  const phase = phaseOf(op.state);
+  const finished = phase === 'Succeeded' || phase === 'Failed';
+  const message = op.error ?? op.containers.find((c) => c.error)?.error;
+  const cond: Omit<ContainerRestartCondition, 'lastTransitionTime'> =
+    phase === 'Succeeded'
+      ? { type: SUCCEEDED_CONDITION, status: 'True', reason: 'Succeeded', message: 'every container restarted and verified' }
+      : phase === 'Failed'
+        ? { type: SUCCEEDED_CONDITION, status: 'False', reason: op.state, message: message ?? op.state }
+        : { type: SUCCEEDED_CONDITION, status: 'Unknown', reason: op.state, message: `operation ${op.state}` };
+  const status: ContainerRestartStatus = {
+    phase,
+    operationId: op.id,
+    operationState: op.state,
+    nodeName,
+    agentId: cr.status?.agentId,
+    podIP: op.podIp || undefined,
+    observedGeneration: cr.metadata.generation,
+    startTime: cr.status?.startTime ?? op.createdAt,
+    completionTime: finished ? (cr.status?.completionTime ?? op.finishedAt ?? now) : undefined,
+    summary: op.containers.map((c) => `${c.name}:${c.step}`).join(','),
+    message,
+    containers: op.containers.map((c) => ({
+      name: c.name,
+      state: c.step,
+      oldContainerID: c.oldId || undefined,
+      newContainerID: c.newId || undefined,
+      oldImage: c.oldImage || undefined,
+      newImage: c.newImage || undefined,
+      exitCode: c.exitCode,
+      downtimeMilliseconds: c.downtimeMs,
+      message: c.error,
+    })),
+    conditions: [condition(cr.status, cond, now)],
+  };
+  return dropUndefined(status);
+}
+
+/** A copy without undefined fields, so that two equal statuses compare equal after a round trip. */
+export function dropUndefined<T>(v: T): T {
+  return JSON.parse(JSON.stringify(v)) as T;
+}
+
+/** Whether two statuses say the same thing (ignoring key order). */
+export function sameStatus(a: ContainerRestartStatus | undefined, b: ContainerRestartStatus | undefined): boolean {
+  return canonical(a ?? {}) === canonical(b ?? {});
+}
+
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') {
+    return `{${Object.keys(v)
+      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  }
+  return JSON.stringify(v);
+}

@@ -1,0 +1,49 @@
+// Kubernetes mode, assembled: this node's pods watched, the readiness-gate condition kept, and the kubelet
+// restart strategy the engine uses for kubelet-managed containers.
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { ConditionWriter } from './condition-writer.js';
+import { ClientKubeApi, type KubeApi } from './kube-api.js';
+import { KubeletStrategy } from './kubelet-strategy.js';
+import { NodePods } from './node-pods.js';
+import { PodEvents } from './pod-events.js';
+import { ReadyGates } from './ready-gates.js';
+
+/** The running parts of Kubernetes mode. */
+export interface KubeMode {
+  kc: KubeConfig;
+  nodeName: string;
+  api: KubeApi;
+  pods: NodePods;
+  events: PodEvents;
+  strategy: KubeletStrategy;
+  /** Starts watching this node's pods (waits for the first list, bounded). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Builds Kubernetes mode for one node. */
+export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger): KubeMode {
+  const api = new ClientKubeApi(kc);
+  const klog = log.child({ component: 'kube' });
+  const pods = new NodePods(kc, nodeName, clock, klog);
+  const events = new PodEvents(api, nodeName, clock, klog);
+  const gates = new ReadyGates(new ConditionWriter(api, clock, klog), klog);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog });
+  pods.on('pod', (p) => gates.seen(p));
+  return {
+    kc,
+    nodeName,
+    api,
+    pods,
+    events,
+    strategy,
+    start: async () => {
+      await pods.start();
+      klog.info('Kubernetes mode: watching this node\'s pods', { node: nodeName, server: kc.getCurrentCluster()?.server, pods: pods.list().length });
+    },
+    stop: () => pods.stop(),
+  };
+}

@@ -1,0 +1,92 @@
+// Events on a pod, in the kubelet's style: a fixed reason, a message naming the container and image, the
+// container as fieldPath, and repeats of the same event folded into one (count and lastTimestamp), as the
+// kubelet's event recorder does. Recording is best effort: a failure is logged, never fails a restart.
+import { randomBytes } from 'node:crypto';
+import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { AgentError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import type { KubeApi } from './kube-api.js';
+
+/** Fixed event reasons. */
+export const EventReasons = {
+  Draining: 'Draining',
+  Pulling: 'Pulling',
+  Pulled: 'Pulled',
+  Killing: 'Killing',
+  Restarted: 'Restarted',
+  RestartFailed: 'RestartFailed',
+  RolledBack: 'RolledBack',
+  BackOff: 'BackOff',
+} as const;
+
+/** The component events are reported as. */
+export const EVENT_COMPONENT = 'inplace-agent';
+
+/** How long a folded event is remembered (the API server's default event TTL is one hour). */
+const REMEMBER_MS = 50 * 60_000;
+
+interface Seen {
+  name: string;
+  count: number;
+  at: number;
+}
+
+/** Records events on pods, folding repeats. */
+export class PodEvents {
+  private readonly seen = new Map<string, Seen>();
+
+  constructor(
+    private readonly api: KubeApi,
+    private readonly nodeName: string,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+  ) {}
+
+  /** Records one event (type Normal or Warning) about a container of a pod; resolves when written or given up. */
+  async record(pod: V1Pod, container: string | undefined, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const ns = pod.metadata?.namespace ?? 'default';
+    const uid = pod.metadata?.uid ?? '';
+    const fieldPath = container ? `spec.containers{${container}}` : undefined;
+    const key = [uid, fieldPath ?? '', type, reason, message].join('\u0000');
+    const now = this.clock.now();
+    const ts = new Date(now);
+    this.forgetOld(now);
+    try {
+      const prev = this.seen.get(key);
+      if (prev) {
+        try {
+          await this.api.patchEvent(ns, prev.name, { count: prev.count + 1, lastTimestamp: ts.toISOString() });
+          prev.count++;
+          prev.at = now;
+          return;
+        } catch (err) {
+          if (!AgentError.is(err, 'NotFound')) throw err;
+          this.seen.delete(key);
+        }
+      }
+      const name = `${pod.metadata?.name ?? 'pod'}.${now.toString(16)}${randomBytes(3).toString('hex')}`;
+      const event: CoreV1Event = {
+        metadata: { name, namespace: ns },
+        involvedObject: { kind: 'Pod', apiVersion: 'v1', namespace: ns, name: pod.metadata?.name, uid, resourceVersion: pod.metadata?.resourceVersion, fieldPath },
+        reason,
+        message,
+        type,
+        count: 1,
+        firstTimestamp: ts,
+        lastTimestamp: ts,
+        source: { component: EVENT_COMPONENT, host: this.nodeName },
+        reportingComponent: EVENT_COMPONENT,
+        reportingInstance: this.nodeName,
+      };
+      await this.api.createEvent(ns, event);
+      this.seen.set(key, { name, count: 1, at: now });
+    } catch (err) {
+      this.log.warn('cannot record an event', { pod: `${ns}/${pod.metadata?.name}`, reason, error: err instanceof Error ? err.message : String(err) });
+    }
+  }
+
+  private forgetOld(now: number): void {
+    for (const [k, v] of this.seen) if (now - v.at > REMEMBER_MS) this.seen.delete(k);
+  }
+}

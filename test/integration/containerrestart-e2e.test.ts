@@ -1,0 +1,197 @@
+// ContainerRestart objects end to end: a real kube-apiserver, the real agent process (--kubeconfig) on the
+// sandbox's real containerd, and a pod made through the CRI (a standalone pod: the engine recreates its
+// containers itself). Also `inplacectl --kubeconfig restart`, which never touches the agent's socket.
+import assert from 'node:assert/strict';
+import { AgentClient } from '../../src/api/client.js';
+import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
+import { CriPodFixture } from '../../src/testbed/cri-pods.js';
+import type { TestPod } from '../../src/testbed/pod-fixture.js';
+import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { containerRestart, waitForDeletion, waitForStatus } from '../support/container-restarts.js';
+import { applyCrd, createNamespace, deleteNamespace, testCluster, type TestCluster } from '../support/kube-cluster.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const env = sandboxEnv();
+
+describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox containerd)', function () {
+  this.timeout(180_000);
+  let cluster: TestCluster;
+  let api: ContainerRestartApi;
+  let ns: string;
+  let rt: CriRuntime;
+  let fixture: CriPodFixture;
+  let agent: AgentProcess | undefined;
+  const pods: TestPod[] = [];
+  const node = 'kcrd-node';
+
+  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', cluster.kubeconfig, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s'];
+
+  const running = async (podId: string) => {
+    const cs = await rt.listContainers({ podId });
+    return Object.fromEntries(cs.filter((c) => c.state === 'running').map((c) => [c.name, c]));
+  };
+
+  const pod = async (name: string) => {
+    const p = await fixture.create({
+      name,
+      namespace: ns,
+      containers: [
+        { name: 'app', image: env.images.appV1 },
+        { name: 'side', image: env.images.appV1 },
+      ],
+    });
+    pods.push(p);
+    return p;
+  };
+
+  before(async function () {
+    rt = new CriRuntime(env.criEndpoint);
+    await requireRuntime(this, `containerd (CRI) at ${env.criEndpoint}`, () => rt.version());
+    cluster = await testCluster(this);
+    await applyCrd(cluster.kc);
+    api = new ContainerRestartApi(cluster.kc);
+    ns = await createNamespace(cluster.kc, 'kcrd-e2e');
+    fixture = new CriPodFixture(env.criEndpoint);
+    agent = await startAgent(agentArgs());
+  });
+
+  after(async () => {
+    await agent?.stop();
+    for (const p of pods) await fixture?.remove(p).catch(() => undefined);
+    fixture?.close();
+    rt?.close();
+    if (ns) await deleteNamespace(cluster.kc, ns);
+    await cluster?.close();
+  });
+
+  it('runs a ContainerRestart with the engine: new image, status with ids, same journal as RPC, deleted after its TTL', async () => {
+    const p = await pod('web');
+    const before = await running(p.podId);
+    await api.create(containerRestart(ns, 'upgrade', { podName: 'web', containers: [{ name: 'app', image: env.images.appV2 }], strategy: { minReadySeconds: 1, gracePeriodSeconds: 5 }, ttlSecondsAfterFinished: 3 }));
+    const done = await waitForStatus(api, ns, 'upgrade', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
+    assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+    assert.equal(done.status?.nodeName, node);
+    assert.equal(done.status?.operationId, done.metadata.uid);
+    const st = done.status?.containers?.[0];
+    assert.equal(st?.oldContainerID, before.app.id);
+    assert.equal(st?.state, 'Done');
+    const after = await running(p.podId);
+    assert.equal(after.app.id, st?.newContainerID, 'the status names the container that now runs');
+    assert.equal(after.app.image, env.images.appV2);
+    assert.equal(after.side.id, before.side.id, 'the sibling was not touched');
+    assert.equal(done.status?.conditions?.find((c) => c.type === 'Succeeded')?.status, 'True');
+    // The same engine and journal as an RPC restart: the agent's API knows the operation.
+    const c = new AgentClient(`unix://${agent?.socket}`);
+    try {
+      const op = await c.getOperation(done.status?.operationId ?? '');
+      assert.equal(op.state, 'Succeeded');
+      assert.equal(op.containers[0].newId, after.app.id);
+    } finally {
+      c.close();
+    }
+    await waitForDeletion(api, ns, 'upgrade', 20_000);
+  });
+
+  it('refuses an unknown container with a clear status and touches nothing', async () => {
+    const p = await pod('refuse');
+    const before = await running(p.podId);
+    await api.create(containerRestart(ns, 'bad-name', { podName: 'refuse', containers: [{ name: 'app' }, { name: 'nope' }] }));
+    const done = await waitForStatus(api, ns, 'bad-name', (cr) => cr.status?.phase === 'Failed');
+    const cond = done.status?.conditions?.find((c) => c.type === 'Succeeded');
+    assert.equal(cond?.reason, 'Refused');
+    assert.match(done.status?.message ?? '', /nope/);
+    assert.match(done.status?.message ?? '', /app/, 'the message lists the names the pod has');
+    const after = await running(p.podId);
+    assert.equal(after.app.id, before.app.id);
+    assert.equal(after.side.id, before.side.id);
+  });
+
+  it('a ContainerRestart for a pod this node does not have is left alone', async () => {
+    await api.create(containerRestart(ns, 'elsewhere', { podName: 'not-on-this-node', containers: [{ name: 'app' }] }));
+    await new Promise((r) => setTimeout(r, 2000));
+    assert.equal((await api.get(ns, 'elsewhere')).status, undefined);
+  });
+
+  it('two agents on one node (each with its own journal): the request is taken by one and runs once', async () => {
+    const p = await pod('twins');
+    const [before] = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
+    const second = await startAgent(agentArgs());
+    try {
+      await api.create(containerRestart(ns, 'twins', { podName: 'twins', containers: [{ name: 'app' }], strategy: { minReadySeconds: 1 } }));
+      const done = await waitForStatus(api, ns, 'twins', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
+      assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+      const apps = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
+      assert.deepEqual(apps.map((c) => c.id), [done.status?.containers?.[0].newContainerID], 'one replacement');
+      assert.notEqual(apps[0].id, before.id);
+      const ran = [];
+      for (const a of [agent as AgentProcess, second]) {
+        const ops = JSON.parse((await ctl(a.socket, '-o', 'json', 'ops')).stdout) as { id: string }[];
+        if (ops.some((o) => o.id === done.metadata.uid)) ran.push(a.stateDir);
+      }
+      assert.equal(ran.length, 1, 'exactly one agent journaled the operation');
+      assert.ok(done.status?.agentId);
+    } finally {
+      await second.stop();
+    }
+  });
+
+  it('an agent killed while a ContainerRestart runs finishes it once after its restart, and never runs it again', async () => {
+    const p = await pod('crash-safe');
+    const before = await running(p.podId);
+    await api.create(containerRestart(ns, 'once', { podName: 'crash-safe', containers: [{ name: 'app' }], strategy: { minReadySeconds: 4 } }));
+    const runningCr = await waitForStatus(api, ns, 'once', (cr) => cr.status?.containers?.[0]?.state === 'Verifying');
+    assert.equal(runningCr.status?.phase, 'Running');
+    const stateDir = agent?.stateDir as string;
+    agent?.child.kill('SIGKILL');
+    await agent?.exited;
+    agent = await startAgent(agentArgs(), { stateDir });
+    const done = await waitForStatus(api, ns, 'once', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
+    assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+    const after = await running(p.podId);
+    assert.notEqual(after.app.id, before.app.id);
+    assert.equal(after.app.id, done.status?.containers?.[0].newContainerID);
+    const all = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
+    assert.equal(all.length, 1, `one app container, the replacement (found ${all.map((c) => `${c.id.slice(0, 12)}:${c.state}`).join(', ')})`);
+    // Another restart of the agent: the finished request is not run again.
+    await agent.stop();
+    agent = await startAgent(agentArgs(), { stateDir });
+    await new Promise((r) => setTimeout(r, 3000));
+    assert.equal((await running(p.podId)).app.id, after.app.id, 'the container was not restarted a second time');
+    const ops = (await ctl(agent.socket, '-o', 'json', 'ops')).stdout;
+    const mine = (JSON.parse(ops) as { id: string }[]).filter((o) => o.id === done.metadata.uid);
+    assert.equal(mine.length, 1);
+  });
+
+  it('inplacectl --kubeconfig restart: follows the object to the end with the RPC path\'s output and exit codes', async () => {
+    const p = await pod('ctl');
+    const before = await running(p.podId);
+    const ok = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', '--image', `app=${env.images.appV2}`, '--min-ready', '1s', '--grace', '5s');
+    assert.equal(ok.code, 0, ok.stdout + ok.stderr);
+    const after = await running(p.podId);
+    assert.match(ok.stdout, /^operation [0-9a-f-]{36} on pod kcrd-e2e-\w+\/ctl \(containerrestart /m);
+    assert.match(ok.stdout, /^ +[0-9.]+m?s {4}app: done$/m);
+    assert.match(ok.stdout, new RegExp(`restarted in place in [0-9.]+s: app ${before.app.id.slice(0, 12)} -> ${after.app.id.slice(0, 12)} \\(${env.images.appV2.replace(/[.]/g, '\\.')}, down \\d+ ms\\)`));
+    assert.equal(after.side.id, before.side.id);
+
+    // A replacement that crashes: Failed, rolled back, exit 1. It exits at once, and an early exit fails the
+    // verification as soon as it is seen: the long window only keeps a slow machine from missing it.
+    const crash = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', '--image', `app=${env.images.crash}`, '--min-ready', '15s', '--grace', '2s');
+    assert.equal(crash.code, 1, crash.stdout + crash.stderr);
+    assert.match(crash.stdout, /operation [0-9a-f-]{36} Failed: /);
+    assert.match(crash.stdout, /app: rolledback/);
+    assert.equal((await running(p.podId)).app.image, env.images.appV2, 'the old config runs again');
+
+    // Refused by the agent: exit 1 with its reason; bad usage: exit 2; the API server's refusal: exit 1.
+    const refused = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'ghost');
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /container "?ghost"? .*not found|ghost/);
+    const usage = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', '--dry-run');
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--dry-run needs the agent socket/);
+    const dup = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', 'app');
+    assert.equal(dup.code, 1);
+    assert.match(dup.stderr, /container names must be unique/);
+  });
+});

@@ -1,0 +1,89 @@
+// The Kubernetes API the ContainerRestart tests run against: the project's cluster (scripts/kube-sandbox's
+// admin kubeconfig, or $INPLACE_KUBECONFIG / $KUBECONFIG), else a private etcd + kube-apiserver started here
+// from the built binaries.
+// The CRD is applied from deploy/crds, and each suite works in namespaces of its own that it deletes.
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeBinDir, startPrivateApiServer, type PrivateApiServer } from './private-apiserver.js';
+import { requireRuntime } from './require-runtime.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+/** The CRD manifest shipped in deploy/. */
+export const CRD_FILE = path.join(root, 'deploy/crds/containerrestart.yaml');
+
+/** An API server to test against. */
+export interface TestCluster {
+  kubeconfig: string;
+  kc: KubeConfig;
+  /** Set when the cluster was started by the test (it may then be restarted). */
+  private?: PrivateApiServer;
+  close(): Promise<void>;
+}
+
+/** For a mocha `before` hook: the cluster, or the suite skipped (failed under INPLACE_REQUIRE_RUNTIMES=1). */
+export async function testCluster(ctx: Mocha.Context, opts: { private?: boolean } = {}): Promise<TestCluster> {
+  const project = kubeEnv().kubeconfig;
+  const shared = process.env.INPLACE_KUBECONFIG || process.env.KUBECONFIG || (fs.existsSync(project) ? project : undefined);
+  let cluster: TestCluster | undefined;
+  await requireRuntime(ctx, opts.private || !shared ? 'a private kube-apiserver (scripts/build-deps kubernetes)' : `the Kubernetes cluster of ${shared}`, async () => {
+    if (shared && !opts.private) {
+      const kc = new KubeConfig();
+      kc.loadFromFile(shared);
+      await kc.makeApiClient(CoreV1Api).listNamespace({ limit: 1 });
+      cluster = { kubeconfig: shared, kc, close: async () => undefined };
+      return;
+    }
+    const bin = kubeBinDir();
+    if (!bin) throw new Error('the Kubernetes binaries are not built (run scripts/build-deps kubernetes)');
+    const p = await startPrivateApiServer(bin);
+    const kc = new KubeConfig();
+    kc.loadFromFile(p.kubeconfig);
+    cluster = { kubeconfig: p.kubeconfig, kc, private: p, close: () => p.stop() };
+  });
+  return cluster as TestCluster;
+}
+
+/** Applies the CRD (create, or replace when it exists) and waits until its API is served. */
+export async function applyCrd(kc: KubeConfig): Promise<void> {
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const body = loadYaml<V1CustomResourceDefinition>(fs.readFileSync(CRD_FILE, 'utf8'));
+  const name = body.metadata?.name ?? '';
+  try {
+    await ext.createCustomResourceDefinition({ body });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+    const cur = await ext.readCustomResourceDefinition({ name });
+    await ext.replaceCustomResourceDefinition({ name, body: { ...body, metadata: { ...body.metadata, resourceVersion: cur.metadata?.resourceVersion } } });
+  }
+  const api = new ContainerRestartApi(kc);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const crd = await ext.readCustomResourceDefinition({ name });
+    const established = crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
+    if (established && (await api.list('default').then(() => true, () => false))) return;
+    if (Date.now() > deadline) throw new Error(`CRD ${name} not established in 30 s`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Creates a namespace named prefix-<random>. */
+export async function createNamespace(kc: KubeConfig, prefix = 'kcrd'): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+/** Deletes a namespace (and so every object in it); already gone is fine. */
+export async function deleteNamespace(kc: KubeConfig, name: string): Promise<void> {
+  await kc
+    .makeApiClient(CoreV1Api)
+    .deleteNamespace({ name })
+    .catch((err: { code?: number }) => {
+      if (err.code !== 404) throw err;
+    });
+}

@@ -1,0 +1,99 @@
+import assert from 'node:assert/strict';
+import type { CoreV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
+import { AgentError } from '../../src/errors.js';
+import type { KubeApi } from '../../src/kube/kube-api.js';
+import { slicesHolding, waitDrained } from '../../src/kube/endpoint-drain.js';
+import { PodEvents } from '../../src/kube/pod-events.js';
+import { silentLogger } from '../../src/log.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+const slice = (name: string, ip: string, ready: boolean): V1EndpointSlice => ({
+  metadata: { name },
+  addressType: 'IPv4',
+  endpoints: [{ addresses: [ip], conditions: { ready } }],
+});
+
+/** Serves a scripted sequence of EndpointSlice lists (the last one repeats) and records events. */
+class ScriptedApi implements Partial<KubeApi> {
+  lists = 0;
+  created: CoreV1Event[] = [];
+  patched: { name: string; patch: { count: number; lastTimestamp: string } }[] = [];
+  gone = new Set<string>();
+  constructor(private readonly script: V1EndpointSlice[][] = []) {}
+  listEndpointSlices(): Promise<V1EndpointSlice[]> {
+    const i = Math.min(this.lists++, this.script.length - 1);
+    return Promise.resolve(this.script[i]);
+  }
+  createEvent(_ns: string, e: CoreV1Event): Promise<void> {
+    this.created.push(e);
+    return Promise.resolve();
+  }
+  patchEvent(_ns: string, name: string, patch: { count: number; lastTimestamp: string }): Promise<void> {
+    if (this.gone.has(name)) return Promise.reject(new AgentError('NotFound', 'expired'));
+    this.patched.push({ name, patch });
+    return Promise.resolve();
+  }
+}
+
+describe('kube: drain through the EndpointSlices', () => {
+  it('counts only slices where the address is a ready endpoint', () => {
+    assert.deepEqual(slicesHolding([slice('a', '10.0.0.5', true), slice('b', '10.0.0.5', false), slice('c', '10.0.0.6', true)], '10.0.0.5', ''), ['a']);
+  });
+
+  it('waits until every slice that held the address let it go, polling, not sleeping the bound', async () => {
+    const clock = new ManualClock();
+    const api = new ScriptedApi([
+      [slice('a', '10.0.0.5', true), slice('b', '10.0.0.5', true)],
+      [slice('a', '10.0.0.5', false), slice('b', '10.0.0.5', true)],
+      [slice('a', '10.0.0.5', false), slice('b', '10.0.0.5', false)],
+    ]);
+    const res = await waitDrained(api as unknown as KubeApi, 'shop', '10.0.0.5', '', 5000, clock, 100);
+    assert.equal(res.drained, true);
+    assert.deepEqual(res.slices, ['a', 'b']);
+    assert.equal(res.waitedMs, 200);
+  });
+
+  it('gives up at the bound and says which slices still hold the address', async () => {
+    const clock = new ManualClock();
+    const api = new ScriptedApi([[slice('a', '10.0.0.5', true)]]);
+    const res = await waitDrained(api as unknown as KubeApi, 'shop', '10.0.0.5', '', 1000, clock, 100);
+    assert.equal(res.drained, false);
+    assert.deepEqual(res.left, ['a']);
+    assert.equal(res.waitedMs, 1000);
+  });
+
+  it('does not wait for a pod that no slice holds', async () => {
+    const res = await waitDrained(new ScriptedApi([[]]) as unknown as KubeApi, 'shop', '10.0.0.5', '', 5000, new ManualClock());
+    assert.deepEqual(res, { drained: true, slices: [], left: [], waitedMs: 0 });
+  });
+});
+
+describe('kube: pod events', () => {
+  const pod: V1Pod = { metadata: { namespace: 'shop', name: 'web', uid: 'u1' } };
+
+  it('folds a repeated event into one, with count and lastTimestamp, and names the container', async () => {
+    const clock = new ManualClock();
+    const api = new ScriptedApi();
+    const ev = new PodEvents(api as unknown as KubeApi, 'node1', clock, silentLogger());
+    await ev.record(pod, 'app', 'Warning', 'BackOff', 'Back-off restarting container app');
+    clock.advance(1000);
+    await ev.record(pod, 'app', 'Warning', 'BackOff', 'Back-off restarting container app');
+    await ev.record(pod, 'app', 'Normal', 'Killing', 'Stopping container app');
+    assert.equal(api.created.length, 2);
+    assert.equal(api.created[0].involvedObject.fieldPath, 'spec.containers{app}');
+    assert.equal(api.created[0].source?.component, 'inplace-agent');
+    assert.equal(api.patched.length, 1);
+    assert.equal(api.patched[0].name, api.created[0].metadata?.name);
+    assert.equal(api.patched[0].patch.count, 2);
+    assert.equal(api.patched[0].patch.lastTimestamp, new Date(clock.now()).toISOString());
+  });
+
+  it('creates the event again when the folded one has expired', async () => {
+    const api = new ScriptedApi();
+    const ev = new PodEvents(api as unknown as KubeApi, 'node1', new ManualClock(), silentLogger());
+    await ev.record(pod, 'app', 'Normal', 'Pulled', 'x');
+    api.gone.add(api.created[0].metadata!.name!);
+    await ev.record(pod, 'app', 'Normal', 'Pulled', 'x');
+    assert.equal(api.created.length, 2);
+  });
+});

@@ -1,0 +1,193 @@
+import assert from 'node:assert/strict';
+import type { CoreV1Event, V1ContainerStatus, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
+import type { ContainerStep, ContainerTarget, Operation } from '../../src/engine/operation.js';
+import type { StepContext } from '../../src/engine/restart-strategy.js';
+import type { KubeApi } from '../../src/kube/kube-api.js';
+import { KubeletStrategy } from '../../src/kube/kubelet-strategy.js';
+import { PodEvents } from '../../src/kube/pod-events.js';
+import { READY_CONDITION } from '../../src/kube/ready-condition.js';
+import { AgentError } from '../../src/errors.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import type { ContainerDetail, ContainerState } from '../../src/runtime/types.js';
+import { silentLogger } from '../../src/log.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+const running = (id: string, image: string, restartCount = 0): V1ContainerStatus => ({
+  name: 'app', image, imageID: '', ready: true, restartCount, containerID: `containerd://${id}`, state: { running: { startedAt: new Date() } },
+});
+
+/** An API server holding one pod; `kubelet` reacts to stops and spec patches as the test scripts it. */
+class FakeApi implements KubeApi {
+  conditions: { status: string; reason: string }[] = [];
+  specPatches: string[] = [];
+  events: CoreV1Event[] = [];
+  afterImagePatch?: (image: string) => void;
+  constructor(public pod: V1Pod) {}
+  readPod(): Promise<V1Pod> {
+    return Promise.resolve(structuredClone(this.pod));
+  }
+  patchPod(_ns: string, _n: string, patch: { spec: { containers: { image: string }[] } }): Promise<V1Pod> {
+    const image = patch.spec.containers[0].image;
+    this.specPatches.push(image);
+    this.pod.spec!.containers[0].image = image;
+    this.afterImagePatch?.(image);
+    return this.readPod();
+  }
+  patchPodStatus(_ns: string, _n: string, patch: { status: { conditions: { type: string; status: string; reason: string }[] } }): Promise<V1Pod> {
+    const c = patch.status.conditions[0];
+    this.conditions.push({ status: c.status, reason: c.reason });
+    this.pod.status!.conditions = [c as never];
+    return this.readPod();
+  }
+  listEndpointSlices(): Promise<V1EndpointSlice[]> {
+    return Promise.resolve([]);
+  }
+  createEvent(_ns: string, e: CoreV1Event): Promise<void> {
+    this.events.push(e);
+    return Promise.resolve();
+  }
+  patchEvent(): Promise<void> {
+    return Promise.reject(new AgentError('NotFound', 'gone'));
+  }
+}
+
+/** The runtime calls the strategy makes, counted. */
+class FakeRuntime {
+  execs = 0;
+  stops = 0;
+  state: ContainerState = 'running';
+  onStop?: () => void;
+  exec() {
+    this.execs++;
+    return Promise.resolve({ exitCode: 0, stdout: '', stderr: '' });
+  }
+  stopContainer() {
+    this.stops++;
+    this.state = 'exited';
+    this.onStop?.();
+    return Promise.resolve();
+  }
+  containerState() {
+    return Promise.resolve(this.state);
+  }
+}
+
+function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep } = {}) {
+  const clock = new ManualClock();
+  const pod: V1Pod = {
+    metadata: { namespace: 'shop', name: 'web', uid: 'u1', generation: 1 },
+    spec: { restartPolicy: opts.restartPolicy ?? 'Always', containers: [{ name: 'app', image: 'app:v1', lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo bye'] } } } }] },
+    status: { podIP: '10.1.0.5', conditions: [], containerStatuses: [running('old', 'app:v1')] },
+  };
+  const api = new FakeApi(pod);
+  const rt = new FakeRuntime();
+  const log = silentLogger();
+  const strategy = new KubeletStrategy({ api, runtime: rt as unknown as Runtime, events: new PodEvents(api, 'node1', clock, log), clock, log, pollMs: 100 });
+  const t: ContainerTarget = {
+    name: 'app', strategy: 'kubelet', oldId: 'old', oldRuntimeName: '', oldImage: 'app:v1', newImage: opts.newImage ?? 'app:v1', newAttempt: 1, newId: '', rollbackId: '',
+    step: opts.step ?? 'Waiting', steps: [{ step: opts.step ?? 'Waiting', at: new Date(clock.now()).toISOString() }],
+  };
+  const op: Operation = {
+    id: 'op1', podId: 'sb1', podName: 'shop/web', podIp: '10.1.0.5', state: 'Recreating',
+    request: { pod: 'shop/web', containers: ['app'], images: {}, graceSeconds: 5, minReadyMs: 500, timeoutMs: 60_000 },
+    containers: [t], createdAt: new Date(clock.now()).toISOString(), updatedAt: '',
+  };
+  const journaled: ContainerStep[] = [];
+  const ctx: StepContext = {
+    deadline: clock.now() + 60_000,
+    old: { state: 'running' } as ContainerDetail,
+    step: (s) => {
+      t.step = s;
+      t.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
+      journaled.push(s);
+      return Promise.resolve();
+    },
+    mark: (s) => {
+      t.step = s;
+      t.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
+    },
+    publish: () => undefined,
+  };
+  return { clock, api, rt, strategy, t, op, ctx, journaled, pod };
+}
+
+describe('kube: the kubelet restart strategy', () => {
+  it('same image: drains, runs the preStop hook once, stops once, and verifies the new instance', async () => {
+    const s = setup();
+    s.rt.onStop = () => (s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)]);
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(s.journaled, ['Draining', 'PreStop', 'Stopping', 'Verifying']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting']);
+    assert.equal(s.rt.execs, 1);
+    assert.equal(s.rt.stops, 1);
+    assert.equal(s.t.newId, 'new');
+    assert.equal(s.t.step, 'Done');
+    assert.deepEqual(s.api.specPatches, []);
+    assert.deepEqual(s.api.events.map((e) => e.reason), ['Draining', 'Killing']);
+  });
+
+  it('resumed after the preStop step was journaled: the hook is not run again, and the stop (not yet issued) follows once', async () => {
+    const s = setup({ step: 'PreStop' });
+    s.rt.onStop = () => (s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)]);
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(s.rt.execs, 0);
+    assert.equal(s.rt.stops, 1);
+    assert.deepEqual(s.journaled, ['Stopping', 'Verifying']);
+  });
+
+  it('resumed at Stopping: a container that already exited is not stopped a second time', async () => {
+    const s = setup({ step: 'Stopping' });
+    s.rt.state = 'exited';
+    s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)];
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(s.rt.stops, 0);
+    assert.equal(s.rt.execs, 0);
+  });
+
+  it('resumed at Stopping with the container still running past its grace period: stops it once', async () => {
+    const s = setup({ step: 'Stopping' });
+    s.rt.onStop = () => (s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)]);
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(s.rt.stops, 1);
+  });
+
+  it('new image: patches the spec (Pulled event first), never stops, and rolls back when the new instance crashes', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    s.api.afterImagePatch = (image) => {
+      s.api.pod.status!.containerStatuses =
+        image === 'app:v2'
+          ? [{ name: 'app', image, imageID: '', ready: false, restartCount: 1, containerID: 'containerd://n1', state: { terminated: { exitCode: 3, containerID: 'containerd://n1' } } }]
+          : [running('back', 'app:v1', 2)];
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.deepEqual(s.api.specPatches, ['app:v2', 'app:v1']);
+    assert.equal(s.rt.stops, 0);
+    assert.equal(s.rt.execs, 0);
+    assert.equal(s.t.step, 'RolledBack');
+    assert.equal(s.t.exitCode, 3);
+    assert.equal(s.t.rollbackId, 'back');
+    assert.equal(s.api.events[1].reason, 'Pulled');
+    s.op.state = 'Failed';
+    s.op.error = s.t.error;
+    await s.strategy.finished(s.op);
+    assert.deepEqual(s.api.conditions.at(-1), { status: 'True', reason: 'RolledBack' });
+    assert.equal((s.api.pod.status!.conditions![0] as { type: string }).type, READY_CONDITION);
+  });
+
+  it("reports the kubelet's back-off and fails at once when it outlasts the deadline", async () => {
+    const s = setup();
+    s.rt.onStop = () =>
+      (s.api.pod.status!.containerStatuses = [
+        {
+          name: 'app', image: 'app:v1', imageID: '', ready: false, restartCount: 1, containerID: 'containerd://old',
+          state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 5m0s restarting failed container=app' } },
+          lastState: { terminated: { exitCode: 0, containerID: 'containerd://old', finishedAt: new Date(s.clock.now()) } },
+        },
+      ]);
+    const began = s.clock.now();
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.match(s.t.error ?? '', /holds the next start back until .*after the operation's deadline/);
+    assert.ok(s.clock.now() - began < 10_000, 'failed as soon as the back-off was seen, not at the deadline');
+    assert.ok(s.api.events.some((e) => e.reason === 'BackOff'));
+  });
+});
