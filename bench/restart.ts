@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentClient } from '../src/api/client.js';
-import type { Operation } from '../src/engine/operation.js';
+import type { OperationView as Operation } from '../src/api/convert.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../src/testbed/cri-pods.js';
 import type { TestPod, TestPodSpec } from '../src/testbed/pod-fixture.js';

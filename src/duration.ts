@@ -1,6 +1,9 @@
 // Human durations on the command line: `500ms`, `30s`, `2m`, `1h`, `1m30s`, or a bare number of seconds.
 import { AgentError } from './errors.js';
 
+/** The longest delay a Node.js timer takes (2^31-1 ms, about 596 h; a longer one fires at once). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds of a duration string; InvalidArgument naming the text otherwise. */

@@ -19,11 +19,14 @@ export type ErrorKind =
 /** An error with a kind and a message that names the thing it is about. */
 export class AgentError extends Error {
   readonly kind: ErrorKind;
+  /** A fixed reason string (see engine/reasons.ts) when the error is one a caller may branch on. */
+  readonly reason?: string;
 
-  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+  constructor(kind: ErrorKind, message: string, options?: { cause?: unknown; reason?: string }) {
+    super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'AgentError';
     this.kind = kind;
+    if (options?.reason) this.reason = options.reason;
   }
 
   /** Whether err is an AgentError of one of the given kinds. */

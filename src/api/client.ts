@@ -7,15 +7,13 @@ import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsRespons
 import type { PullImagesRequest } from '../gen/inplace/v1/PullImagesRequest.js';
 import type { RestartRequest } from '../gen/inplace/v1/RestartRequest.js';
 import { loadProto } from '../proto.js';
-import type { Operation } from '../engine/operation.js';
 import type { PullEvent } from '../pull/types.js';
-import { operationFromWire, pullEventFromWire } from './convert.js';
+import { operationFromWire, pullEventFromWire, type OperationView } from './convert.js';
 import { fromServiceError } from './status.js';
-import { unixPath } from './address.js';
+import { DEFAULT_AGENT_SOCKET, unixPath } from './address.js';
 import { clientCredentials, type ClientTlsFiles } from './tls.js';
 
-/** Default agent socket. */
-export const DEFAULT_AGENT_SOCKET = 'unix:///run/inplace-agent/agent.sock';
+export { DEFAULT_AGENT_SOCKET };
 
 /** Client of one agent. Every method throws AgentError. */
 export class AgentClient {
@@ -49,28 +47,28 @@ export class AgentClient {
   }
 
   /** Queues a restart; resolves with the Pending operation. */
-  async restart(req: RestartRequest): Promise<Operation> {
+  async restart(req: RestartRequest): Promise<OperationView> {
     return operationFromWire(await this.call(this.client.Restart, req));
   }
 
   /** One operation. */
-  async getOperation(id: string): Promise<Operation> {
+  async getOperation(id: string): Promise<OperationView> {
     return operationFromWire(await this.call(this.client.GetOperation, { id }));
   }
 
   /** Operations, newest first. */
-  async listOperations(pod = ''): Promise<Operation[]> {
+  async listOperations(pod = ''): Promise<OperationView[]> {
     const res = await this.call<{ pod: string }, ListOperationsResponse__Output>(this.client.ListOperations, { pod });
     return res.operations.map(operationFromWire);
   }
 
   /** Asks an operation to stop. */
-  async cancelOperation(id: string): Promise<Operation> {
+  async cancelOperation(id: string): Promise<OperationView> {
     return operationFromWire(await this.call(this.client.CancelOperation, { id }));
   }
 
   /** The operation now and at every change, until it ends. */
-  async *watchOperation(id: string, signal?: AbortSignal): AsyncGenerator<Operation> {
+  async *watchOperation(id: string, signal?: AbortSignal): AsyncGenerator<OperationView> {
     const stream = this.client.WatchOperation({ id });
     signal?.addEventListener('abort', () => stream.cancel());
     try {

@@ -1,10 +1,11 @@
 // Domain types <-> the agent API's wire types (proto/inplace/v1/agent.proto).
-import type { Operation } from '../engine/operation.js';
+import type { ContainerStep, ImagePull, Operation, OperationState, StepRecord } from '../engine/operation.js';
 import type { PodView } from '../engine/engine.js';
 import type { PullEvent } from '../pull/types.js';
 import type { Operation as WireOperation, Operation__Output as WireOperationOut } from '../gen/inplace/v1/Operation.js';
 import type { Pod as WirePod } from '../gen/inplace/v1/Pod.js';
 import type { PullImagesEvent, PullImagesEvent__Output } from '../gen/inplace/v1/PullImagesEvent.js';
+import type { RestartSettings__Output } from '../gen/inplace/v1/RestartSettings.js';
 
 /** A pod view as sent by ListPods. */
 export function podToWire(v: PodView): WirePod {
@@ -31,8 +32,62 @@ export function podToWire(v: PodView): WirePod {
   };
 }
 
+/** Restart settings as a client sees them: a field is present only when it was given or applies. */
+export interface SettingsView {
+  graceSeconds?: number;
+  minReadyMs?: number;
+  timeoutMs?: number;
+  skipPreStop?: boolean;
+}
+
+/** One container of an operation as a client sees it. */
+export interface ContainerView {
+  name: string;
+  oldId: string;
+  /** Absent until the replacement is created. */
+  newId?: string;
+  oldImage: string;
+  newImage: string;
+  step: ContainerStep;
+  steps: StepRecord[];
+  error?: string;
+  reason?: string;
+  exitCode?: number;
+  /** Absent unless the old config was started again. */
+  rollbackId?: string;
+  /** Absent until the replacement started. */
+  downtimeMs?: number;
+}
+
+/** An operation as a client sees it (what inplacectl prints, `-o json` included). */
+export interface OperationView {
+  /** Empty for a dry run, which records nothing. */
+  id: string;
+  podId: string;
+  podName: string;
+  /** The pod's IP when the operation began ('' when it has none). */
+  podIp: string;
+  state: OperationState;
+  /** What the caller set (absent fields took the agent's defaults). */
+  requested: SettingsView;
+  /** What the operation runs with. */
+  applied: SettingsView;
+  containers: ContainerView[];
+  pulls: ImagePull[];
+  createdAt: string;
+  updatedAt: string;
+  finishedAt?: string;
+  error?: string;
+  errorKind?: string;
+  reason?: string;
+  cancelRequested?: boolean;
+  /** The pod read again after success; absent otherwise, or when it could not be read. */
+  podAfter?: { podId: string; podIp: string };
+}
+
 /** An operation record as sent by the API. */
 export function operationToWire(op: Operation): WireOperation {
+  const req = op.requested ?? {};
   return {
     id: op.id,
     podId: op.podId,
@@ -44,7 +99,21 @@ export function operationToWire(op: Operation): WireOperation {
     finishedAt: op.finishedAt ?? '',
     error: op.error ?? '',
     errorKind: op.errorKind ?? '',
+    reason: op.reason ?? '',
     cancelRequested: op.cancelRequested ?? false,
+    requested: {
+      graceSeconds: req.graceSeconds,
+      minReadyMs: req.minReadyMs === undefined ? undefined : String(req.minReadyMs),
+      timeoutMs: req.timeoutMs === undefined ? undefined : String(req.timeoutMs),
+      skipPreStop: op.request.skipPreStop ?? false,
+    },
+    applied: {
+      graceSeconds: op.request.graceSeconds,
+      minReadyMs: String(op.request.minReadyMs),
+      timeoutMs: String(op.request.timeoutMs),
+      skipPreStop: op.request.skipPreStop ?? false,
+    },
+    podAfter: op.podAfter ?? null,
     pulls: (op.pulls ?? []).map((p) => ({ ...p, bytesDone: String(p.bytesDone), bytesTotal: String(p.bytesTotal) })),
     containers: op.containers.map((c) => ({
       name: c.name,
@@ -55,6 +124,7 @@ export function operationToWire(op: Operation): WireOperation {
       step: c.step,
       steps: c.steps,
       error: c.error ?? '',
+      reason: c.reason ?? '',
       hasExitCode: c.exitCode !== undefined,
       exitCode: c.exitCode ?? 0,
       rollbackId: c.rollbackId,
@@ -63,38 +133,54 @@ export function operationToWire(op: Operation): WireOperation {
   };
 }
 
-/** The client's view of a received operation: the same shape as the domain record. */
-export function operationFromWire(w: WireOperationOut): Operation {
-  return {
+function settingsFromWire(w: RestartSettings__Output | null): SettingsView {
+  const out: SettingsView = {};
+  if (!w) return out;
+  if (w.graceSeconds !== undefined) out.graceSeconds = w.graceSeconds;
+  if (w.minReadyMs !== undefined) out.minReadyMs = Number(w.minReadyMs);
+  if (w.timeoutMs !== undefined) out.timeoutMs = Number(w.timeoutMs);
+  if (w.skipPreStop) out.skipPreStop = true;
+  return out;
+}
+
+/** The client's view of a received operation: only what was sent, nothing filled in. */
+export function operationFromWire(w: WireOperationOut): OperationView {
+  const view: OperationView = {
     id: w.id,
     podId: w.podId,
     podName: w.podName,
     podIp: w.podIp,
-    state: w.state as Operation['state'],
-    request: { pod: w.podName, containers: w.containers.map((c) => c.name), images: {}, graceSeconds: 0, minReadyMs: 0, timeoutMs: 0 },
+    state: w.state as OperationState,
+    requested: settingsFromWire(w.requested),
+    applied: settingsFromWire(w.applied),
+    containers: w.containers.map((c) => {
+      const v: ContainerView = {
+        name: c.name,
+        oldId: c.oldId,
+        oldImage: c.oldImage,
+        newImage: c.newImage,
+        step: c.step as ContainerStep,
+        steps: c.steps.map((s) => ({ step: s.step as ContainerStep, at: s.at })),
+      };
+      if (c.newId) v.newId = c.newId;
+      if (c.error) v.error = c.error;
+      if (c.reason) v.reason = c.reason;
+      if (c.hasExitCode) v.exitCode = c.exitCode;
+      if (c.rollbackId) v.rollbackId = c.rollbackId;
+      if (Number(c.downtimeMs) > 0) v.downtimeMs = Number(c.downtimeMs);
+      return v;
+    }),
+    pulls: w.pulls.map((p) => ({ ...p, bytesDone: Number(p.bytesDone), bytesTotal: Number(p.bytesTotal) })),
     createdAt: w.createdAt,
     updatedAt: w.updatedAt,
-    finishedAt: w.finishedAt || undefined,
-    error: w.error || undefined,
-    errorKind: w.errorKind || undefined,
-    cancelRequested: w.cancelRequested,
-    pulls: w.pulls.map((p) => ({ ...p, bytesDone: Number(p.bytesDone), bytesTotal: Number(p.bytesTotal) })),
-    containers: w.containers.map((c) => ({
-      name: c.name,
-      oldId: c.oldId,
-      newId: c.newId,
-      oldRuntimeName: '',
-      oldImage: c.oldImage,
-      newImage: c.newImage,
-      newAttempt: 0,
-      rollbackId: c.rollbackId,
-      step: c.step as Operation['containers'][number]['step'],
-      steps: c.steps.map((s) => ({ step: s.step as Operation['containers'][number]['step'], at: s.at })),
-      error: c.error || undefined,
-      exitCode: c.hasExitCode ? c.exitCode : undefined,
-      downtimeMs: Number(c.downtimeMs) || undefined,
-    })),
   };
+  if (w.finishedAt) view.finishedAt = w.finishedAt;
+  if (w.error) view.error = w.error;
+  if (w.errorKind) view.errorKind = w.errorKind;
+  if (w.reason) view.reason = w.reason;
+  if (w.cancelRequested) view.cancelRequested = true;
+  if (w.podAfter) view.podAfter = { podId: w.podAfter.podId, podIp: w.podAfter.podIp };
+  return view;
 }
 
 /** A pull progress event as sent by PullImages. */

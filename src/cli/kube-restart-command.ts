@@ -9,6 +9,12 @@ import { operationView, refusal } from '../kube/container-restart/operation-view
 import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
 import type { Operation } from '../engine/operation.js';
 import { progressLine, restartSummary } from './render.js';
+import { operationFromWire, operationToWire, type OperationView } from '../api/convert.js';
+
+/** The view inplacectl prints, from an operation rebuilt out of a ContainerRestart. */
+function toView(op: Operation): OperationView {
+  return operationFromWire(operationToWire(op) as Parameters<typeof operationFromWire>[0]);
+}
 
 /** What the command was asked. Durations in ms; undefined leaves the agent's default. */
 export interface KubeRestartArgs {
@@ -69,7 +75,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   const takeDeadline = a.t0 + (a.timeoutMs ?? DEFAULT_TAKE_DEADLINE_MS);
   let taken = false;
   let noticed = false;
-  let prev: Operation | undefined;
+  let prev: OperationView | undefined;
   let last = created;
   const it = followContainerRestart(api, created, systemClock);
   // One next() at a time: a timed-out wait keeps its pending next() for the following round.
@@ -91,9 +97,9 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
       if (next.done) break;
       last = next.value;
       taken ||= !!last.status?.operationId;
-      const op = operationView(last);
+      const op = toView(operationView(last));
       if (!a.json) {
-        const line = progressLine(prev, op, a.t0);
+        const line = progressLine(prev, op);
         if (line) process.stdout.write(line + '\n');
       }
       prev = op;
@@ -106,7 +112,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   const refused = refusal(last);
   if (refused) throw new AgentError('FailedPrecondition', refused);
   const end = operationView(last);
-  process.stdout.write((a.json ? JSON.stringify(end, null, 2) : restartSummary(end, a.t0)) + '\n');
+  process.stdout.write((a.json ? JSON.stringify(end, null, 2) : restartSummary(toView(end))) + '\n');
   return end.state === 'Succeeded' ? 0 : 1;
 }
 

@@ -5,11 +5,11 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
 import { AgentError, asAgentError } from '../errors.js';
-import { parseDuration } from '../duration.js';
+import { MAX_TIMER_MS, parseDuration } from '../duration.js';
 import { parseImageRef } from '../runtime/image-ref.js';
-import type { Operation } from '../engine/operation.js';
+import type { OperationView as Operation } from '../api/convert.js';
 import { isTerminal } from '../engine/operation.js';
-import { progressLine, renderOperation, renderOperations, renderPlan, renderPods, restartSummary as summary } from './render.js';
+import { progressLine, renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
 import { kubeRestart } from './kube-restart-command.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
@@ -75,18 +75,30 @@ function duration(flag: string, v: string | undefined): number | undefined {
   } catch (err) {
     throw new UsageError(`--${flag}: ${asAgentError(err).message}`);
   }
-  if (ms > 2 ** 31 - 1) throw new UsageError(`--${flag}: at most 596h, got "${v}"`);
+  if (ms > MAX_TIMER_MS) throw new UsageError(`--${flag}: at most 596h, got "${v}"`);
   if (flag === 'timeout' && ms === 0) throw new UsageError('--timeout must be more than 0 (leave it out for the agent\'s default)');
   return ms;
 }
 
-/** Follows an operation until it ends, printing each step; returns the final record. */
-async function follow(g: Globals, c: AgentClient, first: Operation, t0: number): Promise<Operation> {
+/** Restart arguments that are wrong whatever the node holds: refused before anything is sent (exit 2). */
+export function checkRestartArgs(containers: string[], images: Record<string, string>): void {
+  const seen = new Set<string>();
+  for (const name of containers) {
+    if (seen.has(name)) throw new UsageError(`container "${name}" is named twice`);
+    seen.add(name);
+  }
+  for (const name of Object.keys(images)) {
+    if (!seen.has(name)) throw new UsageError(`--image names container "${name}", which is not one of the containers to restart (${containers.join(', ')})`);
+  }
+}
+
+/** Follows an operation until it ends, printing each step (timed from the operation's creation); returns the final record. */
+async function follow(g: Globals, c: AgentClient, first: Operation): Promise<Operation> {
   let prev: Operation | undefined;
   let last = first;
   for await (const op of c.watchOperation(first.id)) {
     if (g.output === 'text') {
-      const line = progressLine(prev, op, t0);
+      const line = progressLine(prev, op);
       if (line) process.stdout.write(line + '\n');
     }
     prev = op;
@@ -143,6 +155,7 @@ function program(): Command {
     .action(async (pod: string, containers: string[], o: { image: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean; skipPreStop?: boolean }) => {
       const g = globals();
       const images = parseImageFlags(o.image);
+      checkRestartArgs(containers, images);
       const grace = duration('grace', o.grace);
       const minReady = duration('min-ready', o.minReady);
       const timeout = duration('timeout', o.timeout);
@@ -181,8 +194,8 @@ function program(): Command {
           return;
         }
         if (g.output === 'text') process.stdout.write(`operation ${op.id} on pod ${op.podName}\n`);
-        const end = await follow(g, c, op, t0);
-        print(g, end, summary(end, t0));
+        const end = await follow(g, c, op);
+        print(g, end, restartSummary(end));
         if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
       } finally {
         c.close();
@@ -193,12 +206,12 @@ function program(): Command {
     .command('pull')
     .description('pull images into the runtime\'s store (pre-warm the node)')
     .argument('<images...>', 'image references, by tag or digest')
-    .option('--parallel <n>', 'at most this many at once for this request', '0')
+    .option('--parallel <n>', 'at most this many at once for this request (default: the agent\'s --max-parallel-pulls)')
     .option('--timeout <duration>', 'deadline per image')
     .option('--auth-file <file>', 'Docker config.json-style credentials')
     .option('--pin', 'protect the images from the kubelet\'s image garbage collection')
     .option('--always', 'pull even when present')
-    .action(async (images: string[], o: { parallel: string; timeout?: string; authFile?: string; pin?: boolean; always?: boolean }) => {
+    .action(async (images: string[], o: { parallel?: string; timeout?: string; authFile?: string; pin?: boolean; always?: boolean }) => {
       const g = globals();
       for (const i of images) {
         try {
@@ -207,14 +220,15 @@ function program(): Command {
           throw new UsageError(asAgentError(err).message);
         }
       }
-      const parallel = Number(o.parallel);
-      if (!Number.isInteger(parallel) || parallel < 0) throw new UsageError(`--parallel takes a whole number, got "${o.parallel}"`);
+      const parallel = o.parallel === undefined ? 0 : Number(o.parallel);
+      if (o.parallel !== undefined && (!/^\d+$/.test(o.parallel.trim()) || parallel < 1)) throw new UsageError(`--parallel takes a whole number of at least 1, got "${o.parallel}"`);
       let authConfigJson = '';
       if (o.authFile) {
         try {
           authConfigJson = await readAuthFileForRequest(o.authFile);
         } catch (err) {
-          throw new UsageError(`--auth-file: ${asAgentError(err).message}`);
+          // The message names the flag and the file already.
+          throw new UsageError(asAgentError(err).message);
         }
       }
       const timeout = duration('timeout', o.timeout);
@@ -222,7 +236,7 @@ function program(): Command {
       try {
         const code = await runPull(
           c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
-          { json: g.output === 'json', tty: !!process.stdout.isTTY && g.output === 'text' },
+          { json: g.output === 'json', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
         );
         if (code !== 0) process.exitCode = EXIT.failed;
       } finally {
@@ -233,7 +247,7 @@ function program(): Command {
   prog
     .command('ops')
     .description('operations, newest first')
-    .option('--pod <pod>', 'only this pod (name or sandbox id)')
+    .option('--pod <pod>', 'only this pod: NAMESPACE/NAME, a sandbox id, or an id prefix of 6+ characters as `pods` prints')
     .action(async (o: { pod?: string }) => {
       const g = globals();
       const c = client(g);
@@ -268,9 +282,8 @@ function program(): Command {
       const g = globals();
       const c = client(g);
       try {
-        const t0 = Date.now();
         const first = await c.getOperation(id);
-        const end = await follow(g, c, first, t0);
+        const end = await follow(g, c, first);
         print(g, end, renderOperation(end));
         if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
       } finally {
@@ -314,6 +327,9 @@ export async function main(argv: string[]): Promise<number> {
     }
     const e = err instanceof AgentError ? err : asAgentError(err);
     process.stderr.write(`inplacectl: ${e.message}\n`);
+    if (prog.opts<Globals>().output === 'json') {
+      process.stdout.write(JSON.stringify({ error: e.message, errorKind: e.kind, ...(e.reason ? { reason: e.reason } : {}) }, null, 2) + '\n');
+    }
     return EXIT.failed;
   }
 }

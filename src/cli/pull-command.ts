@@ -16,6 +16,8 @@ export interface PullRenderOptions {
   tty?: boolean;
   out?: NodeJS.WritableStream;
   err?: NodeJS.WritableStream;
+  /** The request asked for pinning: the outcome says whether each image is pinned. */
+  pin?: boolean;
   /** Least time between two plain byte-progress lines of one image, ms (default 1000). */
   plainIntervalMs?: number;
   now?: () => number;
@@ -43,8 +45,8 @@ export async function readAuthFileForRequest(path: string): Promise<string> {
 
 const seconds = (ms: number) => `${(ms / 1000).toFixed(1)}s`;
 
-/** The one-line description of an event, as the plain renderer prints it. */
-export function describePullEvent(e: PullEvent): string {
+/** The one-line description of an event, as the plain renderer prints it; pin: the request asked for pinning. */
+export function describePullEvent(e: PullEvent, pin = false): string {
   switch (e.phase) {
     case 'Queued':
       return `${e.image}: Queued${e.queuePosition ? ` (position ${e.queuePosition})` : ''}`;
@@ -57,7 +59,8 @@ export function describePullEvent(e: PullEvent): string {
       return `${e.image}: Retrying after attempt ${e.attempt}: ${e.error}`;
     case 'Done': {
       const what = e.alreadyPresent ? 'already present' : `pulled${e.bytesTotal > 0 ? ` ${formatBytes(e.bytesTotal)}` : ''} in ${seconds(e.elapsedMs)}`;
-      return `${e.image}: Done, ${what}${e.digest ? `, ${e.digest}` : ''}${e.pinned ? ', pinned' : ''}`;
+      const pinned = e.pinned ? ', pinned' : pin ? ', not pinned (the runtime does not report it pinned)' : '';
+      return `${e.image}: Done, ${what}${e.digest ? `, ${e.digest}` : ''}${pinned}`;
     }
     case 'Failed':
       return `${e.image}: Failed${e.errorKind ? ` [${e.errorKind}]` : ''}: ${e.error || 'unknown error'}`;
@@ -120,7 +123,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     const changed = !prev || prev.phase !== e.phase || prev.queuePosition !== e.queuePosition;
     if (!changed && (t - prev.at < interval || e.phase === 'Queued')) return;
     lastPlain.set(e.image, { phase: e.phase, queuePosition: e.queuePosition, at: t });
-    const line = describePullEvent(e);
+    const line = describePullEvent(e, opts.pin);
     (e.phase === 'Failed' ? err : out).write(line + '\n');
   };
 
@@ -141,7 +144,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
 
   if (bars) {
     // The bars stay on screen; the outcome of each image is printed under them.
-    for (const e of last.values()) (e.phase === 'Failed' ? err : out).write(describePullEvent(e) + '\n');
+    for (const e of last.values()) (e.phase === 'Failed' ? err : out).write(describePullEvent(e, opts.pin) + '\n');
   }
   let ok = last.size > 0 && !streamError;
   for (const e of last.values()) {

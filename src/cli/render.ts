@@ -1,7 +1,7 @@
 // Text rendering of pods and operations for inplacectl.
 import { formatBytes } from '../bytes.js';
 import { formatDuration } from '../duration.js';
-import type { Operation } from '../engine/operation.js';
+import type { OperationView as Operation } from '../api/convert.js';
 import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
 
 /** A fixed-width table. */
@@ -38,10 +38,13 @@ export function renderOperation(op: Operation): string {
     `  created: ${op.createdAt}${op.finishedAt ? `   finished: ${op.finishedAt} (${formatDuration(Date.parse(op.finishedAt) - Date.parse(op.createdAt))})` : ''}`,
   ];
   if (op.error) lines.push(`  error:   ${op.error}`);
+  if (op.reason) lines.push(`  reason:  ${op.reason}`);
+  if (op.state === 'Succeeded') lines.push(`  pod:     ${podCheck(op)}`);
   for (const c of op.containers) {
     lines.push(`  container ${c.name}: ${c.step}`);
     lines.push(`    image ${c.oldImage}${c.newImage !== c.oldImage ? ` -> ${c.newImage}` : ' (same)'}`);
     lines.push(`    id    ${c.oldId.slice(0, 12)} -> ${c.newId ? c.newId.slice(0, 12) : '-'}${c.rollbackId ? `   rolled back to ${c.rollbackId.slice(0, 12)}` : ''}`);
+    if (c.downtimeMs !== undefined) lines.push(`    down  ${formatDuration(c.downtimeMs)} (stop call to the replacement's start)`);
     if (c.exitCode !== undefined) lines.push(`    replacement exit code ${c.exitCode}`);
     if (c.error) lines.push(`    error ${c.error}`);
   }
@@ -59,9 +62,43 @@ export function renderPlan(op: Operation): string {
   return lines.join('\n');
 }
 
-/** One line describing what changed since the previous view of an operation (undefined: nothing new). */
-export function progressLine(prev: Operation | undefined, cur: Operation, t0: number): string | undefined {
-  const at = formatDuration(Date.now() - t0).padStart(7);
+/** What was compared about the pod after a successful restart, and whether it changed. */
+export function podCheck(op: Operation): string {
+  const after = op.podAfter;
+  if (!after) return `${op.podName}: not read again after the restart (sandbox and IP not compared)`;
+  const parts: string[] = [];
+  parts.push(after.podId === op.podId ? `sandbox ${op.podId.slice(0, 12)} unchanged` : `sandbox CHANGED ${op.podId.slice(0, 12)} -> ${after.podId.slice(0, 12)}`);
+  if (!op.podIp && !after.podIp) parts.push('no IP before or after (no network of its own to compare)');
+  else if (op.podIp === after.podIp) parts.push(`IP ${after.podIp} unchanged`);
+  else parts.push(`IP CHANGED ${op.podIp || 'none'} -> ${after.podIp || 'none'}`);
+  return `${op.podName}: ${parts.join(', ')}`;
+}
+
+/**
+ * The line printed when a restart ends: on success the time from submit to the last container verified
+ * (with how much of it was the min-ready wait), each container's downtime, and what was compared about
+ * the pod; otherwise the state, reason and error.
+ */
+export function restartSummary(op: Operation): string {
+  if (op.state !== 'Succeeded') {
+    const reason = op.reason ? ` [${op.reason}]` : '';
+    return `operation ${op.id} ${op.state}${reason}: ${op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given'}`;
+  }
+  const took = op.finishedAt ? formatDuration(Date.parse(op.finishedAt) - Date.parse(op.createdAt)) : '?';
+  const minReady = op.applied.minReadyMs ?? 0;
+  const wait = minReady > 0 ? `, of which ${formatDuration(minReady * op.containers.length)} the min-ready wait` : '';
+  const parts = op.containers.map(
+    (c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${(c.newId ?? '').slice(0, 12)} (${c.newImage}, down ${c.downtimeMs !== undefined ? formatDuration(c.downtimeMs) : 'unknown'})`,
+  );
+  return `restarted in place in ${took} (submit to verified${wait}): ${parts.join(', ')}\npod ${podCheck(op)}`;
+}
+
+/**
+ * One line describing what changed since the previous view of an operation (undefined: nothing new), timed
+ * from the operation's creation to the change.
+ */
+export function progressLine(prev: Operation | undefined, cur: Operation): string | undefined {
+  const at = formatDuration(Math.max(0, Date.parse(cur.updatedAt) - Date.parse(cur.createdAt))).padStart(7);
   const out: string[] = [];
   const backFromVerify = prev?.state === 'Verifying' && cur.state === 'Recreating';
   if ((!prev || prev.state !== cur.state) && !backFromVerify) out.push(`${at}  ${cur.state.toLowerCase()}${cur.state === 'Pending' ? ' (waiting for earlier operations on this pod)' : ''}`);
@@ -76,20 +113,8 @@ export function progressLine(prev: Operation | undefined, cur: Operation, t0: nu
     if (before?.step === c.step) continue;
     if (c.step === 'Waiting') continue;
     const detail =
-      c.step === 'Created' ? ` ${c.newId.slice(0, 12)} (${c.newImage})` : c.step === 'RolledBack' || c.step === 'Failed' ? `: ${c.error ?? ''}` : '';
+      c.step === 'Created' ? ` ${(c.newId ?? '').slice(0, 12)} (${c.newImage})` : c.step === 'RolledBack' || c.step === 'Failed' ? `: ${c.error ?? ''}` : '';
     out.push(`${at}    ${c.name}: ${c.step.toLowerCase()}${detail}`);
   }
   return out.length ? out.join('\n') : undefined;
-}
-
-/** The last line of `inplacectl restart`: what changed, or why it did not. */
-export function restartSummary(op: Operation, t0: number): string {
-  const took = ((Date.now() - t0) / 1000).toFixed(2);
-  if (op.state === 'Succeeded') {
-    const parts = op.containers.map(
-      (c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${c.newId.slice(0, 12)} (${c.newImage}${c.downtimeMs !== undefined ? `, down ${c.downtimeMs} ms` : ''})`,
-    );
-    return `restarted in place in ${took}s: ${parts.join(', ')}; pod ${op.podName} ip ${op.podIp || '-'} unchanged`;
-  }
-  return `operation ${op.id} ${op.state}: ${op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given'}`;
 }

@@ -1,5 +1,6 @@
 // The composition root: builds every component from the options, starts them in order (runtime, journal
-// recovery, API, metrics) and stops them in reverse on shutdown. Returns the first fatal error.
+// recovery, API, metrics) and stops them in reverse on shutdown. A setting or start-up step that fails
+// rejects startDaemon with its error.
 import { readFileSync } from 'node:fs';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { AgentError } from '../errors.js';
@@ -19,6 +20,7 @@ import { recoveryMetrics } from './recovery-metrics.js';
 import { Prewarmer } from './prewarm.js';
 import { startFleet } from './fleet-wiring.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
+import { RuntimeLiveness } from './runtime-liveness.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
@@ -140,14 +142,19 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
-    http = await startHttpEndpoints(opts.metricsAddr, registry, async () => {
-      if (engine.draining) return 'shutting down';
-      try {
-        await runtime.version();
-        return undefined;
-      } catch (err) {
-        return `runtime unreachable: ${String(err)}`;
-      }
+    const liveness = new RuntimeLiveness(() => runtime.version(), opts.livenessRuntimeTimeoutMs, clock);
+    http = await startHttpEndpoints(opts.metricsAddr, registry, {
+      live: () => liveness.probe(),
+      ready: async () => {
+        if (engine.draining) return 'shutting down';
+        try {
+          await runtime.version();
+          liveness.sawRuntime();
+          return undefined;
+        } catch (err) {
+          return `runtime unreachable: ${String(err)}`;
+        }
+      },
     });
     log.info('metrics and probes listening', { address: http.address });
   }

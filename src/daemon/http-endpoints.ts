@@ -1,6 +1,7 @@
 // The daemon's HTTP side door: Prometheus /metrics, liveness /healthz, readiness /readyz.
 import http from 'node:http';
 import type { Registry } from 'prom-client';
+import { parseHostPort } from './options.js';
 
 /** A running HTTP endpoint server. */
 export interface HttpEndpoints {
@@ -8,11 +9,15 @@ export interface HttpEndpoints {
   close(): Promise<void>;
 }
 
-/** Serves metrics and probes on host:port; ready() decides /readyz. */
-export async function startHttpEndpoints(addr: string, registry: Registry, ready: () => Promise<string | undefined>): Promise<HttpEndpoints> {
-  const idx = addr.lastIndexOf(':');
-  const host = idx > 0 ? addr.slice(0, idx).replace(/^\[|\]$/g, '') : '127.0.0.1';
-  const port = Number(idx >= 0 ? addr.slice(idx + 1) : addr);
+/** The probes: each resolves with undefined when passing, or why it fails. */
+export interface Probes {
+  live: () => Promise<string | undefined>;
+  ready: () => Promise<string | undefined>;
+}
+
+/** Serves metrics and probes on host:port. */
+export async function startHttpEndpoints(addr: string, registry: Registry, probes: Probes): Promise<HttpEndpoints> {
+  const { host, port } = parseHostPort(addr);
   const server = http.createServer((req, res) => {
     const send = (code: number, body: string, type = 'text/plain; charset=utf-8') => {
       res.writeHead(code, { 'content-type': type });
@@ -21,9 +26,9 @@ export async function startHttpEndpoints(addr: string, registry: Registry, ready
     if (req.url === '/metrics') {
       registry.metrics().then((m) => send(200, m, registry.contentType), (e: unknown) => send(500, String(e)));
     } else if (req.url === '/healthz') {
-      send(200, 'ok\n');
+      probes.live().then((why) => (why ? send(503, `not alive: ${why}\n`) : send(200, 'ok\n')), (e: unknown) => send(503, `not alive: ${String(e)}\n`));
     } else if (req.url === '/readyz') {
-      ready().then((why) => (why ? send(503, `not ready: ${why}\n`) : send(200, 'ok\n')), (e: unknown) => send(503, `not ready: ${String(e)}\n`));
+      probes.ready().then((why) => (why ? send(503, `not ready: ${why}\n`) : send(200, 'ok\n')), (e: unknown) => send(503, `not ready: ${String(e)}\n`));
     } else {
       send(404, 'not found\n');
     }

@@ -2,9 +2,11 @@
 import { DEFAULT_LEASE_NAMESPACE } from '../fleet/types.js';
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
-import { parseDuration } from '../duration.js';
+import { MAX_TIMER_MS, parseDuration } from '../duration.js';
+import { asAgentError } from '../errors.js';
 import { LOG_LEVELS, type LogFormat } from '../log.js';
-import { MAX_PULL_TIMEOUT_MS } from '../pull/types.js';
+import { DEFAULT_AGENT_SOCKET } from '../api/address.js';
+import { DOCKER_SOCKET } from '../runtime/detect.js';
 
 /** Everything the daemon is configured with. */
 export interface DaemonOptions {
@@ -38,6 +40,8 @@ export interface DaemonOptions {
   defaultMinReadyMs: number;
   defaultTimeoutMs: number;
   retention: number;
+  /** /healthz fails once the runtime has not answered for this long. */
+  livenessRuntimeTimeoutMs: number;
   /** Kubernetes mode: the kubeconfig file (else $KUBECONFIG, else in-cluster). */
   kubeconfig?: string;
   /** Kubernetes mode: this node's name (default $NODE_NAME). */
@@ -57,18 +61,32 @@ export interface DaemonOptions {
   fleetBackoffMs: number;
 }
 
+/** The environment variable that sets a flag: INPLACE_AGENT_<FLAG>. */
+export function envName(flag: string): string {
+  return `INPLACE_AGENT_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/** `HOST:PORT` (host optional, IPv6 in brackets) as host and port; throws naming the text otherwise. */
+export function parseHostPort(text: string): { host: string; port: number } {
+  const idx = text.lastIndexOf(':');
+  const host = idx > 0 ? text.slice(0, idx).replace(/^\[|\]$/g, '') : '127.0.0.1';
+  const portText = idx >= 0 ? text.slice(idx + 1) : text;
+  const port = Number(portText);
+  if (!/^\d+$/.test(portText) || port > 65535) throw new Error(`expected HOST:PORT with a port from 0 to 65535 (e.g. 127.0.0.1:9464), got "${text}"`);
+  return { host, port };
+}
+
 /** The daemon's command line, with defaults and environment fallbacks. */
 export function daemonCommand(version: string): Command {
-  const env = (flag: string) => `INPLACE_AGENT_${flag.toUpperCase().replace(/-/g, '_')}`;
-  const opt = (flags: string, desc: string, name: string) => new Option(flags, desc).env(env(name));
+  const opt = (flags: string, desc: string, name: string) => new Option(flags, desc).env(envName(name));
   return new Command('inplace-agent')
     .description('Node agent: restarts one container of a pod in place (CRI or Docker) and pre-pulls images')
     .version(version)
     .addOption(opt('--runtime <kind>', 'container runtime', 'runtime').choices(['auto', 'cri', 'docker']).default('auto'))
     .addOption(opt('--cri-endpoint <uri>', 'CRI socket (default: auto-detect containerd, CRI-O, cri-dockerd)', 'cri-endpoint'))
-    .addOption(opt('--docker-host <uri>', 'Docker Engine socket (default unix:///var/run/docker.sock)', 'docker-host'))
+    .addOption(opt('--docker-host <uri>', `Docker Engine socket (default ${DOCKER_SOCKET})`, 'docker-host'))
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
-    .addOption(opt('--listen <uri>', 'agent API address', 'listen').default('unix:///run/inplace-agent/agent.sock'))
+    .addOption(opt('--listen <uri>', 'agent API address', 'listen').default(DEFAULT_AGENT_SOCKET))
     .addOption(opt('--socket-group <group>', 'group (name or gid) whose members may use the agent socket (mode 0660)', 'socket-group'))
     .addOption(opt('--tls-cert <file>', 'the agent\'s certificate (PEM) for a TCP --listen (mutual TLS is required on TCP)', 'tls-cert'))
     .addOption(opt('--tls-key <file>', 'the private key (PEM) of --tls-cert', 'tls-key'))
@@ -76,9 +94,10 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--authz-file <file>', 'JSON policy: which client certificate names may read, pull, restart, cancel (TCP; reloaded on SIGHUP)', 'authz-file'))
     .addOption(opt('--state-dir <dir>', 'journal and state directory', 'state-dir').default('/var/lib/inplace-agent'))
     .addOption(opt('--metrics-addr <host:port>', 'serve /metrics, /healthz, /readyz here', 'metrics-addr'))
+    .addOption(opt('--liveness-runtime-timeout <duration>', '/healthz fails once the runtime has not answered for this long', 'liveness-runtime-timeout').default('3m'))
     .addOption(opt('--log-level <level>', 'log level', 'log-level').choices(LOG_LEVELS).default('info'))
     .addOption(opt('--log-format <format>', 'log format', 'log-format').choices(['json', 'text']).default('text'))
-    .addOption(opt('--max-parallel-pulls <n>', 'node-wide concurrent image pulls', 'max-parallel-pulls').default('2'))
+    .addOption(opt('--max-parallel-pulls <n>', 'node-wide concurrent image pulls (at least 1)', 'max-parallel-pulls').default('2'))
     .addOption(opt('--pull-retries <n>', 'retries of a pull that can heal', 'pull-retries').default('3'))
     .addOption(opt('--pull-stall-timeout <duration>', 'fail a pull that receives no bytes this long (not while unpacking)', 'pull-stall-timeout').default('60s'))
     .addOption(opt('--pull-timeout <duration>', 'overall deadline of one image pull', 'pull-timeout').default('30m'))
@@ -106,18 +125,44 @@ export function daemonCommand(version: string): Command {
 /** Settings from a parsed command. */
 export function daemonOptions(cmd: Command): DaemonOptions {
   const o = cmd.opts<Record<string, string | undefined>>();
-  const int = (name: string, v: string | undefined) => {
+  // Where a bad value came from: the flag, or the environment variable that set it.
+  const source = (name: string) => {
+    const key = name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+    return cmd.getOptionValueSource(key) === 'env' ? `${envName(name)} (--${name})` : `--${name}`;
+  };
+  const int = (name: string, v: string | undefined, min = 0) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < 0) throw new Error(`--${name} must be a whole number, got "${v}"`);
+    if (!Number.isInteger(n) || n < min) throw new Error(`${source(name)} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got "${v}"`);
     return n;
   };
   // A timer cannot take more than 2^31-1 ms (it would fire at once); 0 is allowed only where it means "off".
   const timeout = (name: string, v: string | undefined, zeroMeans?: string) => {
-    const ms = parseDuration(v as string);
-    if (ms > MAX_PULL_TIMEOUT_MS || ms < 0 || (ms === 0 && !zeroMeans)) {
-      throw new Error(`--${name} must be ${zeroMeans ? `0 (${zeroMeans}) or ` : ''}between 1ms and 596h (2^31-1 ms), got "${v}"`);
+    let ms: number;
+    try {
+      ms = parseDuration(v as string);
+    } catch (err) {
+      throw new Error(`${source(name)}: ${asAgentError(err).message}`);
+    }
+    if (ms > MAX_TIMER_MS || ms < 0 || (ms === 0 && !zeroMeans)) {
+      throw new Error(`${source(name)} must be ${zeroMeans ? `0 (${zeroMeans}) or ` : ''}between 1ms and 596h (2^31-1 ms), got "${v}"`);
     }
     return ms;
+  };
+  const hostPort = (name: string, v: string | undefined) => {
+    if (v === undefined) return undefined;
+    try {
+      parseHostPort(v);
+    } catch (err) {
+      throw new Error(`${source(name)}: ${(err as Error).message}`);
+    }
+    return v;
+  };
+  const bytes = (name: string, v: string | undefined) => {
+    try {
+      return parseBytes(v as string);
+    } catch (err) {
+      throw new Error(`${source(name)}: ${asAgentError(err).message}`);
+    }
   };
   return {
     runtime: o.runtime as DaemonOptions['runtime'],
@@ -131,14 +176,15 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     clientCa: o.clientCa,
     authzFile: o.authzFile,
     stateDir: o.stateDir as string,
-    metricsAddr: o.metricsAddr,
+    metricsAddr: hostPort('metrics-addr', o.metricsAddr),
+    livenessRuntimeTimeoutMs: timeout('liveness-runtime-timeout', o.livenessRuntimeTimeout),
     logLevel: o.logLevel as string,
     logFormat: o.logFormat as LogFormat,
-    maxParallelPulls: Math.max(1, int('max-parallel-pulls', o.maxParallelPulls)),
+    maxParallelPulls: int('max-parallel-pulls', o.maxParallelPulls, 1),
     pullRetries: int('pull-retries', o.pullRetries),
     pullStallTimeoutMs: timeout('pull-stall-timeout', o.pullStallTimeout, 'no stall deadline'),
     pullTimeoutMs: timeout('pull-timeout', o.pullTimeout),
-    minFreeDiskBytes: parseBytes(o.minFreeDisk as string),
+    minFreeDiskBytes: bytes('min-free-disk', o.minFreeDisk),
     authFile: o.authFile,
     prewarmFile: o.prewarm,
     prewarmIntervalMs: timeout('prewarm-interval', o.prewarmInterval, 'once at start'),

@@ -1,6 +1,7 @@
 // `npm run demo`: the quick start. Starts the private runtime sandbox (scripts/sandbox), an agent on its
 // containerd, and a three-container demo pod; upgrades one container in place to a new image through
-// inplacectl; prints what stayed and what changed, and how long it took.
+// inplacectl; prints what stayed and what changed, and how long it took. With --keep the agent and the pod
+// stay up afterwards, and the inplacectl commands to try next are printed.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { sandboxEnv } from '../testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const env = sandboxEnv();
+const keep = process.argv.includes('--keep');
 
 function step(text: string): void {
   process.stdout.write(`\n== ${text}\n`);
@@ -34,7 +36,10 @@ async function main(): Promise<number> {
   const logFd = fs.openSync(agentLog, 'w');
   const agent = spawn(process.execPath, [path.join(root, 'dist/src/daemon/main.js'), '--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', `unix://${sock}`, '--state-dir', stateDir], {
     stdio: ['ignore', logFd, logFd],
+    // With --keep the agent outlives the demo.
+    detached: keep,
   });
+  let kept = false;
   const rt = new CriRuntime(env.criEndpoint);
   const fixture = new CriPodFixture(env.criEndpoint);
   let podId = '';
@@ -57,9 +62,7 @@ async function main(): Promise<number> {
     await rt.exec(oldApp.id, ['/bin/sh', '-c', 'echo "written by $(cat /app/version) at $(date)" > /data/note'], 10);
 
     step(`inplacectl restart demo/web app --image app=${env.images.appV2}`);
-    const t0 = process.hrtime.bigint();
     const ctl = spawnSync(process.execPath, [path.join(root, 'dist/src/cli/main.js'), '--agent', `unix://${sock}`, 'restart', 'demo/web', 'app', '--image', `app=${env.images.appV2}`], { stdio: 'inherit' });
-    const tookMs = Number(process.hrtime.bigint() - t0) / 1e6;
     if (ctl.status !== 0) return 1;
 
     const after = await snapshot(rt, pod.podId);
@@ -81,15 +84,45 @@ async function main(): Promise<number> {
     step('what changed');
     line('app id', `${oldApp.id.slice(0, 12)} -> ${newApp.id.slice(0, 12)}`, '');
     line('app image', `${oldApp.image} -> ${newApp.image}`, `(/app/version now ${version.stdout.trim()})`);
-    line('time', `${(tookMs / 1000).toFixed(2)}s`, 'inplacectl restart, pull check to verified');
-    process.stdout.write('\nThe sandbox is still up: `sudo scripts/sandbox down` stops it.\n');
+    // The restart's own duration and downtime are in inplacectl's last lines above.
+    if (keep) {
+      kept = true;
+      agent.unref();
+      const c = new AgentClient(`unix://${sock}`);
+      const lastOp = (await c.listOperations('demo/web').finally(() => c.close()))[0]?.id ?? '';
+      printNextSteps(sock, agent.pid ?? 0, agentLog, lastOp.slice(0, 8));
+      return 0;
+    }
+    process.stdout.write('\nThe sandbox is still up: `sudo scripts/sandbox down` stops it. `npm run demo -- --keep` leaves the agent and the pod running to try inplacectl on.\n');
     return 0;
   } finally {
-    if (podId) await fixture.remove({ podId, name: 'demo/web', containerIds: {} }).catch(() => undefined);
-    agent.kill('SIGTERM');
+    if (!kept) {
+      if (podId) await fixture.remove({ podId, name: 'demo/web', containerIds: {} }).catch(() => undefined);
+      agent.kill('SIGTERM');
+    }
     fixture.close();
     rt.close();
   }
+}
+
+/** What to try next on the kept agent and pod, with a path to inplacectl that works from this clone. */
+function printNextSteps(sock: string, pid: number, log: string, opId: string): void {
+  const cli = `node ${path.relative(process.cwd(), path.join(root, 'dist/src/cli/main.js')) || 'dist/src/cli/main.js'}`;
+  const lines = [
+    '',
+    `The agent (pid ${pid}, log ${log}) and pod demo/web are still running. Try, as root:`,
+    `  export INPLACE_AGENT=unix://${sock}`,
+    `  ${cli} pods`,
+    `  ${cli} restart demo/web app --image app=${env.images.appV1} --min-ready 2s`,
+    `  ${cli} restart demo/web sidecar logger`,
+    `  ${cli} restart demo/web app --image app=${env.images.appV2} --dry-run`,
+    `  ${cli} ops --pod demo/web`,
+    `  ${cli} -o json get ${opId || 'OPERATION_ID'}`,
+    `  ${cli} pull ${env.images.busybox} --pin`,
+    `(\`npm link\` once puts inplacectl and inplace-agent on PATH.)`,
+    `Stop them: kill ${pid}; sudo scripts/sandbox down (removes the pod with the sandbox).`,
+  ];
+  process.stdout.write(lines.join('\n') + '\n');
 }
 
 function line(what: string, value: string, note: string): void {

@@ -12,8 +12,9 @@ import type { ImagePuller } from './image-puller.js';
 import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { OperationSlots } from './operation-slots.js';
-import { isTerminal, type Operation, type RestartRequest } from './operation.js';
-import { resolvePod } from './pod-resolver.js';
+import { isTerminal, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
+import { MIN_ID_PREFIX, resolvePod } from './pod-resolver.js';
+import { RefusalReasons, Reasons } from './reasons.js';
 import { OPERATION_LABEL, planRestart, preStopCommand } from './restart-plan.js';
 import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
 import type { RestartStrategy, StrategyName } from './restart-strategy.js';
@@ -64,6 +65,8 @@ export class Engine extends EventEmitter {
   private readonly drainAbort = new AbortController();
   private readonly queue = new KeyedQueue();
   private readonly running = new Set<Promise<void>>();
+  /** Per running operation: aborted by cancel() so that a pull it waits on stops (see ExecutorDeps.cancelSignal). */
+  private readonly cancels = new Map<string, AbortController>();
   /** Ids of the operations executing now (holding a slot). */
   private readonly executing = new Set<string>();
   private readonly executor: RestartExecutor;
@@ -91,6 +94,7 @@ export class Engine extends EventEmitter {
       drainSignal: this.drainAbort.signal,
       replan: (op) => this.replan(op),
       afterStep: d.afterStep,
+      cancelSignal: (op) => this.cancelController(op.id).signal,
       strategies: d.strategies,
     });
   }
@@ -153,18 +157,19 @@ export class Engine extends EventEmitter {
    * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
    * gets that id, and a request whose id is already recorded returns that record instead of running twice.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string } = {}): Promise<Operation> {
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings } = {}): Promise<Operation> {
     const known = opts.id ? this.ops.get(opts.id) : undefined;
     if (known && !opts.dryRun) return known;
-    if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations');
-    const [pods, all] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers()]);
+    if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
+    const pods = await this.d.runtime.listPods({ withIp: false });
     const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
     if (unfinished >= this.maxUnfinished) {
       throw new AgentError('ResourceExhausted', `${unfinished} operations are unfinished on this node, the most it queues; try again when some have ended`);
     }
     const pod = resolvePod(pods, req.pod);
-    const containers = all.filter((c) => c.podId === pod.id);
+    // Only this pod's containers: on CRI each listed container costs a status call.
+    const containers = await this.d.runtime.listContainers({ podId: pod.id });
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
     const busy = this.queue.depth(pod.id) > 0;
     const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet, busy });
@@ -178,6 +183,7 @@ export class Engine extends EventEmitter {
       podIp: pod.ip,
       state: 'Pending',
       request: { ...req, pod: req.pod },
+      requested: opts.requested,
       containers: planned.map((p, i) => ({
         name: p.name,
         strategy: strategies[i],
@@ -204,9 +210,19 @@ export class Engine extends EventEmitter {
   get(id: string): Operation {
     const exact = this.ops.get(id);
     if (exact) return exact;
-    const byPrefix = id.length >= 6 ? [...this.ops.values()].filter((o) => o.id.startsWith(id)) : [];
-    if (byPrefix.length > 1) throw new AgentError('InvalidArgument', `operation id prefix ${quote(id)} is ambiguous: it matches ${byPrefix.length} operations`);
-    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation ${quote(id)} not found`);
+    if (id.length < MIN_ID_PREFIX) {
+      const matches = [...this.ops.values()].filter((o) => o.id.startsWith(id)).length;
+      throw new AgentError(
+        'InvalidArgument',
+        `operation id ${quote(id)} is too short: give the whole id or a prefix of at least ${MIN_ID_PREFIX} characters (it matches ${matches} operation${matches === 1 ? '' : 's'})`,
+        { reason: RefusalReasons.OperationIdTooShort },
+      );
+    }
+    const byPrefix = [...this.ops.values()].filter((o) => o.id.startsWith(id));
+    if (byPrefix.length > 1) {
+      throw new AgentError('InvalidArgument', `operation id prefix ${quote(id)} is ambiguous: it matches ${byPrefix.length} operations`, { reason: RefusalReasons.OperationAmbiguous });
+    }
+    if (byPrefix.length === 0) throw new AgentError('NotFound', `operation ${quote(id)} not found`, { reason: RefusalReasons.OperationNotFound });
     return byPrefix[0];
   }
 
@@ -215,17 +231,22 @@ export class Engine extends EventEmitter {
     return this.ops.has(id);
   }
 
-  /** All known operations, newest first, optionally of one pod. */
+  /**
+   * All known operations, newest first, optionally of one pod: by name, or by sandbox id or id prefix of at
+   * least MIN_ID_PREFIX characters (as `pods` prints them), before or after the operation.
+   */
   list(podFilter?: string): Operation[] {
+    const f = podFilter?.trim() ?? '';
+    const byId = (id: string | undefined) => !!id && (id === f || (f.length >= MIN_ID_PREFIX && /^[0-9a-f]+$/.test(f) && id.startsWith(f)));
     return [...this.ops.values()]
-      .filter((o) => !podFilter || o.podId === podFilter || o.podName === podFilter)
+      .filter((o) => !f || o.podName === f || byId(o.podId) || byId(o.podAfter?.podId))
       .sort((a, b) => b.createdAt.localeCompare(a.createdAt));
   }
 
   /** Asks an operation to stop at its next safe point; the old config keeps (or gets back) running. */
   async cancel(id: string): Promise<Operation> {
     const op = this.get(id);
-    if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`);
+    if (isTerminal(op.state)) throw new AgentError('FailedPrecondition', `operation ${op.id} has already ended (${op.state})`, { reason: RefusalReasons.OperationEnded });
     op.cancelRequested = true;
     if (op.state === 'Pending' && !this.executing.has(op.id)) {
       // Still waiting for its pod or for a slot: nothing was touched, so it ends here.
@@ -233,10 +254,13 @@ export class Engine extends EventEmitter {
       op.state = 'Cancelled';
       op.error = `operation ${op.id} was cancelled before it started; nothing was changed`;
       op.errorKind = 'Cancelled';
+      op.reason = Reasons.Cancelled;
       op.updatedAt = now;
       op.finishedAt = now;
     }
     await this.persist(op);
+    // A pull the operation waits on stops now, unless another caller waits on it too.
+    this.cancelController(op.id).abort(new AgentError('Cancelled', `operation ${op.id} was cancelled`));
     return op;
   }
 
@@ -289,9 +313,16 @@ export class Engine extends EventEmitter {
       })
       .finally(() => {
         this.running.delete(p);
+        this.cancels.delete(op.id);
         this.prune().catch((err: unknown) => this.d.log.warn('pruning old operations failed', { error: String(err) }));
       });
     this.running.add(p);
+  }
+
+  private cancelController(id: string): AbortController {
+    let c = this.cancels.get(id);
+    if (!c) this.cancels.set(id, (c = new AbortController()));
+    return c;
   }
 
   private async persist(op: Operation, sync = true): Promise<void> {

@@ -5,7 +5,7 @@ export class KeyedQueue {
   private readonly tails = new Map<string, Promise<void>>();
   private readonly waiting = new Map<string, number>();
 
-  /** Runs task after every earlier task of the same key has settled; onStart fires when it begins. */
+  /** Runs task after every earlier task of the same key has settled. */
   run<T>(key: string, task: () => Promise<T>): Promise<T> {
     const prev = this.tails.get(key) ?? Promise.resolve();
     this.waiting.set(key, (this.waiting.get(key) ?? 0) + 1);

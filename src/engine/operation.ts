@@ -94,6 +94,8 @@ export interface ContainerTarget {
   error?: string;
   /** Time from the stop call on the old container to the replacement's start returning, ms. */
   downtimeMs?: number;
+  /** Why this container failed or was rolled back (a constant of reasons.ts). */
+  reason?: string;
 }
 
 /** Progress of one image the operation needs. */
@@ -143,7 +145,20 @@ export interface Operation {
   finishedAt?: string;
   error?: string;
   errorKind?: string;
+  /** Why the operation did not succeed (a constant of reasons.ts). */
+  reason?: string;
   cancelRequested?: boolean;
+  /** The settings the caller gave; the others in `request` are the agent's defaults. */
+  requested?: RequestedSettings;
+  /** The pod read again after success: its sandbox id and IP then (absent when not read). */
+  podAfter?: { podId: string; podIp: string };
+}
+
+/** Restart settings as the caller gave them (absent: not given). */
+export interface RequestedSettings {
+  graceSeconds?: number;
+  minReadyMs?: number;
+  timeoutMs?: number;
 }
 
 const TERMINAL: ReadonlySet<OperationState> = new Set(['Succeeded', 'Failed', 'RolledBack', 'Cancelled']);

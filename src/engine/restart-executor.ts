@@ -2,6 +2,7 @@
 // effect it announces, and every step is safe to run again, so the same code both runs a new operation and
 // resumes one that an agent killed mid-way left behind (see the state machine in operation.ts).
 import { AgentError, asAgentError } from '../errors.js';
+import { MAX_TIMER_MS } from '../duration.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -9,21 +10,12 @@ import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
+import { readPodAfter } from './pod-after.js';
+import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
 import { isTransient, retryDelay, whileUnavailable } from './runtime-wait.js';
 
-/** Fixed reasons recorded on failures. */
-export const Reasons = {
-  PullFailed: 'ImagePullFailed',
-  CreateFailed: 'CreateContainerFailed',
-  StartFailed: 'StartContainerFailed',
-  ExitedEarly: 'ReplacementExitedDuringMinReady',
-  PreStopHookError: 'PreStopHookError',
-  RollbackFailed: 'RollbackFailed',
-  Cancelled: 'Cancelled',
-  Deadline: 'DeadlineExceeded',
-  Interrupted: 'ContainerChangedMeanwhile',
-} as const;
+export { Reasons };
 
 /** Thrown at a safe point when the agent is draining: the operation stays in the journal and resumes later. */
 export class Paused extends Error {
@@ -56,12 +48,11 @@ export interface ExecutorDeps {
   replan?: (op: Operation) => Promise<void>;
   /** Called after each container step is journaled (fault injection in tests, tracing). */
   afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
+  /** Aborts when the operation is cancelled (cuts its pulls short, unless another caller waits on them). */
+  cancelSignal?: (op: Operation) => AbortSignal;
   /** Strategies other than standalone, by the name a planned container carries (see restart-strategy.ts). */
   strategies?: RestartStrategy[];
 }
-
-/** The longest delay a Node.js timer takes (a longer one fires at once). */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /** How many times a rollback is tried when the runtime fails in a way that can heal (other than being away). */
 const ROLLBACK_TRIES = 5;
@@ -105,7 +96,7 @@ export class RestartExecutor {
         await this.d.replan(op);
       } catch (err) {
         const e = asAgentError(err);
-        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind);
+        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind, Reasons.PodChanged);
         return;
       }
     }
@@ -148,30 +139,31 @@ export class RestartExecutor {
           if (await this.strategyOf(t).advance(op, t, this.stepContext(op, t, deadline, old))) continue;
         }
         // This container failed (and was rolled back where it had been touched): the operation ends here.
-        const discarded = t.step === 'RolledBack' && (t.error ?? '').startsWith(Reasons.Cancelled);
-        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`);
+        const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
+        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
         return;
       }
       if (this.cutShort.delete(op.id)) {
         const kept = op.containers.filter((c) => c.step === 'Done').map((c) => c.name).join(', ');
-        await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled');
+        await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled', Reasons.Cancelled);
         return;
       }
+      op.podAfter = await readPodAfter(this.d.runtime, op);
       await this.finish(op, 'Succeeded');
     } catch (err) {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
-      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind);
+      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind, e.reason);
     } finally {
       this.cutShort.delete(op.id);
     }
   }
 
   private safePoint(op: Operation, deadline: number): void {
-    if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled`);
+    if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled`, { reason: Reasons.Cancelled });
     if (this.d.draining()) throw new Paused();
-    if (this.d.clock.now() > deadline) throw new AgentError('DeadlineExceeded', `operation ${op.id} ran out of time (timeout ${op.request.timeoutMs / 1000}s)`);
+    if (this.d.clock.now() > deadline) throw new AgentError('DeadlineExceeded', `operation ${op.id} ran out of time (timeout ${op.request.timeoutMs / 1000}s)`, { reason: Reasons.Deadline });
   }
 
   /** Makes every new image present, all at once (the pull service bounds the node's concurrency). */
@@ -183,12 +175,13 @@ export class RestartExecutor {
     const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())));
     op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
     let lastPublish = 0;
+    const signals = [abort.signal, this.d.drainSignal, this.d.cancelSignal?.(op)].filter((x): x is AbortSignal => x !== undefined);
     try {
       await Promise.all(
         op.pulls.map(async (p) => {
           try {
             const got = await this.d.puller.ensure(p.image, {
-              signal: this.d.drainSignal ? AbortSignal.any([abort.signal, this.d.drainSignal]) : abort.signal,
+              signal: AbortSignal.any(signals),
               onProgress: (pr) => {
                 p.bytesDone = pr.bytesDone;
                 p.bytesTotal = pr.bytesTotal;
@@ -206,7 +199,8 @@ export class RestartExecutor {
             if (this.d.draining()) throw new Paused();
             const e = asAgentError(err);
             abort.abort(e);
-            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err });
+            if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled while pulling ${p.image}; nothing was stopped`, { reason: Reasons.Cancelled });
+            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
           }
         }),
       );
@@ -261,12 +255,13 @@ export class RestartExecutor {
     await this.d.save(op, sync);
   }
 
-  private async finish(op: Operation, state: OperationState, error?: string, kind?: string): Promise<void> {
+  private async finish(op: Operation, state: OperationState, error?: string, kind?: string, reason?: string): Promise<void> {
     if (isTerminal(op.state)) return;
     this.checkTransition(op, state);
     op.state = state;
     if (error) op.error = error;
     if (kind) op.errorKind = kind;
+    if (reason) op.reason = reason;
     op.finishedAt = new Date(this.d.clock.now()).toISOString();
     await this.save(op);
     this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, error });
@@ -302,6 +297,7 @@ export class RestartExecutor {
     const rt = this.d.runtime;
     const old = inspected;
     if (t.step === 'Waiting' && (!old || old.state !== 'running')) {
+      t.reason = Reasons.Interrupted;
       t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; it was not touched`;
       await this.step(op, t, 'Failed');
       return false;
@@ -337,6 +333,7 @@ export class RestartExecutor {
               // deadline) may still have happened in the runtime: remove what it left.
               const stray = await this.findReplacement(op, t).catch(() => undefined);
               if (stray) await rt.removeContainer(stray).catch(() => undefined);
+              t.reason = Reasons.CreateFailed;
               t.error = `${Reasons.CreateFailed}: ${e.message}`;
               await this.step(op, t, 'Failed');
               return false;
@@ -347,6 +344,7 @@ export class RestartExecutor {
           case 'Created': {
             if (op.cancelRequested || this.d.clock.now() > deadline) {
               await this.whenAvailable(`remove the replacement of "${t.name}"`, this.d.clock.now() + ROLLBACK_WAIT_MS, () => rt.removeContainer(t.newId));
+              t.reason = op.cancelRequested ? Reasons.Cancelled : Reasons.Deadline;
               t.error = op.cancelRequested ? `${Reasons.Cancelled}: cancelled before the old container was stopped` : `${Reasons.Deadline}: ran out of time before the old container was stopped`;
               await this.step(op, t, 'RolledBack');
               return false;
@@ -422,7 +420,10 @@ export class RestartExecutor {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       this.d.log.warn('container replacement failed; rolling back', { op: op.id, container: t.name, step: t.step, error: e.message });
-      if (!t.error || t.step !== 'RollingBack') t.error = e.message;
+      if (!t.error || t.step !== 'RollingBack') {
+        t.error = e.message;
+        t.reason = e.reason ?? Reasons.ReplacementFailed;
+      }
       await this.rollback(op, t, oldSpec, deadline);
       return false;
     }
@@ -547,7 +548,7 @@ export class RestartExecutor {
       }
       if (this.d.clock.now() > deadline) {
         const why = unanswered > 0 ? ': the runtime did not answer' : '';
-        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline${why}`);
+        throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: replacement for "${t.name}" was not verified before the operation's deadline${why}`, { reason: Reasons.Deadline });
       }
       const left = until - this.d.clock.now();
       try {
@@ -574,7 +575,7 @@ export class RestartExecutor {
     t.exitCode = cur.exitCode;
     const why = (cur.reason ? `, reason ${cur.reason}` : '') + (cur.restartCount ? `, restarted ${cur.restartCount} times by its restart policy` : '');
     const state = cur.state === 'running' ? 'crash-looping' : cur.state;
-    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${state} with exit code ${cur.exitCode ?? 'unknown'}${why}`);
+    return new AgentError('Aborted', `${Reasons.ExitedEarly}: replacement for "${t.name}" (image ${t.newImage}) is ${state} with exit code ${cur.exitCode ?? 'unknown'}${why}`, { reason: Reasons.ExitedEarly });
   }
 
   /**
@@ -601,6 +602,7 @@ export class RestartExecutor {
           await this.d.clock.sleep(Math.min(8000, 500 * 2 ** (attempt - 1)));
           continue;
         }
+        t.reason = Reasons.RollbackFailed;
         t.error = `${t.error ?? 'replacement failed'}; ${Reasons.RollbackFailed}: ${e.message}; container "${t.name}" may need manual attention`;
         await this.step(op, t, 'Failed');
         return;

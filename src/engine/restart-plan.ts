@@ -5,6 +5,7 @@ import { quote } from '../quote.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import type { Container, Pod, RuntimeKind } from '../runtime/types.js';
 import type { RestartRequest } from './operation.js';
+import { RefusalReasons as R } from './reasons.js';
 
 /** Label the kubelet puts on every container it manages. */
 export const KUBELET_POD_UID_LABEL = 'io.kubernetes.pod.uid';
@@ -36,45 +37,51 @@ export interface PlanOptions {
 
 /** Checks a request against the pod and its containers and returns the targets, in the order given. */
 export function planRestart(pod: Pod, podContainers: Container[], req: RestartRequest, opts: PlanOptions): PlannedTarget[] {
-  if (req.containers.length === 0) throw new AgentError('InvalidArgument', 'name at least one container to restart');
+  if (req.containers.length === 0) throw new AgentError('InvalidArgument', 'name at least one container to restart', { reason: R.InvalidRequest });
   const seen = new Set<string>();
   for (const name of req.containers) {
-    if (seen.has(name)) throw new AgentError('InvalidArgument', `container ${quote(name)} is named twice`);
+    if (seen.has(name)) throw new AgentError('InvalidArgument', `container ${quote(name)} is named twice`, { reason: R.InvalidRequest });
     seen.add(name);
   }
   for (const name of Object.keys(req.images)) {
-    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container ${quote(name)}, which is not one of the containers to restart (${req.containers.join(', ')})`);
-    parseImageRef(req.images[name]);
+    if (!seen.has(name)) throw new AgentError('InvalidArgument', `--image names container ${quote(name)}, which is not one of the containers to restart (${req.containers.join(', ')})`, { reason: R.InvalidRequest });
+    try {
+      parseImageRef(req.images[name]);
+    } catch (err) {
+      throw new AgentError('InvalidArgument', (err as Error).message, { cause: err, reason: R.InvalidRequest });
+    }
   }
-  if (!(req.graceSeconds >= 0)) throw new AgentError('InvalidArgument', `grace period must be >= 0 seconds, got ${req.graceSeconds}`);
-  if (!(req.minReadyMs >= 0)) throw new AgentError('InvalidArgument', `min-ready must be >= 0, got ${req.minReadyMs} ms`);
-  if (pod.state !== 'ready') throw new AgentError('FailedPrecondition', `pod ${pod.name} is not ready: its sandbox is stopped`);
+  if (!(req.graceSeconds >= 0)) throw new AgentError('InvalidArgument', `grace period must be >= 0 seconds, got ${req.graceSeconds}`, { reason: R.InvalidRequest });
+  if (!(req.minReadyMs >= 0)) throw new AgentError('InvalidArgument', `min-ready must be >= 0, got ${req.minReadyMs} ms`, { reason: R.InvalidRequest });
+  if (pod.state !== 'ready') throw new AgentError('FailedPrecondition', `pod ${pod.name} is not ready: its sandbox is stopped`, { reason: R.PodNotReady });
 
   const names = [...new Set(podContainers.map((c) => c.name))].sort();
   return req.containers.map((name) => {
     const same = podContainers.filter((c) => c.name === name);
     const running = same.filter((c) => c.state === 'running').sort((a, b) => b.attempt - a.attempt);
     if (same.length === 0) {
-      throw new AgentError('NotFound', `container ${quote(name)} not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`);
+      throw new AgentError('NotFound', `container ${quote(name)} not found in pod ${pod.name} (it has: ${names.join(', ') || 'no containers'})`, { reason: R.ContainerNotFound });
     }
     if (running.length === 0 && opts.busy) running.push([...same].sort((a, b) => b.attempt - a.attempt)[0]);
     if (running.length === 0) {
-      throw new AgentError('FailedPrecondition', `container "${name}" in pod ${pod.name} is not running (state ${same[0].state}); only running containers are restarted in place`);
+      throw new AgentError('FailedPrecondition', `container "${name}" in pod ${pod.name} is not running (state ${same[0].state}); only running containers are restarted in place`, { reason: R.ContainerNotRunning });
     }
     if (running.length > 1) {
-      throw new AgentError('FailedPrecondition', `pod ${pod.name} has ${running.length} running containers named "${name}"; refusing to guess`);
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} has ${running.length} running containers named "${name}"; refusing to guess`, { reason: R.ContainerAmbiguous });
     }
     const current = running[0];
     if (!opts.allowKubelet && current.labels[KUBELET_POD_UID_LABEL]) {
       throw new AgentError(
         'FailedPrecondition',
         `container "${name}" in pod ${pod.name} is managed by a kubelet (label ${KUBELET_POD_UID_LABEL}); recreating it behind the kubelet's back would fight it. Run the agent in Kubernetes mode for kubelet-managed pods`,
+        { reason: R.KubeletManaged },
       );
     }
     if (opts.kind === 'docker' && current.id === pod.id && podContainers.some((c) => c.id !== current.id)) {
       throw new AgentError(
         'FailedPrecondition',
         `container "${name}" owns the network namespace of pod ${pod.name}; other containers join it, and recreating it would cut them off`,
+        { reason: R.OwnsPodNetwork },
       );
     }
     const newImage = req.images[name] ?? current.image;
@@ -91,10 +98,10 @@ export function preStopCommand(labels: Record<string, string>, annotations: Reco
   try {
     parsed = JSON.parse(raw);
   } catch {
-    throw new AgentError('InvalidArgument', `${PRE_STOP_KEY} must be a JSON array of strings, got ${JSON.stringify(raw)}`);
+    throw new AgentError('InvalidArgument', `${PRE_STOP_KEY} must be a JSON array of strings, got ${JSON.stringify(raw)}`, { reason: R.InvalidPreStopHook });
   }
   if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((s) => typeof s === 'string')) {
-    throw new AgentError('InvalidArgument', `${PRE_STOP_KEY} must be a non-empty JSON array of strings, got ${JSON.stringify(raw)}`);
+    throw new AgentError('InvalidArgument', `${PRE_STOP_KEY} must be a non-empty JSON array of strings, got ${JSON.stringify(raw)}`, { reason: R.InvalidPreStopHook });
   }
   return parsed as string[];
 }

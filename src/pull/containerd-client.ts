@@ -14,6 +14,7 @@ import type { Lease__Output } from '../gen/containerd/services/leases/v1/Lease.j
 import type { Resource__Output } from '../gen/containerd/services/leases/v1/Resource.js';
 import { AgentError } from '../errors.js';
 import { RUNTIME_SOCKET_CHANNEL_OPTIONS } from '../runtime/socket-channel.js';
+import { CRI_NAMESPACE } from '../runtime/types.js';
 
 const CONTENT_PROTO = 'containerd/services/content/v1/content.proto';
 const LEASES_PROTO = 'containerd/services/leases/v1/leases.proto';
@@ -52,7 +53,7 @@ export class ContainerdClient {
   /** address: containerd's socket path or `unix://` endpoint. */
   constructor(
     readonly address: string,
-    readonly namespace = 'k8s.io',
+    readonly namespace = CRI_NAMESPACE,
     private readonly callTimeoutMs = 5000,
   ) {
     const target = address.startsWith('/') ? `unix://${address}` : address;

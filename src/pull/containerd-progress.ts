@@ -10,7 +10,7 @@
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { PullProgress } from '../runtime/types.js';
+import { CRI_NAMESPACE, type PullProgress } from '../runtime/types.js';
 import { ContainerdClient } from './containerd-client.js';
 import { LeaseProgress } from './lease-progress.js';
 import type { ProgressSource } from './progress-source.js';
@@ -40,7 +40,7 @@ export class ContainerdProgressSource implements ProgressSource {
   private warned = false;
 
   constructor(private readonly opts: ContainerdProgressOptions) {
-    this.client = new ContainerdClient(opts.address, opts.namespace ?? 'k8s.io');
+    this.client = new ContainerdClient(opts.address, opts.namespace ?? CRI_NAMESPACE);
     this.intervalMs = opts.intervalMs ?? 300;
     this.claimTimeoutMs = opts.claimTimeoutMs ?? 2000;
     this.clock = opts.clock ?? systemClock;

@@ -2,6 +2,7 @@
 // from containerd's own API (on --containerd-address, or the CRI endpoint itself, which containerd serves on
 // the same socket); elsewhere without a progress source.
 import { asAgentError } from '../errors.js';
+import { CRI_NAMESPACE } from '../runtime/types.js';
 import { ContainerdClient } from './containerd-client.js';
 import { ContainerdProgressSource } from './containerd-progress.js';
 import type { ProgressSource } from './progress-source.js';
@@ -40,7 +41,7 @@ export async function createNodePullService(opts: NodePullServiceOptions): Promi
       }
     }
     if (address) {
-      const namespace = opts.containerdNamespace ?? 'k8s.io';
+      const namespace = opts.containerdNamespace ?? CRI_NAMESPACE;
       const probe = new ContainerdClient(address, namespace);
       try {
         await probe.listLeases();

@@ -87,11 +87,6 @@ export class PullFlight {
     });
   }
 
-  /** Number of callers waiting. */
-  get waiters(): number {
-    return this.subscribers.size;
-  }
-
   /** Changes the state; a phase or position change is sent at once, byte progress at most every interval. */
   update(patch: Partial<FlightState>): void {
     if (this.finished) return;

@@ -1,4 +1,5 @@
 // The image pull service's contract: what the API edge and the restart engine call.
+import { MAX_TIMER_MS } from '../duration.js';
 import type { ImagePuller } from '../engine/image-puller.js';
 import type { LayerProgress, RegistryAuth } from '../runtime/types.js';
 
@@ -34,7 +35,7 @@ export interface PullEvent {
 export type FlightState = Omit<PullEvent, 'image' | 'elapsedMs' | 'pinned'>;
 
 /** The longest timeout a timer can take (setTimeout's limit, ~24.8 days); longer ones are cut to it. */
-export const MAX_PULL_TIMEOUT_MS = 2 ** 31 - 1;
+export const MAX_PULL_TIMEOUT_MS = MAX_TIMER_MS;
 
 /** A pull's state before anything happened, in the given phase. */
 export function initialFlightState(phase: PullPhase): FlightState {

@@ -66,11 +66,6 @@ export function parseImageRef(input: string): ImageRef {
   return { registry, repository, tag, digest, normalized, original: input };
 }
 
-/** The registry host a reference is pulled from, as used to look up credentials. */
-export function registryOf(input: string): string {
-  return parseImageRef(input).registry;
-}
-
 /** Whether two references name the same image (after normalisation). */
 export function sameImage(a: string, b: string): boolean {
   try {

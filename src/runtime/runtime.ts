@@ -19,7 +19,7 @@ import type {
 /** Filter for listing containers. */
 export interface ContainerFilter {
   podId?: string;
-  /** Include exited/created containers too (default: all states). */
+  /** Only running containers (default: every state). */
   runningOnly?: boolean;
 }
 

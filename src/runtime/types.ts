@@ -1,6 +1,12 @@
 // The agent's view of a node, in its own terms. Wire types (CRI, Docker JSON) are converted to these at the
 // edge of each adapter, in that adapter's convert.ts.
 
+/** The namespace containerd's CRI plugin keeps its images, containers and sandboxes in by default. */
+export const CRI_NAMESPACE = 'k8s.io';
+
+/** Least length of an id prefix that picks a pod or an operation (ids are printed with 12 and 8 characters). */
+export const MIN_ID_PREFIX = 6;
+
 /** Which kind of runtime an adapter drives. */
 export type RuntimeKind = 'cri' | 'docker';
 

@@ -119,5 +119,7 @@ describe('in-place restart edges on Docker', function () {
     const ep = now.NetworkSettings.Networks[netName];
     assert.equal(ep?.IPAddress, '10.199.77.50', 'static IP kept');
     assert.ok(ep?.Aliases?.includes('db'), `alias kept: ${JSON.stringify(ep?.Aliases)}`);
+    // The pod of one got a new sandbox (its container): the output says so, and compares the IP it read again.
+    assert.match(res.stdout, new RegExp(`sandbox CHANGED ${old.Id.slice(0, 12)} -> ${now.Id.slice(0, 12)}, IP 10\\.199\\.77\\.50 unchanged`), res.stdout);
   });
 });

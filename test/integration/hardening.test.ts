@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { AgentClient } from '../../src/api/client.js';
 import { MAX_OPEN_CALLS_PER_CALLER } from '../../src/api/limits.js';
 import { AgentError } from '../../src/errors.js';
-import type { Operation } from '../../src/engine/operation.js';
+import type { OperationView as Operation } from '../../src/api/convert.js';
 import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
 import type { RestartRequest } from '../../src/gen/inplace/v1/RestartRequest.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';

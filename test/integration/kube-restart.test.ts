@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { CoreV1Api, DiscoveryV1Api, KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
-import type { Operation } from '../../src/engine/operation.js';
+import type { OperationView as Operation } from '../../src/api/convert.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../../src/testbed/kube-env.js';

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { AgentClient } from '../../src/api/client.js';
-import type { Operation } from '../../src/engine/operation.js';
+import type { OperationView as Operation } from '../../src/api/convert.js';
 import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';

@@ -121,7 +121,12 @@ for (const f of flavours) {
         const imageLine = new RegExp(`${env.images.appV2.replace(/[.]/g, '\\.')}: (pulled|present)`);
         if (newImage) assert.match(res.stdout, imageLine, 'the new image is made present first, and that is shown');
         else assert.doesNotMatch(res.stdout, /: (pulled|present)/, 'a container keeping its image needs no pull');
-        assert.match(res.stdout, /down \d+ ms/, 'the downtime is reported');
+        assert.match(res.stdout, /down \d+(\.\d+)?m?s\)/, 'the downtime is reported');
+        assert.match(res.stdout, /restarted in place in \S+ \(submit to verified, of which 500ms the min-ready wait\)/, 'one duration, named, with the min-ready share');
+        // What was compared is printed; a pod without an IP (Docker here) is never said to keep "-".
+        if (before.ip) assert.match(res.stdout, new RegExp(`sandbox ${pod.podId.slice(0, 12)} unchanged, IP ${before.ip.replace(/\./g, '\\.')} unchanged`));
+        else assert.match(res.stdout, /no IP before or after/);
+        assert.doesNotMatch(res.stdout, /ip - unchanged/);
 
         const after = await snapshot(rt, pod.podId);
         const newApp = after.byName.get('app')!;

@@ -5,7 +5,7 @@
 // Starting, Verifying, RemovingOld, RollingBack; both durations; containerd under CRI, dockerd under Docker.
 import assert from 'node:assert/strict';
 import { AgentClient } from '../../src/api/client.js';
-import type { Operation } from '../../src/engine/operation.js';
+import type { OperationView as Operation } from '../../src/api/convert.js';
 import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';

@@ -126,3 +126,19 @@ describe('inplacectl pull rendering', () => {
     await assert.rejects(readAuthFileForRequest(empty), /has no credentials/);
   });
 });
+
+describe('inplacectl pull --pin in text mode', () => {
+  it('says of each image whether it ended pinned', async () => {
+    const out = new Sink();
+    const code = await runPull(stream([ev('a:1', 'Done', { pinned: true }), ev('b:1', 'Done', { pinned: false })]), { out, err: new Sink(), now: () => 0, pin: true });
+    assert.equal(code, 0);
+    assert.match(out.text, /^a:1: Done, .*, pinned$/m);
+    assert.match(out.text, /^b:1: Done, .*, not pinned \(the runtime does not report it pinned\)$/m);
+  });
+
+  it('says nothing about pinning when it was not asked for', async () => {
+    const out = new Sink();
+    await runPull(stream([ev('a:1', 'Done')]), { out, err: new Sink(), now: () => 0 });
+    assert.doesNotMatch(out.text, /pinned/);
+  });
+});

@@ -26,7 +26,14 @@ export function restartHandler(engine: Engine, defaults: RestartDefaults, runtim
       minReadyMs: req.minReadySet ? Number(req.minReadyMs) : defaults.minReadyMs,
       timeoutMs: Number(req.timeoutMs) > 0 ? Number(req.timeoutMs) : defaults.timeoutMs,
       skipPreStop: req.skipPreStop,
-    }, { dryRun: req.dryRun });
+    }, {
+      dryRun: req.dryRun,
+      requested: {
+        graceSeconds: req.graceSet ? req.graceSeconds : undefined,
+        minReadyMs: req.minReadySet ? Number(req.minReadyMs) : undefined,
+        timeoutMs: Number(req.timeoutMs) > 0 ? Number(req.timeoutMs) : undefined,
+      },
+    });
     return operationToWire(op);
   });
 }

@@ -9,11 +9,11 @@ import { AgentError } from '../../errors.js';
 import { loadProto } from '../../proto.js';
 import { RUNTIME_SOCKET_CHANNEL_OPTIONS } from '../socket-channel.js';
 import { fromGrpcError } from './errors.js';
+import { CRI_NAMESPACE } from '../types.js';
 
 const IMAGES_PROTO = 'containerd/services/images/v1/images.proto';
 
-/** The namespace containerd's CRI plugin keeps its images, containers and sandboxes in by default. */
-export const CRI_NAMESPACE = 'k8s.io';
+export { CRI_NAMESPACE };
 
 /** Deadline of each call, ms. */
 const CALL_TIMEOUT_MS = 10_000;

@@ -86,24 +86,6 @@ export function toMounts(mounts: (Mount__Output | CriMount)[] | undefined): Moun
   }));
 }
 
-/** A container from a ListContainers item alone (no start/finish times, exit code or mounts). */
-export function toContainerFromListItem(c: Container__Output): Container {
-  return {
-    id: c.id,
-    name: c.metadata?.name ?? '',
-    podId: c.podSandboxId,
-    attempt: c.metadata?.attempt ?? 0,
-    runtimeName: '',
-    image: c.image?.image ?? '',
-    imageId: c.imageId || c.imageRef,
-    state: toContainerState(c.state),
-    createdAt: nanosToDateOrEpoch(c.createdAt),
-    labels: { ...c.labels },
-    annotations: { ...c.annotations },
-    mounts: [],
-  };
-}
-
 /**
  * A container from its ContainerStatus, with the pod id and image id that only ListContainers or the
  * verbose info carry. containerd reports the image's first tag as status.image and a repo digest as

@@ -18,6 +18,7 @@ import type {
   RuntimeEvent,
   RuntimeVersion,
 } from '../types.js';
+import { MIN_ID_PREFIX } from '../types.js';
 import { containerFromInspect, containerState, imageFromInspect, imageFromSummary } from './convert.js';
 import { createOptions, extraNetworks, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
@@ -67,7 +68,7 @@ export class DockerRuntime implements Runtime {
   }
 
   async getPod(podId: string): Promise<Pod> {
-    const pods = (await this.listPods()).filter((p) => p.id === podId || (podId.length >= 4 && p.id.startsWith(podId)));
+    const pods = (await this.listPods()).filter((p) => p.id === podId || (podId.length >= MIN_ID_PREFIX && p.id.startsWith(podId)));
     if (pods.length !== 1) throw new AgentError('NotFound', `pod "${podId}" not found`);
     return pods[0]!;
   }

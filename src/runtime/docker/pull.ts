@@ -1,6 +1,7 @@
 // Pulls one image through `POST /images/create`, following its progress stream.
 import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
+import { MAX_TIMER_MS } from '../../duration.js';
 import { AgentError } from '../../errors.js';
 import { parseImageRef } from '../image-ref.js';
 import type { PulledImage, PullOptions, RegistryAuth } from '../types.js';
@@ -16,8 +17,6 @@ export function splitReference(ref: string): { repository: string; tag: string; 
   return { repository: ref, tag: 'latest', byDigest: false };
 }
 
-/** The longest delay setTimeout takes; a longer one would fire after 1 ms. */
-const MAX_TIMER_MS = 2 ** 31 - 1;
 
 /**
  * The repo digest dockerd stored for ref's repository: `repository@` the stream's `Digest:` line when there

@@ -1,0 +1,23 @@
+// Reads a pod again after a successful restart, so that what is reported about its sandbox and IP is what
+// the runtime says then, not what it said before.
+import { AgentError } from '../errors.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { Operation } from './operation.js';
+
+/**
+ * The pod's sandbox id and IP now. A Docker pod of one has no sandbox besides its container, so its
+ * replacement is a pod of its own: it is read under the replacement's id. Undefined when it cannot be read.
+ */
+export async function readPodAfter(runtime: Runtime, op: Operation): Promise<{ podId: string; podIp: string } | undefined> {
+  const candidates = [op.podId];
+  if (op.containers.length === 1 && op.containers[0].newId) candidates.push(op.containers[0].newId);
+  for (const id of candidates) {
+    try {
+      const pod = await runtime.getPod(id);
+      return { podId: pod.id, podIp: pod.ip };
+    } catch (err) {
+      if (!AgentError.is(err, 'NotFound')) return undefined;
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,44 @@
+// The daemon's settings: a bad value is refused naming the flag or the environment variable it came from.
+import assert from 'node:assert/strict';
+import { daemonCommand, daemonOptions } from '../../src/daemon/options.js';
+
+function parse(args: string[], env: Record<string, string> = {}) {
+  const saved = { ...process.env };
+  Object.assign(process.env, env);
+  try {
+    const cmd = daemonCommand('test').exitOverride();
+    cmd.parse(args, { from: 'user' });
+    return daemonOptions(cmd);
+  } finally {
+    for (const k of Object.keys(env)) delete process.env[k];
+    Object.assign(process.env, saved);
+  }
+}
+
+describe('daemon options', () => {
+  it('names the environment variable that held a bad duration', () => {
+    assert.throws(() => parse([], { INPLACE_AGENT_GRACE: 'zz' }), /^Error: INPLACE_AGENT_GRACE \(--grace\): invalid duration "zz"/);
+    assert.throws(() => parse(['--grace', 'zz']), /^Error: --grace: invalid duration "zz"/);
+  });
+
+  it('refuses a --metrics-addr that is not HOST:PORT, in words', () => {
+    assert.throws(() => parse(['--metrics-addr', 'nonsense']), (err: Error) => {
+      assert.match(err.message, /--metrics-addr: expected HOST:PORT .* got "nonsense"/);
+      assert.doesNotMatch(err.message, /NaN|options\.port/);
+      return true;
+    });
+    assert.throws(() => parse(['--metrics-addr', '127.0.0.1:99999']), /--metrics-addr: expected HOST:PORT/);
+    assert.equal(parse(['--metrics-addr', '127.0.0.1:0']).metricsAddr, '127.0.0.1:0');
+  });
+
+  it('refuses --max-parallel-pulls 0 instead of taking it as unlimited', () => {
+    assert.throws(() => parse(['--max-parallel-pulls', '0']), /--max-parallel-pulls must be a whole number of at least 1, got "0"/);
+    assert.equal(parse(['--max-parallel-pulls', '1']).maxParallelPulls, 1);
+  });
+
+  it('takes a liveness bound on the runtime, a few minutes by default', () => {
+    assert.equal(parse([]).livenessRuntimeTimeoutMs, 3 * 60_000);
+    assert.equal(parse(['--liveness-runtime-timeout', '2s']).livenessRuntimeTimeoutMs, 2000);
+    assert.throws(() => parse(['--liveness-runtime-timeout', '0']), /--liveness-runtime-timeout must be between/);
+  });
+});
