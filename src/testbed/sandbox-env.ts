@@ -72,5 +72,5 @@ export function sandboxEnv(env: NodeJS.ProcessEnv = process.env): SandboxEnv {
 export function containerd2SandboxEnv(env: NodeJS.ProcessEnv = process.env): SandboxEnv {
   const dir = env.INPLACE_SANDBOX_CTRD2_DIR ?? '/tmp/inplace-sandbox-ctrd2';
   const conf = savedConf(dir);
-  return envAt(dir, conf.PORT ?? '5001', conf.CONTAINERD_VERSION ?? '');
+  return envAt(dir, conf.PORT ?? '5002', conf.CONTAINERD_VERSION ?? '');
 }
