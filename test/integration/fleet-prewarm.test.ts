@@ -2,14 +2,12 @@
 // (a bare Node object) with its own containerd, pull through per-node counting proxies in front of one real
 // registry, so the order and overlap of every node's blob downloads is observed, not inferred.
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { stableOrder } from '../../src/fleet/node-order.js';
 import type { ImagePrewarm, ImagePrewarmSpec, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
-import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { ctl, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrds, deleteNodes, ensureNamespace, ensureNode, testKubeConfig } from '../support/kube-apply.js';
 import { startMiniContainerd, type MiniContainerd } from '../support/mini-containerd.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../support/registry-images.js';
@@ -18,7 +16,6 @@ import { startRegistry, type RegistryServer } from '../support/registry-server.j
 import { requireRuntime } from '../support/require-runtime.js';
 import { kubeEnv } from '../../src/testbed/kube-env.js';
 
-const CTL = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
 const NODES = ['ipf-a', 'ipf-b', 'ipf-c', 'ipf-d'];
 const NS = 'inplace-fleet-test';
 const NODE_LABEL = 'inplace-agent.test/fleet';
@@ -48,16 +45,9 @@ async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, timeou
   }
 }
 
-function ctl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [CTL, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    child.once('error', reject);
-    child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+/** inplacectl prewarm ...: talks to the API server only, so no agent socket is involved. */
+function ctlKube(...args: string[]): Promise<CtlResult> {
+  return ctl('unix:///nonexistent/agent.sock', ...args);
 }
 
 /** The most nodes whose download windows (first blob start to last blob end) overlap at one moment. */
@@ -196,10 +186,10 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     assert.ok(peak <= 2, `at most 2 nodes downloaded at once (peak ${peak})`);
     assert.equal(peak, 2, 'after the seed, two nodes pulled side by side');
 
-    const text = await ctl('prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
+    const text = await ctlKube('prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
     assert.equal(text.code, 0, text.stderr);
     assert.match(text.stdout, /^fanout: 4\/4 nodes done, 0 pulling, 0 waiting, 0 failed/m);
-    const json = await ctl('-o', 'json', 'prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
+    const json = await ctlKube('-o', 'json', 'prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
     assert.equal((JSON.parse(json.stdout) as { succeeded: number }).succeeded, 4);
     const summary = await waitFor('the summary in ImagePrewarm.status', async () => {
       const pw = (await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name: 'fanout' })) as ImagePrewarm;
@@ -240,7 +230,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
       assert.match(e.images[0]!.message ?? '', /not found/i);
       assert.match(e.images[0]!.message ?? '', /after 2 attempts/);
     }
-    const st = await ctl('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', KUBECONFIG);
+    const st = await ctlKube('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', KUBECONFIG);
     assert.equal(st.code, 1, 'status --watch exits 1 when nodes failed');
     assert.match(st.stdout, /0\/4 nodes done, 0 pulling, 0 waiting, 4 failed/);
     for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: .*not found`, 'i'));
@@ -274,7 +264,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
       const np = await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n });
       assert.ok(!JSON.stringify(np).includes(password), `NodePrewarm ${n} holds no credentials`);
     }
-    const st = await ctl('-o', 'json', 'prewarm', 'status', 'secret', '--kubeconfig', KUBECONFIG);
+    const st = await ctlKube('-o', 'json', 'prewarm', 'status', 'secret', '--kubeconfig', KUBECONFIG);
     assert.ok(!st.stdout.includes(password));
   });
 
