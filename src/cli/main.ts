@@ -123,7 +123,7 @@ function program(): Command {
     .exitOverride();
   const globals = () => prog.opts<Globals>();
   prog.hook('preAction', (_prog, action) => {
-    if (globals().kubeconfig && action.name() !== 'restart') throw new UsageError(`--kubeconfig works with restart only; ${action.name()} talks to the agent socket (--agent)`);
+    if (globals().kubeconfig && action.name() !== 'restart' && action.parent?.name() !== 'prewarm') throw new UsageError(`--kubeconfig works with restart only; ${action.name()} talks to the agent socket (--agent)`);
   });
 
   prog

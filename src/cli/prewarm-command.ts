@@ -16,6 +16,8 @@ export class PrewarmUsageError extends Error {}
 
 interface PrewarmGlobals {
   output: 'text' | 'json';
+  /** inplacectl's global --kubeconfig. */
+  kubeconfig?: string;
 }
 
 function pairs(values: string[], flag: string): Record<string, string> {
@@ -138,7 +140,8 @@ export function renderPrewarmStatus(name: string, s: ImagePrewarmStatus, nodes: 
 /** Adds `prewarm` with its subcommands to inplacectl. */
 export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals): void {
   const pw = prog.command('prewarm').description('warm images across the cluster before a rollout (ImagePrewarm objects; needs a kubeconfig)');
-  const kubeOpt = (c: Command) => c.option('--kubeconfig <file>', 'kubeconfig (default: $KUBECONFIG, then in-cluster)');
+  // --kubeconfig is inplacectl's global flag (default: $KUBECONFIG, then in-cluster).
+  const kubeOpt = (c: Command) => c;
 
   kubeOpt(pw.command('create'))
     .description('create an ImagePrewarm: every agent on the selected nodes pulls its part')
@@ -155,7 +158,7 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .option('--refresh <duration>', 're-check and re-pull what is gone every interval')
     .action(async (name: string, o: Record<string, unknown>) => {
       const spec = specFromFlags(o);
-      const kc = kubeconfigOf(o as { kubeconfig?: string });
+      const kc = kubeconfigOf(globals());
       const custom = kc.makeApiClient(k8s.CustomObjectsApi);
       const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name }, spec };
       try {
@@ -172,9 +175,9 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .argument('<name>')
     .option('-w, --watch', 'follow until every node is done or failed (exit 1 when any failed)')
     .option('--interval <duration>', 'refresh interval with --watch', '2s')
-    .action(async (name: string, o: { kubeconfig?: string; watch?: boolean; interval: string }) => {
+    .action(async (name: string, o: { watch?: boolean; interval: string }) => {
       const g = globals();
-      const kc = kubeconfigOf(o);
+      const kc = kubeconfigOf(globals());
       const every = parseDuration(o.interval);
       let last = '';
       for (;;) {
@@ -195,8 +198,8 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
   kubeOpt(pw.command('delete'))
     .description('delete an ImagePrewarm (agents drop their records of it; images stay on the nodes)')
     .argument('<name>')
-    .action(async (name: string, o: { kubeconfig?: string }) => {
-      const kc = kubeconfigOf(o);
+    .action(async (name: string) => {
+      const kc = kubeconfigOf(globals());
       const custom = kc.makeApiClient(k8s.CustomObjectsApi);
       try {
         await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name });
