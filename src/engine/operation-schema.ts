@@ -1,12 +1,7 @@
 // The shape of an operation record as the journal stores it: what start-up accepts before resuming anything.
 // Unknown fields are kept (a newer agent may have added some); a wrong or missing known field is refused.
 import { z } from 'zod';
-import { OperationStates, type Operation } from './operation.js';
-
-const ContainerSteps = [
-  'Waiting', 'Creating', 'Created', 'PreStop', 'Stopping', 'Stopped', 'Starting', 'Started',
-  'Verifying', 'Verified', 'RemovingOld', 'Done', 'RollingBack', 'RolledBack', 'Failed',
-] as const;
+import { ContainerSteps, OperationStates, type Operation } from './operation.js';
 
 const nonNegative = z.number().finite().nonnegative();
 const isoTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not a date');

@@ -43,26 +43,29 @@ export const OperationStates = [
 /** One of OperationStates. */
 export type OperationState = (typeof OperationStates)[number];
 
-/** Per-container steps, in execution order, then the rollback ones. */
-export type ContainerStep =
-  | 'Waiting'
-  | 'Creating'
-  | 'Created'
-  | 'PreStop'
-  | 'Stopping'
-  | 'Stopped'
-  | 'Starting'
-  | 'Started'
-  | 'Verifying'
-  | 'Verified'
-  | 'RemovingOld'
-  | 'Done'
-  | 'RollingBack'
-  | 'RolledBack'
-  | 'Failed'
-  | 'Draining'
-  | 'Patching'
-  | 'Patched';
+/** Per-container steps, in execution order, then the rollback ones, then the kubelet strategy's own. */
+export const ContainerSteps = [
+  'Waiting',
+  'Creating',
+  'Created',
+  'PreStop',
+  'Stopping',
+  'Stopped',
+  'Starting',
+  'Started',
+  'Verifying',
+  'Verified',
+  'RemovingOld',
+  'Done',
+  'RollingBack',
+  'RolledBack',
+  'Failed',
+  'Draining',
+  'Patching',
+  'Patched',
+] as const;
+/** One of ContainerSteps. */
+export type ContainerStep = (typeof ContainerSteps)[number];
 
 /** A step and when it was entered. */
 export interface StepRecord {

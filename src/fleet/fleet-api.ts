@@ -45,8 +45,11 @@ export interface FleetApi {
   createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease>;
   /** Writes holder and renewal time over the Lease at resourceVersion; throws 409 when someone was first. */
   updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease>;
-  /** Deletes the Lease if it is still at resourceVersion (a precondition); 404 and 409 are not errors. */
-  deleteSlot(namespace: string, lease: SlotLease): Promise<void>;
+  /**
+   * Deletes the Lease if it is still at resourceVersion (a precondition). True when it is gone (deleted, or
+   * already absent); false on 409 (it changed since it was read).
+   */
+  deleteSlot(namespace: string, lease: SlotLease): Promise<boolean>;
   /** A Secret's data (base64 values), or undefined when absent. */
   getSecretData(namespace: string, name: string): Promise<Record<string, string> | undefined>;
 }
@@ -207,12 +210,15 @@ export class KubeFleetApi implements FleetApi {
     return toSlot(await this.coord.replaceNamespacedLease({ name: lease.name, namespace, body }));
   }
 
-  async deleteSlot(namespace: string, lease: SlotLease): Promise<void> {
+  async deleteSlot(namespace: string, lease: SlotLease): Promise<boolean> {
     try {
       await this.coord.deleteNamespacedLease({ name: lease.name, namespace, body: { preconditions: { resourceVersion: lease.resourceVersion } } });
+      return true;
     } catch (err) {
       const s = httpStatus(err);
-      if (s !== 404 && s !== 409) throw err;
+      if (s === 404) return true;
+      if (s === 409) return false;
+      throw err;
     }
   }
 

@@ -107,14 +107,18 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   d.lastTry.set(name, now);
   const slot = await d.slots.tryAcquire(name, parallel);
   if (!slot) return jitter(d.pollMs);
+  // The lease as last renewed: releasing needs its current resourceVersion.
+  const hold: SlotHold = { lease: slot };
   let released = false;
   const release = async () => {
     if (released) return;
     released = true;
-    await d.slots.release(slot).catch((err: unknown) => d.log.warn('prewarm slot not released; it frees itself when its lease expires', { prewarm: name, slot: slot.name, error: asAgentError(err).message }));
+    await hold.renewing;
+    if (!hold.lease) return; // lost to another node after it expired
+    await d.slots.release(hold.lease).catch((err: unknown) => d.log.warn('prewarm slot not released; it frees itself when its lease expires', { prewarm: name, slot: slot.name, error: asAgentError(err).message }));
   };
   try {
-    await pullAll(d, pw, entry, slot, release, signal);
+    await pullAll(d, pw, entry, hold, release, signal);
   } finally {
     await release();
   }
@@ -135,20 +139,30 @@ async function seedsDone(d: NodePartDeps, pw: ImagePrewarm, seeds: string[], min
   return true;
 }
 
+/** A held slot: the lease as last renewed (undefined once lost), and the renewal under way. */
+interface SlotHold {
+  lease: SlotLease | undefined;
+  renewing?: Promise<void>;
+}
+
 /** Pulls the images not yet warm, holding the slot; records progress and the outcome. */
-async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, slot: SlotLease, release: () => Promise<void>, signal?: AbortSignal): Promise<void> {
+async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, hold: SlotHold, release: () => Promise<void>, signal?: AbortSignal): Promise<void> {
   const name = pw.metadata.name;
-  let held: SlotLease | undefined = slot;
   const renewEvery = Math.max(1000, (d.leaseSeconds * 1000) / 3);
   const renewal = setInterval(() => {
-    if (!held) return;
-    void d.slots.renew(held).then(
+    const cur = hold.lease;
+    if (!cur || hold.renewing) return;
+    hold.renewing = d.slots.renew(cur).then(
       (l) => {
-        if (!l) d.log.warn('prewarm slot lost while pulling (lease expired and taken); the pull goes on', { prewarm: name, slot: slot.name });
-        held = l;
+        if (!l) d.log.warn('prewarm slot lost while pulling (lease expired and taken); the pull goes on', { prewarm: name, slot: cur.name });
+        hold.lease = l;
       },
-      (err: unknown) => d.log.warn('prewarm slot renewal failed', { prewarm: name, error: asAgentError(err).message }),
-    );
+      (err: unknown) => {
+        d.log.warn('prewarm slot renewal failed', { prewarm: name, error: asAgentError(err).message });
+      },
+    ).finally(() => {
+      hold.renewing = undefined;
+    });
   }, renewEvery);
   try {
     let keyring: AuthKeyring | undefined;

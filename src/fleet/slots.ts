@@ -73,9 +73,12 @@ export class SlotClaimer {
     }
   }
 
-  /** Gives the slot back (deletes the Lease if it is still the one held). */
+  /** Gives the slot back: deletes the Lease if this node still holds it (read again when it moved on). */
   async release(l: SlotLease): Promise<void> {
-    await this.api.deleteSlot(this.namespace, l);
+    for (let lease: SlotLease | undefined = l, i = 0; lease && i < 3; i++) {
+      if (await this.api.deleteSlot(this.namespace, lease)) return;
+      lease = (await this.api.listSlots(this.namespace, l.prewarm)).find((x) => x.name === l.name && x.holder === this.holder);
+    }
   }
 
   private index(prewarm: string, name: string): number {

@@ -172,7 +172,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     const after = await running(p.podId);
     assert.match(ok.stdout, /^operation [0-9a-f-]{36} on pod kcrd-e2e-\w+\/ctl \(containerrestart /m);
     assert.match(ok.stdout, /^ +[0-9.]+m?s {4}app: done$/m);
-    assert.match(ok.stdout, new RegExp(`restarted in place in [0-9.]+s: app ${before.app.id.slice(0, 12)} -> ${after.app.id.slice(0, 12)} \\(${env.images.appV2.replace(/[.]/g, '\\.')}, down \\d+ ms\\)`));
+    assert.match(ok.stdout, new RegExp(`restarted in place in [0-9.]+s \\(submit to verified[^)]*\\): app ${before.app.id.slice(0, 12)} -> ${after.app.id.slice(0, 12)} \\(${env.images.appV2.replace(/[.]/g, '\\.')}, down \\d+ ?ms\\)`));
     assert.equal(after.side.id, before.side.id);
 
     // A replacement that crashes: Failed, rolled back, exit 1. It exits at once, and an early exit fails the

@@ -143,7 +143,7 @@ suite('kube-apiserver restarted in the middle of an operation (a private etcd + 
 
     const res = await following;
     assert.equal(res.code, 0, res.stdout + res.stderr);
-    assert.match(res.stdout, /restarted in place in [0-9.]+s: app /);
+    assert.match(res.stdout, /restarted in place in [0-9.]+s \(submit to verified[^)]*\): app /);
     const a = await list();
     assert.equal(a?.status?.phase, 'Succeeded');
     const b = await waitForStatus(api, ns(), 'right-after', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');

@@ -87,7 +87,7 @@ describe('ContainerRestart of a kubelet-managed pod (real one-node cluster)', fu
     const before = await until('both containers running', bothRunning);
     const r = await ctl('/nonexistent.sock', '--kubeconfig', env.kubeconfig, 'restart', `${ns}/web`, 'app', '--image', `app=${env.sandbox.images.appV2}`, '--min-ready', '1s', '--grace', '5s');
     assert.equal(r.code, 0, r.stdout + r.stderr);
-    assert.match(r.stdout, /restarted in place in [0-9.]+s: app /);
+    assert.match(r.stdout, /restarted in place in [0-9.]+s \(submit to verified[^)]*\): app /);
     const after = await read();
     assert.equal(after.spec?.containers.find((c) => c.name === 'app')?.image, env.sandbox.images.appV2);
     assert.equal(after.spec?.containers.find((c) => c.name === 'sidecar')?.image, env.sandbox.images.appV1);

@@ -94,6 +94,20 @@ describe('Journal', () => {
     assert.equal((back as unknown as { reason: string }).reason, 'Future');
   });
 
+  it('reads back a kubelet-strategy record at every step of that strategy (none is set aside as corrupt)', async () => {
+    const j = new Journal(dir);
+    await j.open();
+    for (const step of ['Draining', 'Patching', 'Patched', 'Stopping', 'Verifying'] as const) {
+      const k = op(`k-${step}`, '2026-01-01T00:00:00Z', 'Recreating');
+      k.request = { ...k.request, failurePolicy: 'Rollback', drainMs: 5000 };
+      k.containers = [{ name: 'c', strategy: 'kubelet', oldId: 'o', oldRuntimeName: 'c', oldImage: 'r/a:1', newImage: 'r/a:2', newAttempt: 1, newId: '', rollbackId: '', step, steps: [{ step, at: '2026-01-01T00:00:00Z' }] }];
+      await j.write(k);
+    }
+    const back = await j.readAll();
+    assert.deepEqual(back.map((o) => o.containers[0]?.step).sort(), ['Draining', 'Patched', 'Patching', 'Stopping', 'Verifying']);
+    assert.equal(fs.existsSync(path.join(dir, 'operations', 'corrupt')) && fs.readdirSync(path.join(dir, 'operations', 'corrupt')).length > 0, false);
+  });
+
   it('removes records', async () => {
     const j = new Journal(dir);
     await j.open();
