@@ -179,11 +179,11 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     // verification as soon as it is seen: the long window only keeps a slow machine from missing it.
     const crash = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', '--image', `app=${env.images.crash}`, '--min-ready', '15s', '--grace', '2s');
     assert.equal(crash.code, 1, crash.stdout + crash.stderr);
-    assert.match(crash.stdout, /operation [0-9a-f-]{36} Failed: /);
+    assert.match(crash.stdout, /operation [0-9a-f-]{36} Failed( \[\w+\])?: /);
     assert.match(crash.stdout, /app: rolledback/);
     assert.equal((await running(p.podId)).app.image, env.images.appV2, 'the old config runs again');
 
-    // Refused by the agent: exit 1 with its reason; bad usage: exit 2; the API server's refusal: exit 1.
+    // Refused by the agent: exit 1 with its reason; bad usage (caught before anything is sent): exit 2.
     const refused = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'ghost');
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /container "?ghost"? .*not found|ghost/);
@@ -191,7 +191,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--dry-run needs the agent socket/);
     const dup = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', 'app');
-    assert.equal(dup.code, 1);
-    assert.match(dup.stderr, /container names must be unique/);
+    assert.equal(dup.code, 2);
+    assert.match(dup.stderr, /container "app" is named twice/);
   });
 });
