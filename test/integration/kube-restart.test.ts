@@ -221,7 +221,9 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
     const before = await ready();
     const oldImage = before.spec?.containers.find((c) => c.name === 'app')?.image;
     const began = Date.now();
-    const r = await ctl(agent!.socket, 'restart', `${ns}/${web}`, 'app', '--image', `app=${env.sandbox.images.crash}`, '--timeout', '10m');
+    // A min-ready window longer than the kubelet's status round trip (about 1 s): the crash must be seen in it.
+    // The operation still fails as soon as the crash is seen, not at the window's end.
+    const r = await ctl(agent!.socket, 'restart', `${ns}/${web}`, 'app', '--image', `app=${env.sandbox.images.crash}`, '--timeout', '10m', '--min-ready', '15s');
     assert.equal(r.code, 1, r.stdout + r.stderr);
     assert.ok(Date.now() - began < 60_000, 'ended long before the 10m deadline');
     const op = await lastOp(agent!.socket);
