@@ -4,7 +4,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,18 +18,11 @@ import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { TestCerts, type CertFiles } from '../support/test-certs.js';
+import { freePort } from '../support/registry-server.js';
 
 const env = sandboxEnv();
 const DAEMON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/daemon/main.js');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function runDaemon(args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {
