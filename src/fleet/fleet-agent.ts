@@ -10,6 +10,7 @@ import { NodeRecord } from './node-record.js';
 import { stepNodePart, type NodePartDeps } from './node-part.js';
 import { keyringFromSecrets } from './pull-secrets.js';
 import { SlotClaimer } from './slots.js';
+import { SlotWatches } from './slot-watch.js';
 import { isSummarizer, sameSummary, summarize } from './summary.js';
 import { TargetCache } from './targets.js';
 import type { ImagePrewarm } from './types.js';
@@ -39,14 +40,30 @@ export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
   backoffBaseMs: 10_000,
   progressEveryMs: 2_000,
   summaryEveryMs: 5_000,
-  targetsTtlMs: 30_000,
+  targetsTtlMs: 300_000,
   maxPollMs: 30_000,
 };
+
+/** One prewarm's part as the agent runs it: its loop, and what wakes the loop before its delay is over. */
+interface Part {
+  uid: string;
+  gen: number;
+  pw: ImagePrewarm;
+  stop: AbortController;
+  done: Promise<void>;
+  /** Ends the current sleep between two steps. */
+  nap?: AbortController;
+  /** A wake came while no sleep was under way: the next sleep is skipped. */
+  woken?: boolean;
+  /** A wake due later: when, and how to cancel it. */
+  wakeDue?: number;
+  wakeTimer?: AbortController;
+}
 
 /** Runs this node's part of every ImagePrewarm until stopped. */
 export class FleetAgent {
   private readonly abort = new AbortController();
-  private readonly parts = new Map<string, { uid: string; gen: number; pw: ImagePrewarm; stop: AbortController; done: Promise<void> }>();
+  private readonly parts = new Map<string, Part>();
   private readonly deps: NodePartDeps;
   private loop: Promise<void> | undefined;
   /** API requests made by this agent's list loop and summaries (the parts count theirs in deps). */
@@ -78,6 +95,9 @@ export class FleetAgent {
       maxPollMs: opts.maxPollMs,
       lastTry: new Map(),
       seedsDone: new Set(),
+      slotWatch: new SlotWatches(api, opts.leaseNamespace, log),
+      wake: (prewarm, inMs) => this.wake(prewarm, inMs),
+      progress: new Map(),
     };
   }
 
@@ -92,6 +112,32 @@ export class FleetAgent {
     for (const p of this.parts.values()) p.stop.abort(new Error('agent stopping'));
     await this.loop;
     await Promise.all([...this.parts.values()].map((p) => p.done));
+    await this.deps.slotWatch.closeAll();
+  }
+
+  /** Runs the prewarm's next step within inMs, or sooner when it is due sooner anyway. */
+  private wake(prewarm: string, inMs: number): void {
+    const p = this.parts.get(prewarm);
+    if (!p || p.stop.signal.aborted) return;
+    const due = this.clock.now() + Math.max(0, inMs);
+    if (p.wakeDue !== undefined && p.wakeDue <= due) return;
+    p.wakeTimer?.abort();
+    p.wakeTimer = undefined;
+    p.wakeDue = undefined;
+    const now = () => {
+      if (p.nap) p.nap.abort();
+      else p.woken = true;
+    };
+    if (inMs <= 0) return now();
+    const timer = new AbortController();
+    p.wakeDue = due;
+    p.wakeTimer = timer;
+    this.clock.sleep(inMs, timer.signal).then(() => {
+      if (p.wakeTimer !== timer) return;
+      p.wakeTimer = undefined;
+      p.wakeDue = undefined;
+      now();
+    }, () => undefined);
   }
 
   private async run(): Promise<void> {
@@ -124,25 +170,35 @@ export class FleetAgent {
       const uid = pw.metadata.uid ?? '';
       const gen = pw.metadata.generation ?? 0;
       if (cur && cur.uid === uid && cur.gen === gen) {
+        const newSummary = pw.status?.lastSummaryTime !== cur.pw.status?.lastSummaryTime;
         cur.pw = pw; // status and resourceVersion move on
+        // A new summary moves the queue: a node far back looks again whether its turn is near.
+        if (newSummary) this.wake(name, 0);
         continue;
       }
-      cur?.stop.abort(new Error('prewarm changed'));
+      this.stopPart(name, cur, 'prewarm changed');
       const stop = new AbortController();
-      const part = { uid, gen, pw, stop, done: Promise.resolve() };
+      const part: Part = { uid, gen, pw, stop, done: Promise.resolve() };
       part.done = this.runPart(part, stop.signal);
       this.parts.set(name, part);
     }
     for (const [name, p] of this.parts) {
       if (seen.has(name)) continue;
-      p.stop.abort(new Error('prewarm deleted'));
+      this.stopPart(name, p, 'prewarm deleted');
       this.parts.delete(name);
       this.deps.targets.drop(name);
       void p.done.then(() => this.deps.record.put(name, undefined)).catch(() => undefined);
     }
   }
 
-  private async runPart(part: { pw: ImagePrewarm }, signal: AbortSignal): Promise<void> {
+  private stopPart(name: string, p: Part | undefined, why: string): void {
+    if (!p) return;
+    p.stop.abort(new Error(why));
+    p.wakeTimer?.abort();
+    this.deps.slotWatch.close(name);
+  }
+
+  private async runPart(part: Part, signal: AbortSignal): Promise<void> {
     let lastSummary = 0;
     while (!signal.aborted) {
       let delay: number;
@@ -157,10 +213,17 @@ export class FleetAgent {
         lastSummary = this.clock.now();
         await this.summarize(part.pw).catch((err: unknown) => this.log.debug('prewarm summary not written', { prewarm: part.pw.metadata.name, error: asAgentError(err).message }));
       }
+      if (part.woken) {
+        part.woken = false;
+        continue;
+      }
+      part.nap = new AbortController();
       try {
-        await this.clock.sleep(Math.min(delay, this.opts.summaryEveryMs), signal);
+        await this.clock.sleep(Math.min(delay, this.opts.summaryEveryMs), AbortSignal.any([signal, part.nap.signal]));
       } catch {
-        return;
+        if (signal.aborted) return;
+      } finally {
+        part.nap = undefined;
       }
     }
   }
@@ -181,6 +244,6 @@ export class FleetAgent {
 
   /** Requests this agent has made to the API server so far. */
   requestCount(): number {
-    return this.requests + this.deps.targets.requests + this.deps.record.writes;
+    return this.requests + this.deps.targets.requests + this.deps.record.writes + this.deps.slotWatch.requests;
   }
 }

@@ -16,7 +16,7 @@ export interface SlotLease {
   resourceVersion: string;
 }
 
-/** A running watch of the ImagePrewarm objects. */
+/** A running watch (of the ImagePrewarms, or of one prewarm's slot Leases). */
 export interface PrewarmFollower {
   stop(): Promise<void>;
 }
@@ -41,6 +41,11 @@ export interface FleetApi {
   /** Replaces the status; throws a 409 ApiError when resourceVersion is stale. Returns the new object. */
   writeNodePrewarmStatus(obj: NodePrewarm): Promise<NodePrewarm>;
   listSlots(namespace: string, prewarm: string): Promise<SlotLease[]>;
+  /**
+   * Lists the prewarm's slot Leases, then watches them (one request, then a long-lived watch), calling onList
+   * with every slot after each change; restarts like followPrewarms.
+   */
+  followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (err: unknown) => void): PrewarmFollower;
   /** Creates the slot Lease held by holder; throws 409 when it exists. */
   createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease>;
   /** Writes holder and renewal time over the Lease at resourceVersion; throws 409 when someone was first. */
@@ -84,6 +89,48 @@ function microTime(ms: number): Date {
   return new k8s.V1MicroTime(ms);
 }
 
+/**
+ * Runs an informer: onList with every object after the first list and after each change; on a failed list or
+ * watch, onError, then list and watch again after a back-off (1 s doubling to 30 s).
+ */
+function follow<T extends k8s.KubernetesObject>(informer: k8s.Informer<T> & k8s.ObjectCache<T>, onList: (items: readonly T[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+  let stopped = false;
+  let backoff = 1000;
+  let timer: NodeJS.Timeout | undefined;
+  const emit = () => {
+    backoff = 1000;
+    onList(informer.list());
+  };
+  const restart = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      informer.start().then(emit, (err: unknown) => {
+        onError(err);
+        backoff = Math.min(30_000, backoff * 2);
+        restart();
+      });
+    }, backoff);
+  };
+  for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
+  informer.on('connect', emit);
+  informer.on('error', (err: unknown) => {
+    onError(err);
+    backoff = Math.min(30_000, backoff * 2);
+    restart();
+  });
+  informer.start().then(emit, (err: unknown) => {
+    onError(err);
+    restart();
+  });
+  return {
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await informer.stop();
+    },
+  };
+}
+
 /** FleetApi on a real API server. */
 export class KubeFleetApi implements FleetApi {
   private readonly custom: k8s.CustomObjectsApi;
@@ -104,42 +151,14 @@ export class KubeFleetApi implements FleetApi {
   followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower {
     const path = `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`;
     const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
-    const informer = k8s.makeInformer<k8s.KubernetesObject>(this.kc, path, list);
-    let stopped = false;
-    let backoff = 1000;
-    let timer: NodeJS.Timeout | undefined;
-    const emit = () => {
-      backoff = 1000;
-      onList(informer.list() as unknown as ImagePrewarm[]);
-    };
-    const restart = () => {
-      if (stopped) return;
-      timer = setTimeout(() => {
-        informer.start().then(emit, (err: unknown) => {
-          onError(err);
-          backoff = Math.min(30_000, backoff * 2);
-          restart();
-        });
-      }, backoff);
-    };
-    for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
-    informer.on('connect', emit);
-    informer.on('error', (err: unknown) => {
-      onError(err);
-      backoff = Math.min(30_000, backoff * 2);
-      restart();
-    });
-    informer.start().then(emit, (err: unknown) => {
-      onError(err);
-      restart();
-    });
-    return {
-      stop: async () => {
-        stopped = true;
-        clearTimeout(timer);
-        await informer.stop();
-      },
-    };
+    return follow(k8s.makeInformer<k8s.KubernetesObject>(this.kc, path, list), (items) => onList(items as unknown as ImagePrewarm[]), onError);
+  }
+
+  followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+    const labelSelector = `${PREWARM_LABEL}=${prewarm}`;
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    const list = () => this.coord.listNamespacedLease({ namespace, labelSelector });
+    return follow(k8s.makeInformer<k8s.V1Lease>(this.kc, path, list, labelSelector), (items) => onList(items.map(toSlot)), onError);
   }
 
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {
@@ -148,12 +167,13 @@ export class KubeFleetApi implements FleetApi {
   }
 
   async nodesMatching(selector: Record<string, string>): Promise<string[]> {
-    const r = await this.core.listNode({ labelSelector: selectorString(selector) });
+    // resourceVersion 0: served from the API server's watch cache, not read through to etcd.
+    const r = await this.core.listNode({ labelSelector: selectorString(selector), resourceVersion: '0' });
     return r.items.map((n) => n.metadata?.name ?? '').filter(Boolean);
   }
 
   async nodesOfPods(namespace: string, matchLabels: Record<string, string>): Promise<string[]> {
-    const r = await this.core.listNamespacedPod({ namespace, labelSelector: selectorString(matchLabels) });
+    const r = await this.core.listNamespacedPod({ namespace, labelSelector: selectorString(matchLabels), resourceVersion: '0' });
     return r.items
       .filter((p) => p.spec?.nodeName && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata?.deletionTimestamp)
       .map((p) => p.spec?.nodeName ?? '');

@@ -17,6 +17,7 @@ import type { FleetPuller } from './fleet-puller.js';
 import type { NodeRecord } from './node-record.js';
 import { seedsOf } from './node-order.js';
 import type { SlotClaimer } from './slots.js';
+import { handoffDelay, type SlotWatches } from './slot-watch.js';
 import type { TargetCache } from './targets.js';
 import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
 
@@ -52,6 +53,12 @@ export interface NodePartDeps {
   lastTry: Map<string, number>;
   /** `<prewarm>/<generation>` whose seeds were seen done. */
   seedsDone: Set<string>;
+  /** The slot Leases of the prewarms this node waits on, watched. */
+  slotWatch: SlotWatches;
+  /** Runs the prewarm's next step within ms (sooner when already due sooner). */
+  wake(prewarm: string, inMs: number): void;
+  /** Per `<prewarm>/<generation>`: the last summary seen (its time and nodes done) and the rate nodes finish at, per ms. */
+  progress: Map<string, { t: number; done: number; rate: number }>;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -73,7 +80,8 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   const gen = pw.metadata.generation ?? 0;
   const order = await d.targets.order(pw);
   let entry = await d.record.entry(name);
-  if (!order.includes(d.node)) {
+  if (!d.targets.index(name).has(d.node)) {
+    d.slotWatch.close(name);
     if (entry) await d.record.put(name, undefined);
     return d.idleMs;
   }
@@ -83,7 +91,10 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     await d.record.put(name, entry);
   }
 
-  if (terminal(entry)) return refresh(d, pw, entry);
+  if (terminal(entry)) {
+    d.slotWatch.close(name);
+    return refresh(d, pw, entry);
+  }
 
   const deadline = pw.spec.activeDeadlineSeconds;
   if (deadline && now > Date.parse(entry.firstSeen) + deadline * 1000) {
@@ -95,7 +106,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   if (entry.retryAfter && Date.parse(entry.retryAfter) > now) return Date.parse(entry.retryAfter) - now;
 
   const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
-  const later = queueWait(d, pw, order, parallel, now);
+  const later = queueWait({ ...d, index: d.targets.index(name) }, pw, order, parallel, now);
   if (later > 0) return later;
 
   const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
@@ -105,8 +116,19 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
   }
   d.lastTry.set(name, now);
-  const slot = await d.slots.tryAcquire(name, parallel);
-  if (!slot) return jitter(d.pollMs);
+  const slot = await d.slots.tryAcquire(name, parallel, d.slotWatch.leases(name));
+  if (!slot) {
+    // Near the front of the queue and no slot free: watch the slots, and try again when one is given back
+    // (or expires); polling stays only as a fallback, at the long interval.
+    const index = d.targets.index(name);
+    d.slotWatch.watch(name, (leases) => {
+      const { tryInMs, expiresInMs } = handoffDelay(index, d.node, name, leases, parallel, d.clock.now());
+      if (tryInMs !== undefined) d.wake(name, tryInMs);
+      else if (expiresInMs !== undefined) d.wake(name, expiresInMs + 100);
+    });
+    return jitter(d.maxPollMs);
+  }
+  d.slotWatch.close(name);
   // The lease as last renewed: releasing needs its current resourceVersion.
   const hold: SlotHold = { lease: slot };
   let released = false;
@@ -253,18 +275,36 @@ async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
 
 /**
  * How long a node far back in the stable order waits before it tries for a slot again, so that a thousand
- * waiting nodes do not all poll the slots: from the summary (which every agent reads with its list of
- * prewarms), the nodes ahead of it that are not done yet; a node more than two rounds of slots back polls
- * proportionally less often (more than four rounds of slots back), and at least every maxPollMs (a stale summary or dead nodes ahead never hold it
- * back for good). 0: try now.
+ * waiting nodes do not all poll the slots. From the summary (which every agent receives through its watch of
+ * the prewarms), the nodes done, and from two summaries the rate they finish at: the node's place behind what
+ * is done by now (extrapolated at that rate). A node more than four rounds of slots back waits until the
+ * front is expected near it, or for the next summary (which wakes it), polling proportionally less often
+ * than pollMs and at least every maxPollMs (a stale summary or dead nodes ahead never hold it back for good).
+ * 0: try now.
  */
-export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry'>, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
+export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry'> & { progress?: NodePartDeps['progress']; index?: ReadonlyMap<string, number> }, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
   const st = pw.status;
-  if (!st || st.observedGeneration !== (pw.metadata.generation ?? 0)) return 0;
-  const ahead = order.indexOf(d.node) - (st.succeeded + st.failed);
-  if (ahead <= 4 * parallel) return 0;
+  const gen = pw.metadata.generation ?? 0;
+  if (!st || st.observedGeneration !== gen) return 0;
+  const done = st.succeeded + st.failed;
+  let rate = 0;
+  const at = st.lastSummaryTime ? Date.parse(st.lastSummaryTime) : NaN;
+  if (d.progress && Number.isFinite(at)) {
+    const key = `${pw.metadata.name}/${gen}`;
+    const p = d.progress.get(key);
+    rate = p?.rate ?? 0;
+    if (!p || at > p.t) {
+      if (p && done >= p.done) rate = (done - p.done) / (at - p.t);
+      d.progress.set(key, { t: at, done, rate });
+    }
+  }
+  const expected = done + (rate > 0 ? rate * Math.max(0, nowMs - at) : 0);
+  const ahead = (d.index?.get(d.node) ?? order.indexOf(d.node)) - expected;
+  const window = 4 * parallel;
+  if (ahead <= window) return 0;
   const since = nowMs - (d.lastTry.get(pw.metadata.name) ?? 0);
-  const every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
+  let every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
+  if (rate > 0) every = Math.min(every, since + Math.max(100, (ahead - window) / rate));
   return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));
 }
 

@@ -32,12 +32,12 @@ export class SlotClaimer {
 
   /**
    * Takes a slot of the prewarm: one this node already holds (an agent restarted mid-pull), else a free one,
-   * looking from an offset of its own. Undefined when none could be had. One list request, plus one write per
-   * slot tried (at most three).
+   * looking from an offset of its own. Undefined when none could be had. One list request (none when the
+   * slots as seen through a watch are given), plus one write per slot tried (at most three).
    */
-  async tryAcquire(prewarm: string, maxParallel: number): Promise<SlotLease | undefined> {
+  async tryAcquire(prewarm: string, maxParallel: number, seen?: SlotLease[]): Promise<SlotLease | undefined> {
     const now = this.clock.now();
-    const leases = await this.api.listSlots(this.namespace, prewarm);
+    const leases = seen ?? (await this.api.listSlots(this.namespace, prewarm));
     const mine = leases.find((l) => l.holder === this.holder && this.index(prewarm, l.name) < maxParallel);
     if (mine) return this.renew(mine);
     const byName = new Map(leases.map((l) => [l.name, l]));

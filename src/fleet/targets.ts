@@ -14,7 +14,7 @@ export async function targetedNodes(api: FleetApi, pw: ImagePrewarm): Promise<st
 
 /** Caches each prewarm's targeted nodes per generation for ttlMs. */
 export class TargetCache {
-  private readonly cache = new Map<string, { key: string; at: number; order: string[] }>();
+  private readonly cache = new Map<string, { key: string; at: number; order: string[]; index: Map<string, number> }>();
   /** List requests made (for the benchmark's per-node count). */
   requests = 0;
 
@@ -31,8 +31,13 @@ export class TargetCache {
     if (hit && hit.key === key && this.clock.now() - hit.at < this.ttlMs) return hit.order;
     this.requests++;
     const order = await targetedNodes(this.api, pw);
-    this.cache.set(pw.metadata.name, { key, at: this.clock.now(), order });
+    this.cache.set(pw.metadata.name, { key, at: this.clock.now(), order, index: new Map(order.map((n, i) => [n, i])) });
     return order;
+  }
+
+  /** Each node's place in the prewarm's order as last listed by order() (empty before). */
+  index(prewarm: string): ReadonlyMap<string, number> {
+    return this.cache.get(prewarm)?.index ?? new Map();
   }
 
   /** Forgets a prewarm. */

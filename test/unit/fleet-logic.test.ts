@@ -4,6 +4,8 @@ import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.
 import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
 import { queueWait } from '../../src/fleet/node-part.js';
+import type { SlotLease } from '../../src/fleet/fleet-api.js';
+import { handoffDelay } from '../../src/fleet/slot-watch.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { nodePhase } from '../../src/fleet/types.js';
 
@@ -128,5 +130,53 @@ describe('fleet pre-warm: a node far back in the queue polls less', () => {
     assert.equal(queueWait(deps('n90', 100_000 - 9_000), withStatus(0), order, 10, 100_000), 0, '9 rounds back: every 9 s');
     assert.ok(queueWait(deps('n90', 100_000 - 8_000), withStatus(0), order, 10, 100_000) > 0, 'not yet after 8 s');
     assert.equal(queueWait(deps('n99', 0), withStatus(0), order, 1, 100_000), 0, 'capped at maxPollMs');
+  });
+});
+
+describe('fleet pre-warm: queue position extrapolated from the rate of the summaries', () => {
+  const order = Array.from({ length: 1000 }, (_, i) => `n${i}`);
+  const summary = (done: number, atMs: number): ImagePrewarm => ({
+    metadata: { name: 'web', generation: 1 },
+    spec: { images: ['r/a:1'] },
+    status: { observedGeneration: 1, desired: 1000, succeeded: done, failed: 0, pulling: 0, waiting: 1000 - done, failedNodes: [], lastSummaryTime: new Date(atMs).toISOString() },
+  });
+
+  it('a node whose turn the front has reached since the last summary tries now; one still far back waits about until it is near', () => {
+    const progress = new Map<string, { t: number; done: number; rate: number }>();
+    const d = (node: string) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', 999_000]]), progress });
+    // 100 nodes done at t=995 s, 200 at t=1000 s: 20 nodes a second.
+    assert.ok(queueWait(d('n300'), summary(100, 995_000), order, 10, 995_000) > 0, 'n300: 200 behind, 40 is the window');
+    assert.ok(queueWait(d('n300'), summary(200, 1_000_000), order, 10, 1_000_000) > 0, 'n300: 100 behind at the summary');
+    assert.equal(queueWait(d('n300'), summary(200, 1_000_000), order, 10, 1_003_500), 0, '3.5 s later about 270 are done: n300 is within 40 of them');
+    const far = queueWait(d('n900'), summary(200, 1_000_000), order, 10, 1_000_000);
+    assert.ok(far > 0 && far <= 2_500, `n900 looks again within two polls (${far})`);
+  });
+});
+
+describe('fleet pre-warm: a freed slot is tried by the nodes next in line first', () => {
+  const order = Array.from({ length: 20 }, (_, i) => `n${i}`);
+  const index = new Map(order.map((n, i) => [n, i]));
+  const now = 1_000_000;
+  const held = (i: number, holder: string, renewMs = now - 1000): SlotLease => ({ name: `web-slot-${i}`, prewarm: 'web', holder, renewMs, acquireMs: renewMs, durationSeconds: 15, resourceVersion: '1' });
+
+  it('nothing to try while every slot is held; the first expiry is when to look again', () => {
+    const r = handoffDelay(index, 'n9', 'web', [held(0, 'n5'), held(1, 'n6', now - 10_000)], 2, now);
+    assert.equal(r.tryInMs, undefined);
+    assert.equal(r.expiresInMs, 5_000, 'slot 1 was renewed 10 s ago with a 15 s lease');
+  });
+
+  it('the node right after the furthest holder tries at once, the ones after it a step later each', () => {
+    const leases = [held(0, 'n5'), held(2, 'n7')]; // slot 1 was given back (deleted)
+    assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).tryInMs, 0);
+    assert.equal(handoffDelay(index, 'n9', 'web', leases, 3, now).tryInMs, 25);
+    assert.equal(handoffDelay(index, 'n12', 'web', leases, 3, now).tryInMs, 100);
+    assert.equal(handoffDelay(index, 'n3', 'web', leases, 3, now).tryInMs, 0, 'a node behind in its own retries is not held back');
+  });
+
+  it('with two free slots (one of them expired), the next two go at once', () => {
+    const leases = [held(0, 'n5'), held(1, 'n6', now - 20_000)];
+    assert.equal(handoffDelay(index, 'n6', 'web', leases, 3, now).tryInMs, 0);
+    assert.equal(handoffDelay(index, 'n7', 'web', leases, 3, now).tryInMs, 0);
+    assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).tryInMs, 25);
   });
 });

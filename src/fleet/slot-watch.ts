@@ -1,0 +1,100 @@
+// The slot Leases of the prewarms this node waits on, followed through one list-and-watch per prewarm, so that
+// a slot given back (or expired) is seen when it happens instead of at the next poll, and a try for a slot
+// needs no list. The watch is open only while the node waits near the front of the queue; it is closed once
+// the node holds a slot or its part is over.
+import { asAgentError } from '../errors.js';
+import type { Logger } from '../log.js';
+import type { FleetApi, PrewarmFollower, SlotLease } from './fleet-api.js';
+import { slotFree, slotName } from './slots.js';
+
+/** Follows the slot Leases of the prewarms this node waits on. */
+export class SlotWatches {
+  private readonly open = new Map<string, { follower: PrewarmFollower; leases?: SlotLease[] }>();
+  /** List-and-watch requests made (for the benchmark's per-node count). */
+  requests = 0;
+
+  constructor(
+    private readonly api: FleetApi,
+    private readonly namespace: string,
+    private readonly log: Logger,
+  ) {}
+
+  /** Starts following the prewarm's slots unless already; onChange gets every slot after each change. */
+  watch(prewarm: string, onChange: (leases: SlotLease[]) => void): void {
+    if (this.open.has(prewarm)) return;
+    const entry: { follower?: PrewarmFollower; leases?: SlotLease[] } = {};
+    this.requests++;
+    let warned = false;
+    entry.follower = this.api.followSlots(
+      this.namespace,
+      prewarm,
+      (leases) => {
+        warned = false;
+        entry.leases = leases;
+        onChange(leases);
+      },
+      (err) => {
+        entry.leases = undefined; // until listed again; tries list for themselves meanwhile
+        this.requests++;
+        if (!warned) this.log.warn('watch of prewarm slots failed; listing and watching again with back-off', { prewarm, error: asAgentError(err).message });
+        warned = true;
+      },
+    );
+    this.open.set(prewarm, entry as { follower: PrewarmFollower; leases?: SlotLease[] });
+  }
+
+  /** The prewarm's slots as last seen, or undefined when not followed (or not listed yet). */
+  leases(prewarm: string): SlotLease[] | undefined {
+    return this.open.get(prewarm)?.leases;
+  }
+
+  /** Stops following the prewarm's slots. */
+  close(prewarm: string): void {
+    const e = this.open.get(prewarm);
+    if (!e) return;
+    this.open.delete(prewarm);
+    void e.follower.stop().catch(() => undefined);
+  }
+
+  /** Stops following every prewarm's slots. */
+  async closeAll(): Promise<void> {
+    const all = [...this.open.values()];
+    this.open.clear();
+    await Promise.all(all.map((e) => e.follower.stop().catch(() => undefined)));
+  }
+}
+
+/**
+ * When this node should try for a slot after the slots changed: undefined when none is free (then: when the
+ * first held one expires, if it is not renewed, as `expiresInMs`). Nodes take slots roughly in the stable
+ * order, so the waiting nodes just after the furthest holder go first: the k-th of them waits k - free steps,
+ * and by then a slot taken by one before it has been seen taken. Usually one node tries per free slot.
+ */
+export function handoffDelay(
+  index: ReadonlyMap<string, number>,
+  node: string,
+  prewarm: string,
+  leases: SlotLease[],
+  parallel: number,
+  nowMs: number,
+  stepMs = 25,
+): { tryInMs?: number; expiresInMs?: number } {
+  const byName = new Map(leases.map((l) => [l.name, l]));
+  let free = 0;
+  let front = -1;
+  let firstExpiry = Infinity;
+  for (let i = 0; i < parallel; i++) {
+    const l = byName.get(slotName(prewarm, i));
+    if (!l || slotFree(l, nowMs)) {
+      free++;
+      continue;
+    }
+    front = Math.max(front, index.get(l.holder) ?? -1);
+    firstExpiry = Math.min(firstExpiry, l.renewMs + l.durationSeconds * 1000);
+  }
+  const expiresInMs = Number.isFinite(firstExpiry) ? Math.max(0, firstExpiry - nowMs) : undefined;
+  if (free === 0) return { expiresInMs };
+  const me = index.get(node) ?? 0;
+  const behind = Math.max(0, me - front - 1 - (free - 1));
+  return { tryInMs: Math.min(2000, behind * stepMs), expiresInMs };
+}
