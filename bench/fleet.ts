@@ -22,6 +22,7 @@ import { KubeFleetApi, type FleetApi, type PrewarmFollower } from '../src/fleet/
 import type { FleetPuller, FleetPullOutcome } from '../src/fleet/fleet-puller.js';
 import type { ImagePrewarm, NodePrewarm } from '../src/fleet/types.js';
 import { systemClock } from '../src/clock.js';
+import { stableOrder } from '../src/fleet/node-order.js';
 import { createLogger } from '../src/log.js';
 import { applyCrds, ensureNamespace, testKubeConfig } from '../test/support/kube-apply.js';
 
@@ -104,7 +105,8 @@ class SharedWatches {
       get: (target, prop, recv) => {
         if (prop === 'followPrewarms')
           return (onList: (items: ImagePrewarm[]) => void, onError: (e: unknown) => void) =>
-            this.subscribe('prewarms', (on, err) => target.followPrewarms((i) => on(i), err), (items) => onList(structuredClone(items) as ImagePrewarm[]), onError);
+            // Only the bench's own prewarms: others on the shared cluster are someone else's test.
+            this.subscribe('prewarms', (on, err) => target.followPrewarms((i) => on(i.filter((p) => p.metadata.name.startsWith('bench-'))), err), (items) => onList(structuredClone(items) as ImagePrewarm[]), onError);
         if (prop === 'followSlots')
           return (ns: string, prewarm: string, onList: (items: never[]) => void, onError: (e: unknown) => void) =>
             this.subscribe(`slots/${ns}/${prewarm}`, (on, err) => target.followSlots(ns, prewarm, (i) => on(i), err), (items) => onList(items as never[]), onError);
@@ -153,13 +155,25 @@ class SharedWatches {
 }
 
 /** Counts every request a FleetApi makes. */
-function counted(api: FleetApi, count: { n: number }): FleetApi {
+function counted(api: FleetApi, count: { n: number; by: Map<string, number> }, node = ''): FleetApi {
+  const t0 = Date.now();
   return new Proxy(api, {
     get(target, prop, recv) {
       const v = Reflect.get(target, prop, recv) as unknown;
       if (typeof v !== 'function') return v;
       return (...args: unknown[]) => {
         count.n++;
+        count.by.set(String(prop), (count.by.get(String(prop)) ?? 0) + 1);
+        if (process.env.BENCH_TRACE === String(prop)) console.error(new Error(String(prop)).stack);
+        if (process.env.BENCH_TRACE === node) {
+          const t = Date.now();
+          const r = (v as (...a: unknown[]) => unknown).apply(target, args);
+          void Promise.resolve(r).then(
+            () => console.error(`${node} ${String(prop)} ${t - t0}..${Date.now() - t0} ms`),
+            (e: unknown) => console.error(`${node} ${String(prop)} ${t - t0}..${Date.now() - t0} ms failed ${String(e).slice(0, 80)}`),
+          );
+          return r;
+        }
         return (v as (...a: unknown[]) => unknown).apply(target, args);
       };
     },
@@ -182,10 +196,11 @@ async function createNodes(core: k8s.CoreV1Api): Promise<string[]> {
   return names;
 }
 
-async function cleanup(custom: k8s.CustomObjectsApi, coord: k8s.CoordinationV1Api): Promise<void> {
+/** Deletes the bench's prewarms, its nodes' records and its Leases: only its own (the cluster is shared). */
+async function cleanup(custom: k8s.CustomObjectsApi, coord: k8s.CoordinationV1Api, nodes: string[]): Promise<void> {
   const list = (await custom.listClusterCustomObject({ ...G, plural: 'imageprewarms' })) as { items: { metadata: { name: string } }[] };
   for (const p of list.items.filter((x) => x.metadata.name.startsWith('bench-'))) await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: p.metadata.name });
-  await custom.deleteCollectionClusterCustomObject({ ...G, plural: 'nodeprewarms' }).catch(() => undefined);
+  for (let i = 0; i < nodes.length; i += 50) await Promise.all(nodes.slice(i, i + 50).map((name) => custom.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name }).catch(() => undefined)));
   await coord.deleteCollectionNamespacedLease({ namespace: NS }).catch(() => undefined);
 }
 
@@ -203,7 +218,7 @@ async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, se
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const reg = new SimRegistry();
   const log = createLogger('error');
-  const count = { n: 0 };
+  const count = { n: 0, by: new Map<string, number>() };
   const shared = new SharedWatches(new KubeFleetApi(kc));
   const name = `bench-${parallel}-${seeds}-${Date.now() % 100000}`;
   // Done when every node's own record says Succeeded: seen as the agents write them, so that the harness adds
@@ -220,7 +235,7 @@ async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, se
       };
     },
   });
-  const agents = nodes.map((node) => new FleetAgent(counted(api, count), new SimPuller(reg), { ...FLEET_DEFAULTS, node, leaseNamespace: NS }, systemClock, log));
+  const agents = nodes.map((node) => new FleetAgent(counted(api, count, process.env.BENCH_TRACE === 'seed' && node === stableOrder(name, nodes)[0] ? 'seed' : node), new SimPuller(reg), { ...FLEET_DEFAULTS, node, leaseNamespace: NS }, systemClock, log));
   const cpu0 = apiserverCpuSeconds();
   const t0 = Date.now();
   await custom.createClusterCustomObject({ ...G, plural: 'imageprewarms', body: { apiVersion: 'inplace-agent.io/v1alpha1', kind: 'ImagePrewarm', metadata: { name }, spec: { images: ['sim/app:1'], nodeSelector: { [LABEL]: 'yes' }, maxParallelNodes: parallel, seedNodes: seeds } } });
@@ -235,10 +250,12 @@ async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, se
   }
   const cpu = apiserverCpuSeconds() - cpu0;
   const requests = count.n;
+  const by = [...count.by].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${(v / N).toFixed(2)}`);
+  process.stderr.write(`\n  requests per node: ${by.join(', ')}\n`);
   await Promise.all(agents.map((a) => a.stop()));
   await shared.stopAll();
   process.stderr.write('\n');
-  if (!process.env.BENCH_KEEP) await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
+  if (!process.env.BENCH_KEEP) await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api), nodes);
   return { model: 'inplace-agent (no controller)', parallel, seeds, seconds, peak: reg.peak, reqPerNode: requests / N, cpu };
 }
 
@@ -281,7 +298,7 @@ async function runKruise(kc: k8s.KubeConfig, nodes: string[], parallel: number):
           running--;
           done++;
           if (done % 50 === 0) requests++; // the controller's job status update, batched
-          process.stderr.write(`\r  kruise p=${parallel}: ${done}/${N} warm, ${((Date.now() - t1) / 1000).toFixed(0)} s   `);
+          if (done % 50 === 0) process.stderr.write(`\r  kruise p=${parallel}: ${done}/${N} warm, ${((Date.now() - t1) / 1000).toFixed(0)} s   `);
           if (done === N) resolve();
           else handOut();
         })();
@@ -292,7 +309,7 @@ async function runKruise(kc: k8s.KubeConfig, nodes: string[], parallel: number):
   const seconds = (Date.now() - t1) / 1000;
   const cpu = apiserverCpuSeconds() - cpuAfterSetup;
   process.stderr.write('\n');
-  await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api));
+  await cleanup(custom, kc.makeApiClient(k8s.CoordinationV1Api), nodes);
   return { model: "Kruise's model (one controller, one NodeImage per node)", parallel, seeds: 0, seconds, peak: reg.peak, reqPerNode: requests / N, cpu };
 }
 
@@ -304,7 +321,7 @@ async function main(): Promise<void> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   process.stderr.write(`creating ${N} Node objects...\n`);
   const nodes = await createNodes(core);
-  await cleanup(kc.makeApiClient(k8s.CustomObjectsApi), kc.makeApiClient(k8s.CoordinationV1Api));
+  await cleanup(kc.makeApiClient(k8s.CustomObjectsApi), kc.makeApiClient(k8s.CoordinationV1Api), nodes);
   const rows: Row[] = [];
   for (const [p, s] of CONFIGS) rows.push(await runOurs(kc, nodes, p, s));
   if (KRUISE_PARALLEL > 0) rows.push(await runKruise(kc, nodes, KRUISE_PARALLEL));

@@ -98,6 +98,8 @@ export class FleetAgent {
       slotWatch: new SlotWatches(api, opts.leaseNamespace, log),
       wake: (prewarm, inMs) => this.wake(prewarm, inMs),
       progress: new Map(),
+      tryAt: new Map(),
+      seedChecks: new Map(),
     };
   }
 

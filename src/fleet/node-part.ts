@@ -57,6 +57,10 @@ export interface NodePartDeps {
   slotWatch: SlotWatches;
   /** Runs the prewarm's next step within ms (sooner when already due sooner). */
   wake(prewarm: string, inMs: number): void;
+  /** Per `<prewarm>/<generation>`: when this node last read the seeds' records (ms). */
+  seedChecks: Map<string, number>;
+  /** Per prewarm: when this node, next in line for a free slot seen through the watch, tries for it (ms). */
+  tryAt: Map<string, number>;
   /** Per `<prewarm>/<generation>`: the last summary seen (its time and nodes done) and the rate nodes finish at, per ms. */
   progress: Map<string, { t: number; done: number; rate: number }>;
 }
@@ -112,22 +116,46 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
   const seedKey = `${name}/${gen}`;
   if (!seeds.includes(d.node) && !d.seedsDone.has(seedKey)) {
-    if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d.pollMs);
-    d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
+    const st = pw.status;
+    if (st?.observedGeneration === gen && st.seedsDone) {
+      d.seedsDone.add(seedKey); // the summary says so: no reads
+    } else {
+      // The first round after the seeds reads the seeds' records while it waits; the others learn it from the
+      // summary (which wakes them) and read the records themselves only every maxPollMs, in case it is late.
+      const firstRound = (d.targets.index(name).get(d.node) ?? 0) < seeds.length + parallel;
+      const last = d.seedChecks.get(seedKey);
+      if (!firstRound && last !== undefined && now - last < d.maxPollMs) return jitter(d.maxPollMs - (now - last));
+      d.seedChecks.set(seedKey, now);
+      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(firstRound ? d.pollMs : d.maxPollMs);
+      d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
+    }
   }
   d.lastTry.set(name, now);
-  const slot = await d.slots.tryAcquire(name, parallel, d.slotWatch.leases(name));
-  if (!slot) {
-    // Near the front of the queue and no slot free: watch the slots, and try again when one is given back
-    // (or expires); polling stays only as a fallback, at the long interval.
+  // Near the front of the queue: the slots are watched, and a node tries when the watch shows one free and
+  // it is next in line (woken then); polling stays only as a fallback, at the long interval. Without the watch
+  // (not listed yet, or failing), a plain try: one list and a write.
+  const seen = d.slotWatch.leases(name);
+  let prefer: number | undefined;
+  if (!d.slotWatch.watching(name)) {
     const index = d.targets.index(name);
     d.slotWatch.watch(name, (leases) => {
-      const { tryInMs, expiresInMs } = handoffDelay(index, d.node, name, leases, parallel, d.clock.now());
-      if (tryInMs !== undefined) d.wake(name, tryInMs);
-      else if (expiresInMs !== undefined) d.wake(name, expiresInMs + 100);
+      const h = handoffDelay(index, d.node, name, leases, parallel, d.clock.now(), stepMs(d));
+      if (h.tryInMs !== undefined) d.wake(name, h.tryInMs);
+      else if (h.expiresInMs !== undefined) d.wake(name, h.expiresInMs + 100);
     });
     return jitter(d.maxPollMs);
   }
+  if (seen) {
+    const h = handoffDelay(d.targets.index(name), d.node, name, seen, parallel, now, stepMs(d));
+    if (h.tryInMs === undefined) return h.expiresInMs !== undefined ? Math.min(h.expiresInMs + 100, jitter(d.maxPollMs)) : jitter(d.maxPollMs);
+    const at = Math.min(d.tryAt.get(name) ?? Infinity, now + h.tryInMs);
+    d.tryAt.set(name, at);
+    if (at > now) return at - now;
+    prefer = h.slot;
+  }
+  d.tryAt.delete(name);
+  const slot = await d.slots.tryAcquire(name, parallel, seen, prefer);
+  if (!slot) return seen ? jitter(d.maxPollMs) : jitter(d.pollMs);
   d.slotWatch.close(name);
   // The lease as last renewed: releasing needs its current resourceVersion.
   const hold: SlotHold = { lease: slot };
@@ -306,6 +334,11 @@ export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' 
   let every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
   if (rate > 0) every = Math.min(every, since + Math.max(100, (ahead - window) / rate));
   return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));
+}
+
+/** A step between two nodes in line for a free slot: about one slot write, 25 ms to 1 s. */
+function stepMs(d: NodePartDeps): number {
+  return Math.min(1000, Math.max(25, Math.round(d.slots.writeMs * 1.5)));
 }
 
 function jitter(ms: number): number {

@@ -5,6 +5,7 @@
 import { asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FleetApi, PrewarmFollower, SlotLease } from './fleet-api.js';
+import { rankKey } from './node-order.js';
 import { slotFree, slotName } from './slots.js';
 
 /** Follows the slot Leases of the prewarms this node waits on. */
@@ -43,6 +44,11 @@ export class SlotWatches {
     this.open.set(prewarm, entry as { follower: PrewarmFollower; leases?: SlotLease[] });
   }
 
+  /** True while the prewarm's slots are followed (listed yet or not). */
+  watching(prewarm: string): boolean {
+    return this.open.has(prewarm);
+  }
+
   /** The prewarm's slots as last seen, or undefined when not followed (or not listed yet). */
   leases(prewarm: string): SlotLease[] | undefined {
     return this.open.get(prewarm)?.leases;
@@ -65,10 +71,11 @@ export class SlotWatches {
 }
 
 /**
- * When this node should try for a slot after the slots changed: undefined when none is free (then: when the
- * first held one expires, if it is not renewed, as `expiresInMs`). Nodes take slots roughly in the stable
- * order, so the waiting nodes just after the furthest holder go first: the k-th of them waits k - free steps,
- * and by then a slot taken by one before it has been seen taken. Usually one node tries per free slot.
+ * When this node should try for a slot, and which, after the slots changed: nothing to try when none is free
+ * (then: when the first held one expires, if it is not renewed, as `expiresInMs`). Nodes take slots roughly
+ * in the stable order, so the waiting nodes just after the furthest holder go first, the k-th of them for the
+ * k-th free slot; those after the free slots wait a step each (a step should be about one slot write), and
+ * by then a slot taken before them has been seen taken. Usually one node tries per free slot.
  */
 export function handoffDelay(
   index: ReadonlyMap<string, number>,
@@ -78,23 +85,26 @@ export function handoffDelay(
   parallel: number,
   nowMs: number,
   stepMs = 25,
-): { tryInMs?: number; expiresInMs?: number } {
+): { tryInMs?: number; slot?: number; expiresInMs?: number } {
   const byName = new Map(leases.map((l) => [l.name, l]));
-  let free = 0;
+  const free: number[] = [];
   let front = -1;
   let firstExpiry = Infinity;
   for (let i = 0; i < parallel; i++) {
     const l = byName.get(slotName(prewarm, i));
     if (!l || slotFree(l, nowMs)) {
-      free++;
+      free.push(i);
       continue;
     }
     front = Math.max(front, index.get(l.holder) ?? -1);
     firstExpiry = Math.min(firstExpiry, l.renewMs + l.durationSeconds * 1000);
   }
   const expiresInMs = Number.isFinite(firstExpiry) ? Math.max(0, firstExpiry - nowMs) : undefined;
-  if (free === 0) return { expiresInMs };
+  if (free.length === 0) return { expiresInMs };
   const me = index.get(node) ?? 0;
-  const behind = Math.max(0, me - front - 1 - (free - 1));
-  return { tryInMs: Math.min(2000, behind * stepMs), expiresInMs };
+  // A node behind the furthest holder is late (it retried, or lost a race): it goes at once, for a slot of
+  // its own choosing by name, as nobody can tell how many such are waiting.
+  if (me < front) return { tryInMs: 0, slot: free[Number(rankKey(prewarm, node) % BigInt(free.length))], expiresInMs };
+  const rank = me - front - 1;
+  return { tryInMs: Math.min(2000, Math.max(0, rank - free.length + 1) * stepMs), slot: free[rank % free.length], expiresInMs };
 }

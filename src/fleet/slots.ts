@@ -35,14 +35,15 @@ export class SlotClaimer {
    * looking from an offset of its own. Undefined when none could be had. One list request (none when the
    * slots as seen through a watch are given), plus one write per slot tried (at most three).
    */
-  async tryAcquire(prewarm: string, maxParallel: number, seen?: SlotLease[]): Promise<SlotLease | undefined> {
+  async tryAcquire(prewarm: string, maxParallel: number, seen?: SlotLease[], prefer?: number): Promise<SlotLease | undefined> {
     const now = this.clock.now();
     const leases = seen ?? (await this.api.listSlots(this.namespace, prewarm));
     const mine = leases.find((l) => l.holder === this.holder && this.index(prewarm, l.name) < maxParallel);
     if (mine) return this.renew(mine);
     const byName = new Map(leases.map((l) => [l.name, l]));
-    // Each node starts looking at its own offset, so that nodes racing for slots mostly try different ones.
-    const offset = Number(rankKey(prewarm, this.holder) % BigInt(maxParallel));
+    // Each node starts looking at the slot it was given (see handoffDelay) or at its own offset, so that nodes
+    // racing for slots mostly try different ones.
+    const offset = prefer ?? Number(rankKey(prewarm, this.holder) % BigInt(maxParallel));
     let tries = 0;
     for (let k = 0; k < maxParallel && tries < MAX_TRIES; k++) {
       const i = (offset + k) % maxParallel;
@@ -50,10 +51,13 @@ export class SlotClaimer {
       const l = byName.get(name);
       if (l && !slotFree(l, now)) continue;
       tries++;
+      const t0 = this.clock.now();
       try {
-        if (!l) return await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
-        return await this.api.updateSlot(this.namespace, l, this.holder, now);
+        const got = l ? await this.api.updateSlot(this.namespace, l, this.holder, now) : await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
+        this.took(t0);
+        return got;
       } catch (err) {
+        this.took(t0);
         if (httpStatus(err) === 409) continue; // another node was first
         throw err;
       }
@@ -79,6 +83,13 @@ export class SlotClaimer {
       if (await this.api.deleteSlot(this.namespace, lease)) return;
       lease = (await this.api.listSlots(this.namespace, l.prewarm)).find((x) => x.name === l.name && x.holder === this.holder);
     }
+  }
+
+  /** About how long a slot write takes here (a moving average, ms). */
+  writeMs = 25;
+
+  private took(t0: number): void {
+    this.writeMs = Math.round(0.7 * this.writeMs + 0.3 * Math.max(1, this.clock.now() - t0));
   }
 
   private index(prewarm: string, name: string): number {

@@ -7,10 +7,12 @@ import type { ImagePrewarm, ImagePrewarmStatus, NodePrewarm } from './types.js';
 export function summarize(pw: ImagePrewarm, order: string[], records: NodePrewarm[]): ImagePrewarmStatus {
   const gen = pw.metadata.generation ?? 0;
   const byNode = new Map(records.map((r) => [r.spec?.nodeName ?? r.metadata.name, r]));
-  const s: ImagePrewarmStatus = { observedGeneration: gen, desired: order.length, succeeded: 0, failed: 0, pulling: 0, waiting: 0, failedNodes: [] };
-  for (const node of order) {
+  const s: ImagePrewarmStatus = { observedGeneration: gen, desired: order.length, succeeded: 0, failed: 0, pulling: 0, waiting: 0, failedNodes: [], seedsDone: true };
+  const seeds = Math.min(pw.spec.seedNodes ?? 0, order.length);
+  for (const [i, node] of order.entries()) {
     const e = byNode.get(node)?.status?.prewarms?.[pw.metadata.name];
     const phase = e && e.generation === gen ? e.phase : 'Waiting';
+    if (i < seeds && phase !== 'Succeeded' && phase !== 'Failed') s.seedsDone = false;
     if (phase === 'Succeeded') s.succeeded++;
     else if (phase === 'Pulling') s.pulling++;
     else if (phase === 'Waiting') s.waiting++;

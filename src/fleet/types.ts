@@ -53,6 +53,8 @@ export interface ImagePrewarmStatus {
   pulling: number;
   waiting: number;
   failedNodes: FailedNode[];
+  /** Every seed node has finished this generation (Succeeded or Failed): the others may start. */
+  seedsDone?: boolean;
   /** The node whose agent wrote this summary, and when. */
   summarizedBy?: string;
   lastSummaryTime?: string;
