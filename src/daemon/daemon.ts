@@ -138,7 +138,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
-  const fleet = startFleet(opts, runtime, pulls, clock, log);
+  const fleet = startFleet(opts, kc, runtime, pulls, clock, log);
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {

@@ -1,18 +1,20 @@
 // Starts the fleet pre-warm when the agent runs in Kubernetes mode (a kubeconfig and a node name).
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
-import { loadKubeConfig } from '../kube/kubeconfig.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
 
-/** The started fleet agent, or undefined when the agent is not in Kubernetes mode or it is turned off. */
-export function startFleet(opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
+/**
+ * The started fleet agent, or undefined when the agent is not in Kubernetes mode (kc: the daemon's own
+ * kubeconfig, loaded once) or it is turned off.
+ */
+export function startFleet(opts: DaemonOptions, kc: KubeConfig | undefined, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
-  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
   if (!kc || !opts.nodeName) return undefined;
   const fleet = new FleetAgent(
     new KubeFleetApi(kc),

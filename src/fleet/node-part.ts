@@ -6,7 +6,8 @@
 //      └────────────────────┴─────────────────────────────────────┘ failed, none left / deadline: Failed
 //   Succeeded ──refresh interval, an image gone──> Waiting
 //
-// Every change is written to this node's NodePrewarm before the next side effect, so a restarted agent
+// Every change is written to this node's NodePrewarm before the next side effect (a fresh all-Waiting entry is
+// kept in memory until the first change: no record means Waiting to every reader), so a restarted agent
 // picks up where it was (a slot it still holds is taken again, not waited for).
 import type { Clock } from '../clock.js';
 import { asAgentError } from '../errors.js';
@@ -91,8 +92,11 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   }
   const now = d.clock.now();
   if (!entry || entry.generation !== gen) {
+    // Kept, not written: a thousand nodes seeing a new prewarm would otherwise all write at once to say
+    // what the summary assumes anyway (no record for the generation: Waiting).
     entry = freshEntry(pw, now);
-    await d.record.put(name, entry);
+    d.record.keep(name, entry);
+    d.lastTry.set(name, now); // a node far back waits for its turn from the start, too
   }
 
   if (terminal(entry)) {
@@ -123,8 +127,8 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
       // The first round after the seeds reads the seeds' records while it waits; the others learn it from the
       // summary (which wakes them) and read the records themselves only every maxPollMs, in case it is late.
       const firstRound = (d.targets.index(name).get(d.node) ?? 0) < seeds.length + parallel;
-      const last = d.seedChecks.get(seedKey);
-      if (!firstRound && last !== undefined && now - last < d.maxPollMs) return jitter(d.maxPollMs - (now - last));
+      const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
+      if (!firstRound && now - last < d.maxPollMs) return jitter(d.maxPollMs - (now - last));
       d.seedChecks.set(seedKey, now);
       if (!(await seedsDone(d, pw, seeds, entry))) return jitter(firstRound ? d.pollMs : d.maxPollMs);
       d.seedsDone.add(seedKey); // seeds that are done stay done for this generation

@@ -7,6 +7,10 @@ import type { NodePrewarm, NodePrewarmEntry } from './types.js';
 /** Reads and writes one node's NodePrewarm. */
 export class NodeRecord {
   private obj: NodePrewarm | undefined;
+  /** obj was read (it may still be undefined: the node has no record yet). */
+  private loaded = false;
+  /** Entries kept here, not written yet (a node only waiting has nothing the summary would not assume). */
+  private readonly unwritten = new Map<string, NodePrewarmEntry>();
   /** Requests made to the API server (for the benchmark's per-node count). */
   writes = 0;
 
@@ -17,12 +21,22 @@ export class NodeRecord {
 
   /** This node's entry for a prewarm, as last read or written (reads once when not loaded yet). */
   async entry(prewarm: string): Promise<NodePrewarmEntry | undefined> {
-    if (!this.obj) await this.load();
-    return this.obj?.status?.prewarms?.[prewarm];
+    if (!this.loaded) await this.load();
+    return this.unwritten.get(prewarm) ?? this.obj?.status?.prewarms?.[prewarm];
+  }
+
+  /**
+   * Keeps an entry that need not be written yet: a fresh one, all Waiting, which is what every reader assumes
+   * of a node without a record for the generation. The next put writes it (or what it became).
+   */
+  keep(prewarm: string, entry: NodePrewarmEntry): void {
+    this.unwritten.set(prewarm, entry);
   }
 
   /** Writes this node's entry for a prewarm (undefined removes it), creating the object when missing. */
   async put(prewarm: string, entry: NodePrewarmEntry | undefined): Promise<void> {
+    this.unwritten.delete(prewarm);
+    if (!entry && this.loaded && !this.obj?.status?.prewarms?.[prewarm]) return; // nothing written to remove
     for (let attempt = 0; ; attempt++) {
       if (!this.obj) await this.load();
       if (!this.obj) {
@@ -53,5 +67,6 @@ export class NodeRecord {
   async load(): Promise<void> {
     this.writes++;
     this.obj = await this.api.getNodePrewarm(this.node);
+    this.loaded = true;
   }
 }

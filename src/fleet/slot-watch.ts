@@ -102,9 +102,12 @@ export function handoffDelay(
   const expiresInMs = Number.isFinite(firstExpiry) ? Math.max(0, firstExpiry - nowMs) : undefined;
   if (free.length === 0) return { expiresInMs };
   const me = index.get(node) ?? 0;
-  // A node behind the furthest holder is late (it retried, or lost a race): it goes at once, for a slot of
-  // its own choosing by name, as nobody can tell how many such are waiting.
-  if (me < front) return { tryInMs: 0, slot: free[Number(rankKey(prewarm, node) % BigInt(free.length))], expiresInMs };
+  // A node behind the furthest holder is late (it retried, or lost a race): it goes within a few steps (by its
+  // name), for a slot of its own choosing by name, as nobody can tell how many such are waiting.
+  if (me < front) {
+    const k = Number(rankKey(prewarm, node) % 1024n);
+    return { tryInMs: (k % 4) * stepMs, slot: free[k % free.length], expiresInMs };
+  }
   const rank = me - front - 1;
   return { tryInMs: Math.min(2000, Math.max(0, rank - free.length + 1) * stepMs), slot: free[rank % free.length], expiresInMs };
 }

@@ -45,7 +45,10 @@ export class SlotClaimer {
     // racing for slots mostly try different ones.
     const offset = prefer ?? Number(rankKey(prewarm, this.holder) % BigInt(maxParallel));
     let tries = 0;
-    for (let k = 0; k < maxParallel && tries < MAX_TRIES; k++) {
+    // With the slots as a watch shows them, one write: a lost race means the view is behind, and the next
+    // change seen wakes this node again.
+    const maxTries = seen ? 1 : MAX_TRIES;
+    for (let k = 0; k < maxParallel && tries < maxTries; k++) {
       const i = (offset + k) % maxParallel;
       const name = slotName(prewarm, i);
       const l = byName.get(name);
