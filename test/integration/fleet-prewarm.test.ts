@@ -185,6 +185,12 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     const peak = peakOverlap(windows);
     assert.ok(peak <= 2, `at most 2 nodes downloaded at once (peak ${peak})`);
     assert.equal(peak, 2, 'after the seed, two nodes pulled side by side');
+    // The last node waited for a slot: it saw the first one given back through its watch of the slot Leases and
+    // took it then, not at its next poll (after a failed try the agent polls only every 30 s, as a fallback).
+    const byStart = NODES.map((n, i) => ({ n, ...windows[i]! })).sort((a, b) => a.start - b.start);
+    const last = byStart[3]!;
+    const firstFreed = Math.min(...byStart.slice(1, 3).map((w) => w.end));
+    assert.ok(last.start - firstFreed < 10_000, `${last.n} started ${last.start - firstFreed} ms after the first fan-out slot was given back`);
 
     const text = await ctlKube('prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
     assert.equal(text.code, 0, text.stderr);
