@@ -172,7 +172,7 @@ export class Engine extends EventEmitter {
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
     const busy = this.queue.depth(pod.id) > 0;
-    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet, busy });
+    const planned = planRestart(pod, containers, req, { allowKubelet: this.allowKubelet, busy });
     const strategies = await this.strategiesFor(pod, planned, req);
     if (!req.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
@@ -188,7 +188,7 @@ export class Engine extends EventEmitter {
         name: p.name,
         strategy: strategies[i],
         oldId: p.current.id,
-        oldRuntimeName: this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '',
+        oldRuntimeName: p.current.runtimeName ?? '',
         oldImage: p.current.image,
         newImage: p.newImage,
         newAttempt: p.newAttempt,
@@ -352,14 +352,14 @@ export class Engine extends EventEmitter {
     });
     op.podId = pod.id;
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
-    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet });
+    const planned = planRestart(pod, containers, op.request, { allowKubelet: this.allowKubelet });
     const strategies = await this.strategiesFor(pod, planned, op.request);
     if (!op.request.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     op.containers.forEach((t, i) => {
       const p = planned[i];
       t.strategy = strategies[i];
       t.oldId = p.current.id;
-      t.oldRuntimeName = this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '';
+      t.oldRuntimeName = p.current.runtimeName ?? '';
       t.oldImage = p.current.image;
       t.newImage = p.newImage;
       t.newAttempt = p.newAttempt;

@@ -1,7 +1,7 @@
 // The Runtime of a CRI endpoint (containerd; CRI-O for everything but recreating from an inspected spec).
 import { systemClock, type Clock } from '../../clock.js';
 import { AgentError } from '../../errors.js';
-import type { ContainerFilter, Runtime } from '../runtime.js';
+import type { ContainerFilter, NameSwap, Runtime, RuntimeCapabilities } from '../runtime.js';
 import type {
   Container,
   ContainerDetail,
@@ -44,6 +44,8 @@ export interface CriRuntimeOptions {
 /** Runtime over the CRI gRPC API at one endpoint. */
 export class CriRuntime implements Runtime {
   readonly kind = 'cri' as const;
+  /** A CRI container runs once; PullImage is one unary call with no progress. */
+  readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false };
   /** The typed CRI client underneath, for callers that need raw calls (test pods, benchmarks). */
   readonly client: CriClient;
   private readonly sandboxConfigs = new SandboxConfigCache();
@@ -109,8 +111,16 @@ export class CriRuntime implements Runtime {
     }
   }
 
-  /** CRI has no container names to change: (name, attempt) metadata identifies a container. */
-  async renameContainer(_containerId: string, _newName: string): Promise<void> {}
+  /** CRI names are no unique keys: (name, attempt) metadata identifies a container, so no name is needed. */
+  replacementName(): undefined {
+    return undefined;
+  }
+
+  /** Nothing to swap: see replacementName. */
+  async swapNames(_swap: NameSwap): Promise<void> {}
+
+  /** Nothing to restore: see replacementName. */
+  async restoreNames(_swap: NameSwap): Promise<void> {}
 
   async exec(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
     const res = await this.client.execSync(containerId, cmd, Math.max(0, Math.ceil(timeoutSeconds)));
