@@ -3,9 +3,9 @@
 // itself, which containerd serves on the same socket); elsewhere without a progress source.
 import { asAgentError } from '../errors.js';
 import { CRI_NAMESPACE } from '../runtime/types.js';
-import { ContainerdClient } from './containerd-client.js';
-import { ContainerdProgressSource } from './containerd-progress.js';
-import type { ProgressSource } from './progress-source.js';
+import { ContainerdClient } from '../runtime/containerd/client.js';
+import { ContainerdProgressSource } from '../runtime/containerd/pull-progress.js';
+import type { ProgressSource } from '../runtime/progress-source.js';
 import { ImagePullService, type PullServiceOptions } from './pull-service.js';
 
 /** Options of createNodePullService: the service's, plus where containerd is. */

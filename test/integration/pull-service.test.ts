@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { ImagePullService, type PullServiceOptions } from '../../src/pull/pull-service.js';
-import { ContainerdProgressSource } from '../../src/pull/containerd-progress.js';
+import { ContainerdProgressSource } from '../../src/runtime/containerd/pull-progress.js';
 import { readAuthFile } from '../../src/pull/auth.js';
 import type { PullEvent } from '../../src/pull/types.js';
 import type { Runtime } from '../../src/runtime/runtime.js';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import type { Operation } from '../../src/engine/operation.js';
 import { RestartExecutor } from '../../src/engine/restart-executor.js';
-import type { ProgressSource } from '../../src/pull/progress-source.js';
+import type { ProgressSource } from '../../src/runtime/progress-source.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { replacementName, restoreNames, swapNames, type Renamer } from '../../src/runtime/docker/name-swap.js';
 import { FakeNode } from '../support/executor-fakes.js';

@@ -17,7 +17,8 @@ import type {
   RuntimeVersion,
 } from '../types.js';
 import { CriClient } from './client.js';
-import { ContainerdImages, CRI_NAMESPACE } from './containerd-images.js';
+import { ContainerdClient } from '../containerd/client.js';
+import { CRI_NAMESPACE } from '../types.js';
 import { toContainerState, toImage } from './convert.js';
 import { createContainer } from './create-container.js';
 import { criEvents } from './events.js';
@@ -50,7 +51,7 @@ export class CriRuntime implements Runtime {
   readonly client: CriClient;
   private readonly sandboxConfigs = new SandboxConfigCache();
   /** containerd's images service on the same socket; connected on the first pinImage. */
-  private containerdImages?: ContainerdImages;
+  private containerdImages?: ContainerdClient;
   private pinSupport?: Promise<PinnedLabelSupport>;
 
   constructor(
@@ -148,7 +149,7 @@ export class CriRuntime implements Runtime {
    * image is absent; FailedPrecondition on a CRI runtime without containerd's API (CRI-O).
    */
   pinImage(ref: string, pinned: boolean): Promise<boolean> {
-    this.containerdImages ??= new ContainerdImages(this.client.endpoint, this.opts.containerdNamespace ?? CRI_NAMESPACE);
+    this.containerdImages ??= new ContainerdClient(this.client.endpoint, this.opts.containerdNamespace ?? CRI_NAMESPACE);
     const deps = {
       client: this.client,
       images: this.containerdImages,
