@@ -22,6 +22,7 @@ import { AgentClient } from '../src/api/client.js';
 import { isTerminal } from '../src/engine/operation.js';
 import type { OperationView as Operation } from '../src/api/convert.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
+import { CRI_NAMESPACE } from '../src/runtime/types.js';
 import { CriPodFixture } from '../src/testbed/cri-pods.js';
 import type { TestPod } from '../src/testbed/pod-fixture.js';
 import { sandboxEnv } from '../src/testbed/sandbox-env.js';
@@ -65,7 +66,7 @@ const openFds = (pid: number) => fs.readdirSync(`/proc/${pid}/fd`).length;
 const sandboxMounts = () => fs.readFileSync('/proc/mounts', 'utf8').split('\n').filter((l) => l.includes(env.dir)).length;
 /** containerd snapshots in the CRI namespace. */
 function snapshots(): number {
-  const out = execFileSync('ctr', ['--address', env.containerdAddress, '-n', 'k8s.io', 'snapshots', 'ls'], { encoding: 'utf8' });
+  const out = execFileSync('ctr', ['--address', env.containerdAddress, '-n', CRI_NAMESPACE, 'snapshots', 'ls'], { encoding: 'utf8' });
   return out.trim().split('\n').length - 1;
 }
 

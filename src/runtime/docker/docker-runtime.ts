@@ -59,9 +59,9 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  private async listAll(runningOnly = false): Promise<Dockerode.ContainerInfo[]> {
+  private async listAll(): Promise<Dockerode.ContainerInfo[]> {
     try {
-      return await this.docker.listContainers({ all: !runningOnly });
+      return await this.docker.listContainers({ all: true });
     } catch (err) {
       throw this.fail(err, 'container list');
     }
