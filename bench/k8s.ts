@@ -10,7 +10,7 @@
 // The targets a/b, c/d, c/e are printed for whichever pairs were measured.
 import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
-import { kubeEnv } from '../src/testbed/kube-env.js';
+import { kubeEnv } from '../test/testbed/kube-env.js';
 
 const env = kubeEnv();
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

@@ -17,7 +17,7 @@ import type { Runtime } from '../src/runtime/runtime.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../src/runtime/docker/docker-runtime.js';
 import { CRI_NAMESPACE } from '../src/runtime/types.js';
-import { sandboxEnv } from '../src/testbed/sandbox-env.js';
+import { sandboxEnv } from '../test/testbed/sandbox-env.js';
 import { buildImage, buildLayer, pushImage, seededBytes, type BuiltImage, type BuiltLayer } from '../test/support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
 import { startRegistry } from '../test/support/registry-server.js';

@@ -23,9 +23,9 @@ import { isTerminal } from '../src/engine/operation.js';
 import type { OperationView as Operation } from '../src/api/convert.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { CRI_NAMESPACE } from '../src/runtime/types.js';
-import { CriPodFixture } from '../src/testbed/cri-pods.js';
-import type { TestPod } from '../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../src/testbed/sandbox-env.js';
+import { CriPodFixture } from '../test/testbed/cri-pods.js';
+import type { TestPod } from '../test/testbed/pod-fixture.js';
+import { sandboxEnv } from '../test/testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const env = sandboxEnv();

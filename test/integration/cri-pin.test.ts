@@ -11,6 +11,7 @@ import { PINNED_LABEL, PINNED_LABEL_VALUE } from '../../src/runtime/cri/pin-imag
 import { pinnedLabelSupport, type PinnedLabelSupport } from '../../src/runtime/cri/pinned-label-support.js';
 import type { Image } from '../../src/runtime/types.js';
 import { buildImage, buildLayer, pushImage } from '../support/registry-images.js';
+import { removeCriImage } from '../testbed/cri-pods.js';
 import { startRegistry, type RegistryServer } from '../support/registry-server.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
@@ -56,7 +57,7 @@ for (const target of criTargets()) {
     });
 
     after(async () => {
-      if (image) await rt.client.removeImage(image.id).catch(() => undefined);
+      if (image) await removeCriImage(env.criEndpoint, image.id);
       await registry?.stop();
       records.close();
       rt.close();

@@ -11,7 +11,7 @@ import * as protoLoader from '@grpc/proto-loader';
 import { protoPath as healthProto } from 'grpc-health-check';
 import { AgentClient } from '../../src/api/client.js';
 import { AgentError } from '../../src/errors.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';

@@ -40,6 +40,8 @@ export interface CriRuntimeOptions {
   containerdNamespace?: string;
   /** How long pinImage waits for CRI to report a label change it picks up, ms. Default 2000. */
   pinSettleMs?: number;
+  /** The CRI client to call through (default: one of its own on the endpoint); closed by close(). */
+  client?: CriClient;
 }
 
 /** Runtime over the CRI gRPC API at one endpoint. */
@@ -47,8 +49,7 @@ export class CriRuntime implements Runtime {
   readonly kind = 'cri' as const;
   /** A CRI container runs once; PullImage is one unary call with no progress. */
   readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false };
-  /** The typed CRI client underneath, for callers that need raw calls (test pods, benchmarks). */
-  readonly client: CriClient;
+  private readonly client: CriClient;
   private readonly sandboxConfigs = new SandboxConfigCache();
   /** containerd's images service on the same socket; connected on the first pinImage. */
   private containerdImages?: ContainerdClient;
@@ -58,7 +59,7 @@ export class CriRuntime implements Runtime {
     endpoint: string,
     private readonly opts: CriRuntimeOptions = {},
   ) {
-    this.client = new CriClient(endpoint);
+    this.client = opts.client ?? new CriClient(endpoint);
   }
 
   async version(): Promise<RuntimeVersion> {

@@ -38,8 +38,7 @@ export class DockerRuntime implements Runtime {
   readonly kind = 'docker' as const;
   /** dockerd restarts a stopped container, and streams a pull's progress. */
   readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true };
-  /** The dockerode client (exposed for test fixtures that create raw containers). */
-  readonly docker: Dockerode;
+  private readonly docker: Dockerode;
 
   /** Connects lazily to endpoint: `unix:///path/docker.sock`, a bare socket path, or `tcp://host:port`. */
   constructor(readonly endpoint: string) {

@@ -4,17 +4,25 @@
 // `container:<sandbox id>`, all binding the same host directory. Used by integration tests, demo, benchmarks.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import type Dockerode from 'dockerode';
-import { AgentError } from '../errors.js';
-import { containerNameLabel, joinLabels } from '../runtime/docker/convert.js';
-import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
-import { dockerError, dockerStatus } from '../runtime/docker/errors.js';
-import { groupPods } from '../runtime/docker/pods.js';
+import Dockerode from 'dockerode';
+import { AgentError } from '../../src/errors.js';
+import { joinLabels } from '../../src/runtime/docker/convert.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
+import { dockerError, dockerStatus } from '../../src/runtime/docker/errors.js';
+import { groupPods } from '../../src/runtime/docker/pods.js';
 import type { PodFixture, TestContainerSpec, TestPod, TestPodSpec } from './pod-fixture.js';
 import { sandboxEnv } from './sandbox-env.js';
 
 /** Label on every container a Docker test pod fixture creates; its value is the sandbox container's name. */
 export const DOCKER_TEST_POD_LABEL = 'inplace-agent.test/pod';
+
+/** The container-name label the kubelet's dockershim set, which the Docker adapter reads a container's name from. */
+const CONTAINER_NAME_LABEL = 'io.kubernetes.container.name';
+
+/** A dockerode client of its own for a `unix://` socket (or a bare path), for fixtures and tests. */
+export function dockerClient(endpoint: string): Dockerode {
+  return new Dockerode({ socketPath: endpoint.replace(/^unix:\/\//, '') });
+}
 
 /** Docker's anonymous volumes are named by 64 hex digits. */
 const anonymousVolume = /^[0-9a-f]{64}$/;
@@ -22,6 +30,7 @@ const anonymousVolume = /^[0-9a-f]{64}$/;
 /** The PodFixture of a Docker endpoint. */
 export class DockerPodFixture implements PodFixture {
   private readonly rt: DockerRuntime;
+  private readonly docker: Dockerode;
 
   /** pauseImage runs in each sandbox; its entrypoint must sleep forever. */
   constructor(
@@ -29,10 +38,7 @@ export class DockerPodFixture implements PodFixture {
     private readonly pauseImage: string = sandboxEnv().images.pause,
   ) {
     this.rt = new DockerRuntime(endpoint);
-  }
-
-  private get docker(): Dockerode {
-    return this.rt.docker;
+    this.docker = dockerClient(endpoint);
   }
 
   private async ensureImage(image: string): Promise<void> {
@@ -50,7 +56,7 @@ export class DockerPodFixture implements PodFixture {
   }
 
   private memberBody(sandboxName: string, sandboxId: string, c: TestContainerSpec, pod: TestPodSpec): Dockerode.ContainerCreateOptions {
-    const labels = { [containerNameLabel]: c.name, [DOCKER_TEST_POD_LABEL]: sandboxName, ...c.labels };
+    const labels = { [CONTAINER_NAME_LABEL]: c.name, [DOCKER_TEST_POD_LABEL]: sandboxName, ...c.labels };
     const body: Dockerode.ContainerCreateOptions = {
       name: `${sandboxName}-${c.name}`,
       Image: c.image,
