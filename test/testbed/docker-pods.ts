@@ -8,8 +8,6 @@ import Dockerode from 'dockerode';
 import { AgentError } from '../../src/errors.js';
 import { joinLabels } from '../../src/runtime/docker/convert.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { dockerError, dockerStatus } from '../../src/runtime/docker/errors.js';
-import { groupPods } from '../../src/runtime/docker/pods.js';
 import type { PodFixture, TestContainerSpec, TestPod, TestPodSpec } from './pod-fixture.js';
 import { sandboxEnv } from './sandbox-env.js';
 
@@ -22,6 +20,16 @@ const CONTAINER_NAME_LABEL = 'io.kubernetes.container.name';
 /** A dockerode client of its own for a `unix://` socket (or a bare path), for fixtures and tests. */
 export function dockerClient(endpoint: string): Dockerode {
   return new Dockerode({ socketPath: endpoint.replace(/^unix:\/\//, '') });
+}
+
+/** The HTTP status of a failed dockerode call; undefined when it has none. */
+function statusOf(err: unknown): number | undefined {
+  return (err as { statusCode?: number } | null)?.statusCode;
+}
+
+/** A failed fixture call as an AgentError naming what it was about. */
+function fixtureError(err: unknown, subject: string): AgentError {
+  return new AgentError(statusOf(err) === 404 ? 'NotFound' : 'Internal', `${subject}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
 }
 
 /** Docker's anonymous volumes are named by 64 hex digits. */
@@ -51,7 +59,7 @@ export class DockerPodFixture implements PodFixture {
       await c.start();
       return c.id;
     } catch (err) {
-      throw dockerError(err, `test container "${body.name}"`, this.rt.endpoint);
+      throw fixtureError(err, `test container "${body.name}"`);
     }
   }
 
@@ -105,10 +113,10 @@ export class DockerPodFixture implements PodFixture {
     try {
       list = await this.docker.listContainers({ all: true });
     } catch (err) {
-      throw dockerError(err, subject, this.rt.endpoint);
+      throw fixtureError(err, subject);
     }
-    const { containers } = groupPods(list);
-    const ids = new Set([...containers.filter((c) => c.podId === pod.podId).map((c) => c.id), ...Object.values(pod.containerIds)]);
+    const members = await this.rt.listContainers({ podId: pod.podId });
+    const ids = new Set([...members.map((c) => c.id), ...Object.values(pod.containerIds)]);
     const volumes = new Set<string>();
     for (const c of list) {
       if (!ids.has(c.Id) && c.Id !== pod.podId) continue;
@@ -118,7 +126,7 @@ export class DockerPodFixture implements PodFixture {
       try {
         await this.docker.getContainer(id).remove({ force: true, v: true });
       } catch (err) {
-        if (dockerStatus(err) !== 404) throw dockerError(err, `container "${id}" of ${subject}`, this.rt.endpoint);
+        if (statusOf(err) !== 404) throw fixtureError(err, `container "${id}" of ${subject}`);
       }
     }
     for (const name of volumes) {
@@ -126,7 +134,7 @@ export class DockerPodFixture implements PodFixture {
         .getVolume(name)
         .remove()
         .catch((err: unknown) => {
-          const status = dockerStatus(err);
+          const status = statusOf(err);
           if (status !== 404 && status !== 409) throw new AgentError('Internal', `volume "${name}" of ${subject}: ${String(err)}`);
         });
     }
