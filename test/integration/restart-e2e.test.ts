@@ -276,7 +276,9 @@ for (const f of flavours) {
       const before = await snapshot(rt, pod.podId);
       const c = new AgentClient(`unix://${agent.socket}`);
       try {
-        const first = await c.restart({ ...base, pod: pod.name, containers: ['app'], minReadyMs: '2000' });
+        // The first operation holds the pod long enough for inplacectl to start and send the cancel, which
+        // takes seconds on a loaded machine (2 s measured at load 11 on 2 cores).
+        const first = await c.restart({ ...base, pod: pod.name, containers: ['app'], minReadyMs: '10000' });
         const second = await c.restart({ ...base, pod: pod.name, containers: ['sidecar'] });
         assert.equal(second.state, 'Pending');
         const res = await ctl(agent.socket, 'cancel', second.id);
