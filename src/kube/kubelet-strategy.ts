@@ -154,6 +154,13 @@ export class KubeletStrategy implements RestartStrategy {
     };
     let pod = await this.freshPod(ns, name, ctx.deadline);
     const spec = specContainer(pod, t.name)?.container;
+    // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
+    // are written once the next journaled step's side effect is under way, and nothing waits for them.
+    let announce: (() => void) | undefined;
+    const announced = () => {
+      announce?.();
+      announce = undefined;
+    };
     try {
       for (;;) {
         switch (t.step) {
@@ -163,12 +170,24 @@ export class KubeletStrategy implements RestartStrategy {
               await ctx.step('Failed');
               return false;
             }
-            await enter('Draining');
+            // Journaled before the condition is written when the pod is drained; otherwise with the next step.
+            if (this.drains(pod, op)) await enter('Draining');
+            else ctx.mark('Draining');
             break;
           case 'Draining': {
-            pod = await this.drain(op, t, pod, ctx.deadline);
-            // Written in order after Draining, but the stop or patch does not wait for it.
-            this.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` }, pod);
+            const restarting = { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` } as const;
+            if (this.drains(pod, op)) {
+              pod = await this.drain(op, t, pod, ctx.deadline);
+              // Written in order after Draining, but the stop or patch does not wait for it.
+              this.conditions.post(ns, name, restarting, pod);
+            } else {
+              const at = pod;
+              announce = () => {
+                this.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, at);
+                void this.d.events.record(at, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
+                this.conditions.post(ns, name, restarting, at);
+              };
+            }
             if (!same) {
               // Pulled is on record before the patch makes the kubelet kill the old instance (written long since,
               // unless the pull did not happen in this process: an operation resumed after it).
@@ -183,6 +202,7 @@ export class KubeletStrategy implements RestartStrategy {
             break;
           }
           case 'PreStop': {
+            announced();
             let grace = op.request.graceSeconds;
             if (entered.has('PreStop') && spec) {
               const began = this.d.clock.now();
@@ -197,22 +217,25 @@ export class KubeletStrategy implements RestartStrategy {
               this.d.log.info('resuming after the preStop step: the hook is not run again', { op: op.id, container: t.name });
             }
             await enter('Stopping');
-            await this.stop(op, t, pod, grace);
+            await this.stop(op, t, pod, grace, announced);
             ctx.mark('Stopped');
             break;
           }
           case 'Stopping':
-            if (entered.has('Stopping')) await this.stop(op, t, pod, op.request.graceSeconds);
+            if (entered.has('Stopping')) await this.stop(op, t, pod, op.request.graceSeconds, announced);
             else await this.resumeStop(op, t, pod);
             ctx.mark('Stopped');
             break;
           case 'Stopped':
             await enter('Verifying');
             break;
-          case 'Patching':
-            await this.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
+          case 'Patching': {
+            const patching = this.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
+            announced();
+            await patching;
             ctx.mark('Patched');
             break;
+          }
           case 'Patched':
             await enter('Verifying');
             break;
@@ -343,20 +366,16 @@ export class KubeletStrategy implements RestartStrategy {
     }
   }
 
-  /**
-   * Condition False (Draining). With a readiness gate on it, the write is awaited and then the wait until the
-   * pod's address left its slices; without, there is nothing to drain, and the stop does not wait for the write.
-   */
+  /** Whether the pod is drained before a restart: it gates its readiness on the condition, and has an address. */
+  private drains(pod: V1Pod, op: Operation): boolean {
+    return gatesOnCondition(pod) && (pod.status?.podIP ?? op.podIp ?? '') !== '';
+  }
+
+  /** Condition False (Draining), then waits until the pod's address left its slices (see drains()). */
   private async drain(op: Operation, t: ContainerTarget, pod: V1Pod, deadline: number): Promise<V1Pod> {
     const [ns, name] = splitName(op.podName);
-    const want = { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` } as const;
     const ip = pod.status?.podIP ?? op.podIp ?? '';
-    if (!gatesOnCondition(pod) || ip === '') {
-      this.conditions.post(ns, name, want, pod);
-      void this.d.events.record(pod, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
-      return pod;
-    }
-    const written = await this.conditions.set(ns, name, want, pod);
+    const written = await this.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
     void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
     const bound = Math.max(0, Math.min(op.request.drainMs ?? DEFAULT_DRAIN_MS, deadline - this.d.clock.now()));
     const res = await waitDrained(this.d.api, ns, ip, written.metadata?.uid ?? '', bound, this.d.clock);
@@ -365,9 +384,12 @@ export class KubeletStrategy implements RestartStrategy {
     return written;
   }
 
-  private async stop(op: Operation, t: ContainerTarget, pod: V1Pod, graceSeconds: number): Promise<void> {
+  /** Stops the old instance; once the call is under way, announce() writes what was held back for it. */
+  private async stop(op: Operation, t: ContainerTarget, pod: V1Pod, graceSeconds: number, announce?: () => void): Promise<void> {
+    const stopping = this.d.runtime.stopContainer(t.oldId, graceSeconds);
+    announce?.();
     void this.d.events.record(pod, t.name, 'Normal', EventReasons.Killing, `Stopping container ${t.name}`);
-    await this.d.runtime.stopContainer(t.oldId, graceSeconds);
+    await stopping;
   }
 
   /** Stopping read back from the journal: the stop was issued; stop only a container still running after its grace. */
