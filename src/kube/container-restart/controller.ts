@@ -193,7 +193,10 @@ export class ContainerRestartController {
       const claim = await claiming;
       if ('err' in claim) throw claim.err;
       cr = claim.written;
-      if (!holds(cr)) return;
+      if (!holds(cr)) {
+        this.keyByOp.delete(uid);
+        return;
+      }
       this.d.log.info('ContainerRestart taken', { cr: key, op: uid, pod: `${ns}/${cr.spec.podName}` });
       if (planError !== undefined) {
         if (AgentError.is(planError, 'Unavailable')) throw planError;
