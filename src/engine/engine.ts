@@ -157,8 +157,10 @@ export class Engine extends EventEmitter {
    * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
    * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
    * gets that id, and a request whose id is already recorded returns that record instead of running twice.
+   * With admit, the planned operation is recorded only once admit() resolves true (the caller may, meanwhile,
+   * make sure nobody else runs it); false ends it with an Aborted error, nothing recorded or touched.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings } = {}): Promise<Operation> {
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> } = {}): Promise<Operation> {
     const known = opts.id ? this.ops.get(opts.id) : undefined;
     if (known && !opts.dryRun) return known;
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
@@ -202,6 +204,8 @@ export class Engine extends EventEmitter {
       updatedAt: now,
     };
     if (opts.dryRun) return { ...op, id: '' };
+    if (opts.admit && !(await opts.admit())) throw new AgentError('Aborted', `operation ${op.id} was not admitted; nothing was recorded or touched`);
+    if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
     await this.persist(op);
     this.schedule(op);
     return op;

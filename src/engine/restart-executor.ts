@@ -180,7 +180,7 @@ export class RestartExecutor {
       await Promise.all(
         op.pulls.map(async (p) => {
           try {
-            const got = await this.d.puller.ensure(p.image, {
+            const ensured = this.d.puller.ensure(p.image, {
               signal: AbortSignal.any(signals),
               onProgress: (pr) => {
                 p.bytesDone = pr.bytesDone;
@@ -191,6 +191,10 @@ export class RestartExecutor {
                 }
               },
             });
+            for (const t of op.containers) {
+              if (t.step === 'Waiting' && t.newImage === p.image) this.strategyOf(t).pulling?.(op, t, ensured);
+            }
+            const got = await ensured;
             p.done = true;
             p.pulled = got.pulled;
             this.d.publish(op);
