@@ -12,7 +12,7 @@ import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import { imageMatches } from '../../src/kube/kubelet-strategy.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { requireRuntime } from '../support/require-runtime.js';
