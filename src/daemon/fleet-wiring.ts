@@ -9,19 +9,15 @@ import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
 
-/**
- * The started fleet agent, or undefined when the agent is not in Kubernetes mode (kc: the daemon's own
- * kubeconfig, loaded once) or it is turned off.
- */
-export function startFleet(opts: DaemonOptions, kc: KubeConfig | undefined, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
+/** The started fleet agent for this node, with the daemon's Kubernetes client configuration; undefined when it is turned off. */
+export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
-  if (!kc || !opts.nodeName) return undefined;
   const fleet = new FleetAgent(
     new KubeFleetApi(kc),
     new NodeFleetPuller(runtime, pulls),
     {
       ...FLEET_DEFAULTS,
-      node: opts.nodeName,
+      node: nodeName,
       leaseNamespace: opts.fleetNamespace,
       leaseSeconds: Math.ceil(opts.fleetLeaseMs / 1000),
       pollMs: opts.fleetPollMs,
@@ -32,6 +28,6 @@ export function startFleet(opts: DaemonOptions, kc: KubeConfig | undefined, runt
     log.child({ component: 'fleet' }),
   );
   fleet.start();
-  log.info('fleet pre-warm on: following ImagePrewarm objects', { node: opts.nodeName, leaseNamespace: opts.fleetNamespace });
+  log.info('fleet pre-warm on: following ImagePrewarm objects', { node: nodeName, leaseNamespace: opts.fleetNamespace });
   return fleet;
 }
