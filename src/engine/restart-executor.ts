@@ -172,7 +172,12 @@ export class RestartExecutor {
     // before anything is stopped.)
     const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting' && c.newImage !== c.oldImage).map((c) => c.newImage))];
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())));
+    // The operation's deadline, on the injected clock; stopped when the pulls end.
+    const stopTimer = new AbortController();
+    this.d.clock.sleep(Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())), stopTimer.signal).then(
+      () => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')),
+      () => undefined,
+    );
     op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
     let lastPublish = 0;
     const signals = [abort.signal, this.d.drainSignal, this.d.cancelSignal?.(op)].filter((x): x is AbortSignal => x !== undefined);
@@ -205,7 +210,7 @@ export class RestartExecutor {
         }),
       );
     } finally {
-      clearTimeout(timer);
+      stopTimer.abort();
     }
   }
 
