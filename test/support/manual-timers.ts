@@ -58,24 +58,36 @@ export class ManualClock implements Clock {
 
   /**
    * Resolves with a timer that matches, pending now or set later: the code under test is asleep on it.
-   * Rejects after realTimeoutMs of real time (for code waiting on real I/O) naming what it waited for.
+   * Rejects after realTimeoutMs of real time (for code waiting on real I/O) naming what it waited for;
+   * resolves with undefined when signal aborts first.
    */
-  sleeping(match: (t: ManualTimer) => boolean, what = 'a matching sleep', realTimeoutMs = 30_000): Promise<ManualTimer> {
+  sleeping(match: (t: ManualTimer) => boolean, what = 'a matching sleep', realTimeoutMs = 30_000, signal?: AbortSignal): Promise<ManualTimer | undefined> {
     const now = this.pending().find(match);
     if (now) return Promise.resolve(now);
-    return new Promise<ManualTimer>((resolve, reject) => {
-      const guard = setTimeout(() => {
+    return new Promise<ManualTimer | undefined>((resolve, reject) => {
+      const stop = () => {
+        clearTimeout(guard);
+        signal?.removeEventListener('abort', onAbort);
         this.watchers = this.watchers.filter((x) => x !== watcher);
+      };
+      const guard = setTimeout(() => {
+        stop();
         reject(new Error(`nothing slept on ${what} within ${realTimeoutMs} ms (pending: ${JSON.stringify(this.pending())})`));
       }, realTimeoutMs);
+      const onAbort = () => {
+        stop();
+        resolve(undefined);
+      };
       const watcher = {
         match,
         found: (t: ManualTimer) => {
-          clearTimeout(guard);
+          stop();
           resolve(t);
         },
       };
       this.watchers.push(watcher);
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
