@@ -4,7 +4,7 @@
 // against a fresh agent, for its peak RSS. Needs the sandbox up (`sudo scripts/sandbox up`).
 //
 // Size (flag, or environment variable):
-//   --restarts N   SOAK_RESTARTS   restarts in all (default 1000)
+//   --restarts N   SOAK_RESTARTS   restarts in all (default 1000; 0 runs the burst alone)
 //   --pods N       SOAK_PODS       pods they are spread over (default 20)
 //   --parallel N   SOAK_PARALLEL   restarts in flight at once (default 8)
 //   --burst N      SOAK_BURST      concurrent requests of the burst, 0 to skip it (default 200)
@@ -45,7 +45,7 @@ function size(flag: keyof typeof flags, envName: string, dflt: number, min: numb
   if (!Number.isInteger(n) || n < min) throw new Error(`--${flag} / ${envName} must be a whole number >= ${min}, got "${String(raw)}"`);
   return n;
 }
-const RESTARTS = size('restarts', 'SOAK_RESTARTS', 1000, 1);
+const RESTARTS = size('restarts', 'SOAK_RESTARTS', 1000, 0);
 const PODS = size('pods', 'SOAK_PODS', 20, 1);
 const PARALLEL = size('parallel', 'SOAK_PARALLEL', 8, 1);
 const BURST = size('burst', 'SOAK_BURST', 200, 0);
@@ -205,43 +205,46 @@ async function main(): Promise<void> {
         }),
       );
     }
-    const agent = await startAgent(work, 'soak');
-    agents.push(agent);
-    const idle = { rss: rssMiB(agent.child.pid!), fds: openFds(agent.child.pid!) };
-    // One restart per pod first, so the baseline includes every pod's replacement having been made once.
-    await Promise.all(pods.map((p) => restart(agent.client, p)));
-    const base = { mounts: sandboxMounts(), snapshots: snapshots() };
+    // --restarts 0: the burst alone.
+    if (RESTARTS > 0) {
+      const agent = await startAgent(work, 'soak');
+      agents.push(agent);
+      const idle = { rss: rssMiB(agent.child.pid!), fds: openFds(agent.child.pid!) };
+      // One restart per pod first, so the baseline includes every pod's replacement having been made once.
+      await Promise.all(pods.map((p) => restart(agent.client, p)));
+      const base = { mounts: sandboxMounts(), snapshots: snapshots() };
 
-    say(`soak: containerd ${(await rt.version()).version}, ${RESTARTS} restarts over ${PODS} two-container pods, ${PARALLEL} at a time, min-ready ${MIN_READY}, retention ${RETENTION}, ${os.cpus().length} CPUs (shared)`);
-    const r = await soak(agent, pods);
-    const lat = [...r.latencies].sort((a, b) => a - b);
-    say(`  throughput ${((RESTARTS / r.wallMs) * 1000).toFixed(2)} restarts/s (${fmtMs(r.wallMs)} in all)`);
-    say(`  latency (request -> operation ended) p50 ${fmtMs(pct(lat, 50))}, p99 ${fmtMs(pct(lat, 99))}, max ${fmtMs(lat[lat.length - 1])}`);
-    say(`  failures ${r.failures.length} (target 0)${r.failures.length ? ': ' + r.failures.slice(0, 5).join('; ') : ''}`);
-    const mid = r.samples.reduce((best, s) => (Math.abs(s.done - RESTARTS / 2) < Math.abs(best.done - RESTARTS / 2) ? s : best));
-    const [start, end] = [r.samples[0], r.samples[r.samples.length - 1]];
-    say(`  agent RSS  idle ${idle.rss.toFixed(1)} MiB; start ${start.rss.toFixed(1)}, middle ${mid.rss.toFixed(1)}, end ${end.rss.toFixed(1)} MiB`);
-    say(`  agent fds  idle ${idle.fds}; start ${start.fds}, middle ${mid.fds}, end ${end.fds}`);
-    say(`  every ${Math.max(1, Math.floor(RESTARTS / 10))}: RSS ${r.samples.map((s) => s.rss.toFixed(0)).join(' ')} MiB; fds ${r.samples.map((s) => s.fds).join(' ')}`);
-    const secondHalf = r.samples.filter((s) => s.done >= RESTARTS / 2);
-    const rssRise = end.rss - Math.min(...secondHalf.map((s) => s.rss));
-    const fdRise = end.fds - start.fds;
-    say(`  trend: fds end - start ${fdRise >= 0 ? '+' : ''}${fdRise}; RSS end - lowest of the second half ${rssRise >= 0 ? '+' : ''}${rssRise.toFixed(1)} MiB`);
+      say(`soak: containerd ${(await rt.version()).version}, ${RESTARTS} restarts over ${PODS} two-container pods, ${PARALLEL} at a time, min-ready ${MIN_READY}, retention ${RETENTION}, ${os.cpus().length} CPUs (shared)`);
+      const r = await soak(agent, pods);
+      const lat = [...r.latencies].sort((a, b) => a - b);
+      say(`  throughput ${((RESTARTS / r.wallMs) * 1000).toFixed(2)} restarts/s (${fmtMs(r.wallMs)} in all)`);
+      say(`  latency (request -> operation ended) p50 ${fmtMs(pct(lat, 50))}, p99 ${fmtMs(pct(lat, 99))}, max ${fmtMs(lat[lat.length - 1])}`);
+      say(`  failures ${r.failures.length} (target 0)${r.failures.length ? ': ' + r.failures.slice(0, 5).join('; ') : ''}`);
+      const mid = r.samples.reduce((best, s) => (Math.abs(s.done - RESTARTS / 2) < Math.abs(best.done - RESTARTS / 2) ? s : best));
+      const [start, end] = [r.samples[0], r.samples[r.samples.length - 1]];
+      say(`  agent RSS  idle ${idle.rss.toFixed(1)} MiB; start ${start.rss.toFixed(1)}, middle ${mid.rss.toFixed(1)}, end ${end.rss.toFixed(1)} MiB`);
+      say(`  agent fds  idle ${idle.fds}; start ${start.fds}, middle ${mid.fds}, end ${end.fds}`);
+      say(`  every ${Math.max(1, Math.floor(RESTARTS / 10))}: RSS ${r.samples.map((s) => s.rss.toFixed(0)).join(' ')} MiB; fds ${r.samples.map((s) => s.fds).join(' ')}`);
+      const secondHalf = r.samples.filter((s) => s.done >= RESTARTS / 2);
+      const rssRise = end.rss - Math.min(...secondHalf.map((s) => s.rss));
+      const fdRise = end.fds - start.fds;
+      say(`  trend: fds end - start ${fdRise >= 0 ? '+' : ''}${fdRise}; RSS end - lowest of the second half ${rssRise >= 0 ? '+' : ''}${rssRise.toFixed(1)} MiB`);
 
-    // Leftovers, with the agent idle again.
-    const containers = (await Promise.all(pods.map((p) => rt.listContainers({ podId: p.podId })))).flat();
-    const exited = containers.filter((c) => c.state !== 'running');
-    const running = containers.length - exited.length;
-    const journalDir = path.join(agent.stateDir, 'operations');
-    const journal = fs.readdirSync(journalDir);
-    const records = journal.filter((f) => f.endsWith('.json')).length;
-    const temps = journal.length - records;
-    const mountsNow = sandboxMounts();
-    const snapsNow = snapshots();
-    say(`  leftovers: exited containers not removed ${exited.length} (running ${running} of ${PODS * 2})`);
-    say(`             mounts under the sandbox ${mountsNow} (baseline ${base.mounts}), snapshots ${snapsNow} (baseline ${base.snapshots})`);
-    say(`             journal records ${records} (retention ${RETENTION}), other files in the journal ${temps}`);
-    await agent.stop();
+      // Leftovers, with the agent idle again.
+      const containers = (await Promise.all(pods.map((p) => rt.listContainers({ podId: p.podId })))).flat();
+      const exited = containers.filter((c) => c.state !== 'running');
+      const running = containers.length - exited.length;
+      const journalDir = path.join(agent.stateDir, 'operations');
+      const journal = fs.readdirSync(journalDir);
+      const records = journal.filter((f) => f.endsWith('.json')).length;
+      const temps = journal.length - records;
+      const mountsNow = sandboxMounts();
+      const snapsNow = snapshots();
+      say(`  leftovers: exited containers not removed ${exited.length} (running ${running} of ${PODS * 2})`);
+      say(`             mounts under the sandbox ${mountsNow} (baseline ${base.mounts}), snapshots ${snapsNow} (baseline ${base.snapshots})`);
+      say(`             journal records ${records} (retention ${RETENTION}), other files in the journal ${temps}`);
+      await agent.stop();
+    }
 
     if (BURST > 0) {
       const fresh = await startAgent(work, 'burst');

@@ -18,15 +18,13 @@ import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
 import { recoveryMetrics } from './recovery-metrics.js';
 import { Prewarmer } from './prewarm.js';
-import { startFleet } from './fleet-wiring.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import { RuntimeLiveness } from './runtime-liveness.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
-import { loadKubeConfig } from '../kube/kubeconfig.js';
-import { createKubeMode, type KubeMode } from '../kube/kube-mode.js';
-import { startContainerRestarts } from './container-restart-wiring.js';
+import { kubeConfigSource } from '../kube/kubeconfig-source.js';
+import type { KubeMode } from '../kube/kube-mode.js';
 
 /**
  * Fault injection for recovery and outage tests. With INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process
@@ -80,8 +78,10 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   // Settings that can be wrong are checked before anything starts (recovery included).
   const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
   const access = new AccessControl(opts, log.child({ component: 'access' }));
-  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
-  if (kc && !opts.nodeName) throw new AgentError('InvalidArgument', 'Kubernetes mode (a kubeconfig was found) needs this node\'s name: --node-name or $NODE_NAME');
+  const kubeSource = kubeConfigSource({ kubeconfig: opts.kubeconfig });
+  if (kubeSource && !opts.nodeName) throw new AgentError('InvalidArgument', 'Kubernetes mode (a kubeconfig was found) needs this node\'s name: --node-name or $NODE_NAME');
+  const k8s = kubeSource ? await import('./kube-wiring.js') : undefined;
+  const kc = kubeSource && k8s ? k8s.kubeConfigFrom(kubeSource) : undefined;
   const socketPath = unixPath(opts.listen);
   if (socketPath) await prepareSocketPath(socketPath);
   const runtime = await detectRuntime(opts, runtimeFactories());
@@ -93,7 +93,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   access.register(registry);
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
-  const kube = kc && opts.nodeName ? createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
+  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
   const engine = new Engine({
@@ -132,13 +132,13 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address, ...access.describe() });
 
-  const restarts = kube ? await startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
+  const restarts = k8s && kube ? await k8s.startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
-  const fleet = startFleet(opts, runtime, pulls, clock, log);
+  const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {

@@ -1,25 +1,23 @@
 // Starts the fleet pre-warm when the agent runs in Kubernetes mode (a kubeconfig and a node name).
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
-import { loadKubeConfig } from '../kube/kubeconfig.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
 
-/** The started fleet agent, or undefined when the agent is not in Kubernetes mode or it is turned off. */
-export function startFleet(opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
+/** The started fleet agent for this node, with the daemon's Kubernetes client configuration; undefined when it is turned off. */
+export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
-  const kc = loadKubeConfig({ kubeconfig: opts.kubeconfig });
-  if (!kc || !opts.nodeName) return undefined;
   const fleet = new FleetAgent(
     new KubeFleetApi(kc),
     new NodeFleetPuller(runtime, pulls),
     {
       ...FLEET_DEFAULTS,
-      node: opts.nodeName,
+      node: nodeName,
       leaseNamespace: opts.fleetNamespace,
       leaseSeconds: Math.ceil(opts.fleetLeaseMs / 1000),
       pollMs: opts.fleetPollMs,
@@ -30,6 +28,6 @@ export function startFleet(opts: DaemonOptions, runtime: Runtime, pulls: PullSer
     log.child({ component: 'fleet' }),
   );
   fleet.start();
-  log.info('fleet pre-warm on: following ImagePrewarm objects', { node: opts.nodeName, leaseNamespace: opts.fleetNamespace });
+  log.info('fleet pre-warm on: following ImagePrewarm objects', { node: nodeName, leaseNamespace: opts.fleetNamespace });
   return fleet;
 }

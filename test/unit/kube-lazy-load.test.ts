@@ -1,0 +1,35 @@
+// The Kubernetes client library costs about 60 MiB of RSS: an agent outside Kubernetes must not load it.
+// A module hook records every module the import of the daemon resolves.
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+const HOOK = `
+export async function resolve(spec, ctx, next) {
+  const r = await next(spec, ctx);
+  if (r.url.includes('/node_modules/')) process.stdout.write('resolved ' + r.url + '\\n');
+  return r;
+}`;
+
+function resolvedBy(moduleFile: string): string[] {
+  const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOK)}`)});`;
+  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module', '-e', `await import(${JSON.stringify(pathToFileURL(moduleFile).href)});`], { encoding: 'utf8' });
+  assert.equal(r.status, 0, r.stderr);
+  return r.stdout.split('\n').filter((l) => l.startsWith('resolved '));
+}
+
+describe('kube: the client library is loaded only in Kubernetes mode', () => {
+  it('importing the daemon resolves gRPC and dockerode but not @kubernetes/client-node', () => {
+    const urls = resolvedBy(path.resolve(here, '../../src/daemon/daemon.js'));
+    assert.ok(urls.some((u) => u.includes('/@grpc/grpc-js/')), `the hook saw the daemon's own dependencies: ${urls.length} lines`);
+    assert.deepEqual(urls.filter((u) => u.includes('/@kubernetes/client-node/')), []);
+  });
+
+  it('the Kubernetes wiring the daemon imports when a kubeconfig is found does load it', () => {
+    const urls = resolvedBy(path.resolve(here, '../../src/daemon/kube-wiring.js'));
+    assert.ok(urls.some((u) => u.includes('/@kubernetes/client-node/')));
+  });
+});
