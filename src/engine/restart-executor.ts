@@ -91,12 +91,16 @@ export class RestartExecutor {
   /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
   async run(op: Operation, opts: { replan?: boolean } = {}): Promise<void> {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
-    if (opts.replan && op.state === 'Pending' && this.d.replan) {
+    const replan = this.d.replan;
+    if (opts.replan && op.state === 'Pending' && replan) {
       try {
-        await this.d.replan(op);
+        // A runtime that is briefly away says nothing about the pod: it is waited for, until the deadline.
+        await this.whenAvailable('plan the operation again', deadline, () => replan(op));
       } catch (err) {
+        if (err instanceof Paused) throw err;
         const e = asAgentError(err);
-        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind, Reasons.PodChanged);
+        if (isTransient(e)) await this.finish(op, 'Failed', `${e.message}; nothing was changed`, e.kind, Reasons.Deadline);
+        else await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind, Reasons.PodChanged);
         return;
       }
     }
