@@ -253,6 +253,26 @@ for (const f of flavours) {
       }
     });
 
+    it('the deadline bounds min-ready on the clock: a replacement not verified in time is rolled back at the deadline', async () => {
+      const p = await pod('ready-deadline', ['app']);
+      const h = await harness();
+      let rollingAt = 0;
+      h.hooks.set('RollingBack', () => (rollingAt = h.clock.now()));
+      const op = await h.engine.restart({ ...request(p, 'app', f.env.images.appV2, 60_000), timeoutMs: 20_000 });
+      const deadline = Date.parse(op.createdAt) + 20_000;
+      const end = await h.runToEnd(op.id);
+      assert.equal(end.state, 'Failed');
+      assert.equal(end.reason, Reasons.Deadline);
+      const t = end.containers[0];
+      assert.equal(t.step, 'RolledBack', t.error);
+      assert.match(t.error ?? '', /DeadlineExceeded: replacement for "app" was not verified before the operation's deadline/);
+      assert.ok(rollingAt > deadline && rollingAt <= deadline + 100, `rolled back at the first poll past the deadline (${rollingAt - deadline} ms after it)`);
+      // The old config runs again, once: the old container itself on Docker, a new instance of it on CRI.
+      assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: t.rollbackId, state: 'running', image: f.env.images.appV1 }]);
+      if (!f.cri) assert.equal(t.rollbackId, p.containerIds.app);
+      assert.equal(await exists(rt, t.newId), false, 'the replacement is removed');
+    });
+
     if (!f.cri) return;
 
     it('rollback retries: a rollback that fails twice is tried again after 0.5 s and 1 s on the clock, then the old config runs', async () => {
