@@ -6,7 +6,7 @@ import { classifyPullError, isRetryable } from '../../src/pull/pull-errors.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { fromGrpcError } from '../../src/runtime/cri/errors.js';
 import type { RuntimeKind } from '../../src/runtime/types.js';
-import { FakeRuntime, ManualClock } from '../support/pull-fakes.js';
+import { FakeRuntime } from '../support/pull-fakes.js';
 
 const IMG = '127.0.0.1:5000/inplace/app:v1';
 
@@ -79,7 +79,7 @@ describe('pull errors: what the registry said, what the node said', () => {
   it('the service makes one attempt on a full disk', async () => {
     const rt = new FakeRuntime('cri');
     rt.autoFinish = () => criPull(status.UNKNOWN, CRI_DISK_FULL);
-    const svc = new ImagePullService({ runtime: rt.asRuntime(), retries: 3, backoff: { initialMs: 1000, jitter: 0 }, metricsRegistry: new Registry(), clock: new ManualClock() });
+    const svc = new ImagePullService({ runtime: rt.asRuntime(), retries: 3, backoff: { initialMs: 1, maxMs: 2, jitter: 0 }, metricsRegistry: new Registry() });
     const [e] = await svc.pull({ images: [IMG] }, () => undefined);
     assert.equal(e.errorKind, 'ResourceExhausted');
     assert.equal(rt.pulls.length, 1);
