@@ -1,4 +1,4 @@
-// Lint setup: typescript-eslint's recommended rules over src, test and bench.
+// Lint setup: typescript-eslint's recommended rules over src, test, bench and scripts.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 

@@ -12,11 +12,12 @@ import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { Registry } from 'prom-client';
 import { ImagePullService } from '../src/pull/pull-service.js';
-import { ContainerdProgressSource } from '../src/pull/containerd-progress.js';
+import { ContainerdProgressSource } from '../src/runtime/containerd/pull-progress.js';
 import type { Runtime } from '../src/runtime/runtime.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv } from '../src/testbed/sandbox-env.js';
+import { CRI_NAMESPACE } from '../src/runtime/types.js';
+import { sandboxEnv } from '../test/testbed/sandbox-env.js';
 import { buildImage, buildLayer, pushImage, seededBytes, type BuiltImage, type BuiltLayer } from '../test/support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
 import { startRegistry } from '../test/support/registry-server.js';
@@ -59,7 +60,7 @@ interface Side {
 }
 
 const docker = (...args: string[]) => run('docker', ['-H', env.dockerHost, ...args], { maxBuffer: 16 * MiB });
-const ctr = (...args: string[]) => run('ctr', ['-a', env.containerdAddress, '-n', 'k8s.io', ...args], { maxBuffer: 16 * MiB });
+const ctr = (...args: string[]) => run('ctr', ['-a', env.containerdAddress, '-n', CRI_NAMESPACE, ...args], { maxBuffer: 16 * MiB });
 
 const sides: Record<string, Side> = {
   docker: {

@@ -9,9 +9,9 @@ import { fileURLToPath } from 'node:url';
 import { AgentClient } from '../src/api/client.js';
 import type { OperationView as Operation } from '../src/api/convert.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
-import { CriPodFixture } from '../src/testbed/cri-pods.js';
-import type { TestPod, TestPodSpec } from '../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../src/testbed/sandbox-env.js';
+import { CriPodFixture } from '../test/testbed/cri-pods.js';
+import type { TestPod, TestPodSpec } from '../test/testbed/pod-fixture.js';
+import { sandboxEnv } from '../test/testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const env = sandboxEnv();

@@ -1,8 +1,9 @@
 // The largest inputs the agent takes, from the real limits of what they name. The API edge refuses anything
 // beyond them before any work is done (see validate.ts).
+import { MAX_TIMER_MS } from '../duration.js';
 
 /** Longest timer Node.js can take, ms (~596 h): the bound of every duration a caller gives. */
-export const MAX_DURATION_MS = 2 ** 31 - 1;
+export const MAX_DURATION_MS = MAX_TIMER_MS;
 /** Longest grace period, s (the same ~596 h). */
 export const MAX_GRACE_SECONDS = Math.floor(MAX_DURATION_MS / 1000);
 /** A pod as given: NAMESPACE (DNS label, 63) + '/' + NAME (DNS subdomain, 253); a sandbox id is 64. */

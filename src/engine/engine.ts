@@ -13,7 +13,8 @@ import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { OperationSlots } from './operation-slots.js';
 import { isTerminal, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
-import { MIN_ID_PREFIX, resolvePod } from './pod-resolver.js';
+import { resolvePod } from './pod-resolver.js';
+import { MIN_ID_PREFIX } from '../runtime/types.js';
 import { RefusalReasons, Reasons } from './reasons.js';
 import { OPERATION_LABEL, planRestart, preStopCommand } from './restart-plan.js';
 import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
@@ -156,8 +157,10 @@ export class Engine extends EventEmitter {
    * Validates a request against the node, records it Pending and queues it. Refusals touch nothing. With
    * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
    * gets that id, and a request whose id is already recorded returns that record instead of running twice.
+   * With admit, the planned operation is recorded only once admit() resolves true (the caller may, meanwhile,
+   * make sure nobody else runs it); false ends it with an Aborted error, nothing recorded or touched.
    */
-  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings } = {}): Promise<Operation> {
+  async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> } = {}): Promise<Operation> {
     const known = opts.id ? this.ops.get(opts.id) : undefined;
     if (known && !opts.dryRun) return known;
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
@@ -172,7 +175,7 @@ export class Engine extends EventEmitter {
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
     const busy = this.queue.depth(pod.id) > 0;
-    const planned = planRestart(pod, containers, req, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet, busy });
+    const planned = planRestart(pod, containers, req, { allowKubelet: this.allowKubelet, busy });
     const strategies = await this.strategiesFor(pod, planned, req);
     if (!req.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     const now = new Date(this.d.clock.now()).toISOString();
@@ -188,7 +191,7 @@ export class Engine extends EventEmitter {
         name: p.name,
         strategy: strategies[i],
         oldId: p.current.id,
-        oldRuntimeName: this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '',
+        oldRuntimeName: p.current.runtimeName ?? '',
         oldImage: p.current.image,
         newImage: p.newImage,
         newAttempt: p.newAttempt,
@@ -201,6 +204,8 @@ export class Engine extends EventEmitter {
       updatedAt: now,
     };
     if (opts.dryRun) return { ...op, id: '' };
+    if (opts.admit && !(await opts.admit())) throw new AgentError('Aborted', `operation ${op.id} was not admitted; nothing was recorded or touched`);
+    if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
     await this.persist(op);
     this.schedule(op);
     return op;
@@ -352,14 +357,14 @@ export class Engine extends EventEmitter {
     });
     op.podId = pod.id;
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
-    const planned = planRestart(pod, containers, op.request, { kind: this.d.runtime.kind, allowKubelet: this.allowKubelet });
+    const planned = planRestart(pod, containers, op.request, { allowKubelet: this.allowKubelet });
     const strategies = await this.strategiesFor(pod, planned, op.request);
     if (!op.request.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
     op.containers.forEach((t, i) => {
       const p = planned[i];
       t.strategy = strategies[i];
       t.oldId = p.current.id;
-      t.oldRuntimeName = this.d.runtime.kind === 'docker' ? (p.current.runtimeName ?? '') : '';
+      t.oldRuntimeName = p.current.runtimeName ?? '';
       t.oldImage = p.current.image;
       t.newImage = p.newImage;
       t.newAttempt = p.newAttempt;

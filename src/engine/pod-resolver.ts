@@ -5,7 +5,6 @@ import { quote } from '../quote.js';
 import { MIN_ID_PREFIX, type Pod } from '../runtime/types.js';
 import { RefusalReasons } from './reasons.js';
 
-export { MIN_ID_PREFIX };
 
 /** Picks one pod for arg; NotFound naming arg, or InvalidArgument when a prefix is ambiguous. */
 export function resolvePod(pods: Pod[], arg: string): Pod {

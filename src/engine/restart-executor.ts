@@ -5,7 +5,7 @@ import { AgentError, asAgentError } from '../errors.js';
 import { MAX_TIMER_MS } from '../duration.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { Runtime } from '../runtime/runtime.js';
+import type { NameSwap, Runtime } from '../runtime/runtime.js';
 import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
@@ -189,7 +189,7 @@ export class RestartExecutor {
       await Promise.all(
         op.pulls.map(async (p) => {
           try {
-            const got = await this.d.puller.ensure(p.image, {
+            const ensured = this.d.puller.ensure(p.image, {
               signal: AbortSignal.any(signals),
               onProgress: (pr) => {
                 p.bytesDone = pr.bytesDone;
@@ -200,6 +200,10 @@ export class RestartExecutor {
                 }
               },
             });
+            for (const t of op.containers) {
+              if (t.step === 'Waiting' && t.newImage === p.image) this.strategyOf(t).pulling?.(op, t, ensured);
+            }
+            const got = await ensured;
             p.done = true;
             p.pulled = got.pulled;
             this.d.publish(op);
@@ -388,7 +392,7 @@ export class RestartExecutor {
             this.mark(op, t, 'Stopped');
             break;
           case 'Stopped':
-            if (rt.kind === 'docker') await this.whenAvailable(`rename the containers of "${t.name}"`, deadline, () => this.swapNames(op, t));
+            await this.whenAvailable(`rename the containers of "${t.name}"`, deadline, () => rt.swapNames(this.nameSwap(op, t)));
             // No journal write between stop and start (it would add to the downtime): the Stopping record
             // already stands for "stop, then start", and recovery from it repeats both idempotently.
             this.mark(op, t, 'Starting');
@@ -497,38 +501,13 @@ export class RestartExecutor {
     return { ...old, image: t.newImage, attempt: t.newAttempt, labels: { ...old.labels, [OPERATION_LABEL]: op.id } };
   }
 
-  /** Docker container name of the replacement while the old one still holds the real name. */
+  /** The replacement's name while the old container still holds its own, where names are unique keys (Docker). */
   private tempName(op: Operation, t: ContainerTarget): string | undefined {
-    return t.oldRuntimeName ? `${t.oldRuntimeName}-inplace-${op.id.slice(0, 8)}` : undefined;
+    return this.d.runtime.replacementName(t.oldRuntimeName, op.id.slice(0, 8));
   }
 
-  private oldAwayName(op: Operation, t: ContainerTarget): string {
-    return `${t.oldRuntimeName}-replaced-${op.id.slice(0, 8)}`;
-  }
-
-  /** Docker: the old container steps aside and the replacement takes its name. Safe to run again. */
-  private async swapNames(op: Operation, t: ContainerTarget): Promise<void> {
-    if (!t.oldRuntimeName) return;
-    await this.renameIfNeeded(t.oldId, this.oldAwayName(op, t));
-    await this.renameIfNeeded(t.newId, t.oldRuntimeName);
-  }
-
-  /** Docker: puts the names back as they were before the operation. Safe to run again. */
-  private async restoreNames(op: Operation, t: ContainerTarget): Promise<void> {
-    if (!t.oldRuntimeName) return;
-    if (t.newId) await this.renameIfNeeded(t.newId, this.tempName(op, t) ?? `${t.oldRuntimeName}-failed`);
-    await this.renameIfNeeded(t.oldId, t.oldRuntimeName);
-  }
-
-  private async renameIfNeeded(id: string, name: string): Promise<void> {
-    try {
-      const cur = await this.d.runtime.inspectContainer(id);
-      if (cur.runtimeName === name) return;
-    } catch (err) {
-      if (AgentError.is(err, 'NotFound')) return;
-      throw err;
-    }
-    await this.d.runtime.renameContainer(id, name);
+  private nameSwap(op: Operation, t: ContainerTarget): NameSwap {
+    return { oldId: t.oldId, newId: t.newId, name: t.oldRuntimeName, tag: op.id.slice(0, 8) };
   }
 
   /** A replacement this operation created before the agent died, found by its label. */
@@ -588,8 +567,8 @@ export class RestartExecutor {
   }
 
   /**
-   * Brings the old config back: removes the replacement and runs the old container again (Docker restarts
-   * it; CRI cannot restart an exited container, so a new one is created from the old config). Safe to run
+   * Brings the old config back: removes the replacement and runs the old container again (started again where
+   * the runtime restarts stopped containers; elsewhere a new one is created from the old config). Safe to run
    * again after a crash.
    */
   private async rollback(op: Operation, t: ContainerTarget, oldSpec: ContainerSpec | undefined, deadline: number): Promise<void> {
@@ -637,15 +616,15 @@ export class RestartExecutor {
     } catch (err) {
       if (!AgentError.is(err, 'NotFound')) throw err;
     }
-    if (rt.kind === 'docker') await this.restoreNames(op, t);
+    await rt.restoreNames(this.nameSwap(op, t));
     if (t.newId) await rt.removeContainer(t.newId);
     if (old?.state === 'running') {
       t.rollbackId = t.oldId;
-    } else if (rt.kind === 'docker' && old) {
+    } else if (rt.capabilities.restartsStopped && old) {
       await rt.startContainer(t.oldId);
       t.rollbackId = t.oldId;
     } else {
-      // CRI: a new instance from the old config. After a crash it may exist already (the old one then gone).
+      // A new instance from the old config (CRI: a container runs once). After a crash it may exist already (the old one then gone).
       let again = await this.findRollback(op, t);
       if (again && !['created', 'running'].includes(await rt.containerState(again))) {
         // An earlier try created it but its start failed: that instance cannot start again (CRI).

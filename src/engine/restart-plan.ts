@@ -3,7 +3,7 @@
 import { AgentError } from '../errors.js';
 import { quote } from '../quote.js';
 import { parseImageRef } from '../runtime/image-ref.js';
-import type { Container, Pod, RuntimeKind } from '../runtime/types.js';
+import type { Container, Pod } from '../runtime/types.js';
 import type { RestartRequest } from './operation.js';
 import { RefusalReasons as R } from './reasons.js';
 
@@ -25,7 +25,6 @@ export interface PlannedTarget {
 
 /** Options that change what is allowed. */
 export interface PlanOptions {
-  kind: RuntimeKind;
   /** Allow containers that a kubelet manages (Kubernetes mode). */
   allowKubelet?: boolean;
   /**
@@ -77,7 +76,9 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
         { reason: R.KubeletManaged },
       );
     }
-    if (opts.kind === 'docker' && current.id === pod.id && podContainers.some((c) => c.id !== current.id)) {
+    // A pod whose id is one of its containers' (Docker: the first container holds the network namespace the
+    // others join) loses its network with that container. A CRI sandbox is no container of its own.
+    if (current.id === pod.id && podContainers.some((c) => c.id !== current.id)) {
       throw new AgentError(
         'FailedPrecondition',
         `container "${name}" owns the network namespace of pod ${pod.name}; other containers join it, and recreating it would cut them off`,

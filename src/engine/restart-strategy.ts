@@ -37,6 +37,11 @@ export interface RestartStrategy {
    * again after a crash at any point. Returns false when the container failed or was rolled back.
    */
   advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean>;
+  /**
+   * Told (not awaited) as the executor begins making a container's new image present; result settles when it
+   * is (pulled says whether it was downloaded), or fails with the pull.
+   */
+  pulling?(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void;
   /** Told once an operation that had containers of this strategy reached a terminal state. */
   finished?(op: Operation): Promise<void>;
 }

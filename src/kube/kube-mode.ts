@@ -30,8 +30,10 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   const klog = log.child({ component: 'kube' });
   const pods = new NodePods(kc, nodeName, clock, klog);
   const events = new PodEvents(api, nodeName, clock, klog);
-  const gates = new ReadyGates(new ConditionWriter(api, clock, klog), klog);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog });
+  // One writer of the condition, so that its writes to a pod land in the order they were made.
+  const conditions = new ConditionWriter(api, clock, klog);
+  const gates = new ReadyGates(conditions, klog);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

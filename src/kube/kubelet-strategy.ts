@@ -12,6 +12,7 @@
 // An agent restarted in the middle never runs a preStop hook twice (PreStop resumed goes straight to the
 // stop), never stops twice (Stopping resumed stops only a container still running after its grace period),
 // and finishes the operation.
+import type { EventEmitter } from 'node:events';
 import type { V1Container, V1Pod } from '@kubernetes/client-node';
 import { AgentError, asAgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
@@ -42,6 +43,12 @@ export const KubeletReasons = {
 /** Default bound of the drain. */
 export const DEFAULT_DRAIN_MS = 5000;
 
+/** A pod this strategy read no longer ago than this is not read again before it is acted on. */
+const FRESH_MS = 1000;
+
+/** With a watch of the node's pods, the pod is also read this often while verifying (in case an event is missed). */
+const WATCHED_POLL_MS = 1000;
+
 /** What the strategy needs. */
 export interface KubeletStrategyDeps {
   api: KubeApi;
@@ -49,8 +56,10 @@ export interface KubeletStrategyDeps {
   events: PodEvents;
   clock: Clock;
   log: Logger;
-  /** How often the API server is read while verifying (default 200 ms). */
+  /** How often the API server is read while verifying without a watch (default 200 ms). */
   pollMs?: number;
+  /** This node's pods (NodePods): emits 'pod' (V1Pod) on every change; verifying then waits on it, not a timer. */
+  pods?: Pick<EventEmitter, 'on' | 'off'>;
 }
 
 /** Thrown inside verification when the next instance failed; carries what the API server showed. */
@@ -68,10 +77,17 @@ export class KubeletStrategy implements RestartStrategy {
   readonly name = 'kubelet' as const;
   private readonly conditions: ConditionWriter;
   private readonly pollMs: number;
+  /** The pods this strategy read last, by namespace/name, with when (planning reads the pod just before it runs). */
+  private readonly recent = new Map<string, { pod: V1Pod; at: number }>();
+  /** Per operation and container: its Pulling and Pulled events being recorded (the patch follows them). */
+  private readonly pullingEvents = new Map<string, Promise<void>>();
 
-  constructor(private readonly d: KubeletStrategyDeps) {
-    this.conditions = new ConditionWriter(d.api, d.clock, d.log);
-    this.pollMs = d.pollMs ?? 200;
+  constructor(
+    private readonly d: KubeletStrategyDeps,
+    conditions?: ConditionWriter,
+  ) {
+    this.conditions = conditions ?? new ConditionWriter(d.api, d.clock, d.log);
+    this.pollMs = d.pollMs ?? (d.pods ? WATCHED_POLL_MS : 200);
   }
 
   async claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean> {
@@ -80,7 +96,7 @@ export class KubeletStrategy implements RestartStrategy {
     const [ns, name] = splitName(pod.name);
     let apiPod: V1Pod;
     try {
-      apiPod = await this.d.api.readPod(ns, name);
+      apiPod = await this.read(ns, name);
     } catch (err) {
       if (!AgentError.is(err, 'NotFound')) throw err;
       throw new AgentError('FailedPrecondition', `pod ${pod.name} is managed by a kubelet but the API server does not know it; nothing was touched`);
@@ -105,6 +121,28 @@ export class KubeletStrategy implements RestartStrategy {
     return true;
   }
 
+  /**
+   * The Pulling event, kubelet style, as the executor begins making the new image present, and the Pulled event
+   * once it is; the pull does not wait for them, the spec patch does.
+   */
+  pulling(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void {
+    const [ns, name] = splitName(op.podName);
+    const cached = this.recent.get(`${ns}/${name}`)?.pod;
+    const pod = cached ? Promise.resolve(cached) : this.read(ns, name);
+    const done = pod.then(
+      async (p) => {
+        const pulling = this.d.events.record(p, t.name, 'Normal', EventReasons.Pulling, `Pulling image "${t.newImage}"`);
+        const got = await result.catch(() => undefined); // a failed pull fails the operation, with its own message
+        if (got) await this.d.events.record(p, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, got.pulled));
+        await pulling;
+      },
+      (err: unknown) => {
+        this.d.log.warn('cannot record an event', { pod: op.podName, reason: EventReasons.Pulling, error: asAgentError(err).message });
+      },
+    );
+    this.pullingEvents.set(`${op.id}/${t.name}`, done);
+  }
+
   async advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean> {
     const [ns, name] = splitName(op.podName);
     const same = t.newImage === t.oldImage;
@@ -114,8 +152,15 @@ export class KubeletStrategy implements RestartStrategy {
       entered.add(s);
       await ctx.step(s);
     };
-    let pod = await this.readPod(ns, name, ctx.deadline);
+    let pod = await this.freshPod(ns, name, ctx.deadline);
     const spec = specContainer(pod, t.name)?.container;
+    // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
+    // are written once the next journaled step's side effect is under way, and nothing waits for them.
+    let announce: (() => void) | undefined;
+    const announced = () => {
+      announce?.();
+      announce = undefined;
+    };
     try {
       for (;;) {
         switch (t.step) {
@@ -125,29 +170,46 @@ export class KubeletStrategy implements RestartStrategy {
               await ctx.step('Failed');
               return false;
             }
-            await enter('Draining');
+            // Journaled before the condition is written when the pod is drained; otherwise with the next step.
+            if (this.drains(pod, op)) await enter('Draining');
+            else ctx.mark('Draining');
             break;
           case 'Draining': {
-            pod = await this.drain(op, t, pod, ctx.deadline);
-            await this.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` });
+            const restarting = { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` } as const;
+            if (this.drains(pod, op)) {
+              pod = await this.drain(op, t, pod, ctx.deadline);
+              // Written in order after Draining, but the stop or patch does not wait for it.
+              this.conditions.post(ns, name, restarting, pod);
+            } else {
+              const at = pod;
+              announce = () => {
+                this.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, at);
+                void this.d.events.record(at, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
+                this.conditions.post(ns, name, restarting, at);
+              };
+            }
             if (!same) {
-              const pulled = op.pulls?.find((p) => p.image === t.newImage);
-              const msg = pulled?.pulled ? `Successfully pulled image "${t.newImage}"` : `Container image "${t.newImage}" already present on machine`;
-              await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, msg);
+              // Pulled is on record before the patch makes the kubelet kill the old instance (written long since,
+              // unless the pull did not happen in this process: an operation resumed after it).
+              const events = this.pullingEvents.get(`${op.id}/${t.name}`);
+              this.pullingEvents.delete(`${op.id}/${t.name}`);
               await enter('Patching');
+              if (events) await events;
+              else await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, op.pulls?.find((p) => p.image === t.newImage)?.pulled ?? false));
             } else {
               await enter(spec && !op.request.skipPreStop && preStopHandler(spec) ? 'PreStop' : 'Stopping');
             }
             break;
           }
           case 'PreStop': {
+            announced();
             let grace = op.request.graceSeconds;
             if (entered.has('PreStop') && spec) {
               const began = this.d.clock.now();
               const res = await runPreStop(preStopHandler(spec)!, { container: spec, podIp: pod.status?.podIP ?? op.podIp, exec: (cmd, s) => this.d.runtime.exec(t.oldId, cmd, s), clock: this.d.clock }, op.request.graceSeconds * 1000);
               if (!res.ok) {
                 this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: 'PreStopHookError', detail: res.detail });
-                await this.d.events.record(pod, t.name, 'Warning', 'FailedPreStopHook', `PreStopHook failed for container ${t.name}: ${res.detail}`);
+                void this.d.events.record(pod, t.name, 'Warning', 'FailedPreStopHook', `PreStopHook failed for container ${t.name}: ${res.detail}`);
               }
               grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - began);
             } else {
@@ -155,22 +217,25 @@ export class KubeletStrategy implements RestartStrategy {
               this.d.log.info('resuming after the preStop step: the hook is not run again', { op: op.id, container: t.name });
             }
             await enter('Stopping');
-            await this.stop(op, t, pod, grace);
+            await this.stop(op, t, pod, grace, announced);
             ctx.mark('Stopped');
             break;
           }
           case 'Stopping':
-            if (entered.has('Stopping')) await this.stop(op, t, pod, op.request.graceSeconds);
+            if (entered.has('Stopping')) await this.stop(op, t, pod, op.request.graceSeconds, announced);
             else await this.resumeStop(op, t, pod);
             ctx.mark('Stopped');
             break;
           case 'Stopped':
             await enter('Verifying');
             break;
-          case 'Patching':
-            await this.patchImage(ns, name, t.name, t.newImage);
+          case 'Patching': {
+            const patching = this.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
+            announced();
+            await patching;
             ctx.mark('Patched');
             break;
+          }
           case 'Patched':
             await enter('Verifying');
             break;
@@ -194,7 +259,8 @@ export class KubeletStrategy implements RestartStrategy {
             ctx.mark('Done');
             return true;
           case 'RollingBack': {
-            await this.patchImage(ns, name, t.name, t.oldImage);
+            // The old image is put back past the deadline too: the container may be down meanwhile.
+            await this.patchImage(ns, name, t.name, t.oldImage, Math.max(ctx.deadline, this.d.clock.now() + 60_000));
             try {
               const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
               t.rollbackId = await this.verify(op, t, ctx, t.oldImage, failedIds, true);
@@ -226,6 +292,7 @@ export class KubeletStrategy implements RestartStrategy {
 
   /** Sets the condition and records events once the operation has ended. */
   async finished(op: Operation): Promise<void> {
+    for (const c of op.containers) this.pullingEvents.delete(`${op.id}/${c.name}`);
     const mine = op.containers.filter((c) => c.strategy === this.name && c.steps.some((s) => s.step === 'Draining'));
     if (mine.length === 0) return; // nothing was touched: the condition was not changed either
     const [ns, name] = splitName(op.podName);
@@ -274,11 +341,24 @@ export class KubeletStrategy implements RestartStrategy {
     }
   }
 
-  /** The pod from the API server, tried again while the API server is away, up to the deadline. */
-  private async readPod(ns: string, name: string, deadline: number): Promise<V1Pod> {
+  /** The pod from the API server, remembered as the latest read of it. */
+  private async read(ns: string, name: string): Promise<V1Pod> {
+    const pod = await this.d.api.readPod(ns, name);
+    this.recent.set(`${ns}/${name}`, { pod, at: this.d.clock.now() });
+    for (const [k, v] of this.recent) if (this.d.clock.now() - v.at > FRESH_MS) this.recent.delete(k);
+    return pod;
+  }
+
+  /**
+   * The pod as read within FRESH_MS (by the planning that just claimed the container), else from the API
+   * server, tried again while the API server is away, up to the deadline.
+   */
+  private async freshPod(ns: string, name: string, deadline: number): Promise<V1Pod> {
+    const r = this.recent.get(`${ns}/${name}`);
+    if (r && this.d.clock.now() - r.at <= FRESH_MS) return r.pod;
     for (;;) {
       try {
-        return await this.d.api.readPod(ns, name);
+        return await this.read(ns, name);
       } catch (err) {
         if (!AgentError.is(err, 'Unavailable') || this.d.clock.now() > deadline) throw err;
         await this.d.clock.sleep(500);
@@ -286,16 +366,17 @@ export class KubeletStrategy implements RestartStrategy {
     }
   }
 
-  /** Condition False (Draining); with a readiness gate on it, waits until the pod's address left its slices. */
+  /** Whether the pod is drained before a restart: it gates its readiness on the condition, and has an address. */
+  private drains(pod: V1Pod, op: Operation): boolean {
+    return gatesOnCondition(pod) && (pod.status?.podIP ?? op.podIp ?? '') !== '';
+  }
+
+  /** Condition False (Draining), then waits until the pod's address left its slices (see drains()). */
   private async drain(op: Operation, t: ContainerTarget, pod: V1Pod, deadline: number): Promise<V1Pod> {
     const [ns, name] = splitName(op.podName);
-    const written = await this.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` });
-    const ip = written.status?.podIP ?? pod.status?.podIP ?? '';
-    if (!gatesOnCondition(written) || ip === '') {
-      await this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
-      return written;
-    }
-    await this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
+    const ip = pod.status?.podIP ?? op.podIp ?? '';
+    const written = await this.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
+    void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
     const bound = Math.max(0, Math.min(op.request.drainMs ?? DEFAULT_DRAIN_MS, deadline - this.d.clock.now()));
     const res = await waitDrained(this.d.api, ns, ip, written.metadata?.uid ?? '', bound, this.d.clock);
     if (!res.drained) this.d.log.warn('drain bound reached; going on', { op: op.id, pod: op.podName, boundMs: bound, stillIn: res.left });
@@ -303,9 +384,12 @@ export class KubeletStrategy implements RestartStrategy {
     return written;
   }
 
-  private async stop(op: Operation, t: ContainerTarget, pod: V1Pod, graceSeconds: number): Promise<void> {
-    await this.d.events.record(pod, t.name, 'Normal', EventReasons.Killing, `Stopping container ${t.name}`);
-    await this.d.runtime.stopContainer(t.oldId, graceSeconds);
+  /** Stops the old instance; once the call is under way, announce() writes what was held back for it. */
+  private async stop(op: Operation, t: ContainerTarget, pod: V1Pod, graceSeconds: number, announce?: () => void): Promise<void> {
+    const stopping = this.d.runtime.stopContainer(t.oldId, graceSeconds);
+    announce?.();
+    void this.d.events.record(pod, t.name, 'Normal', EventReasons.Killing, `Stopping container ${t.name}`);
+    await stopping;
   }
 
   /** Stopping read back from the journal: the stop was issued; stop only a container still running after its grace. */
@@ -328,8 +412,8 @@ export class KubeletStrategy implements RestartStrategy {
   }
 
   /** Strategic-merge patch of one container's image in the pod spec (idempotent). */
-  private async patchImage(ns: string, name: string, container: string, image: string): Promise<void> {
-    const pod = await this.d.api.readPod(ns, name);
+  private async patchImage(ns: string, name: string, container: string, image: string, deadline: number): Promise<void> {
+    const pod = await this.freshPod(ns, name, deadline);
     const where = specContainer(pod, container);
     if (!where) throw new AgentError('FailedPrecondition', `container "${container}" is no longer in the spec of pod ${ns}/${name}`);
     if (where.container.image === image) return;
@@ -353,7 +437,7 @@ export class KubeletStrategy implements RestartStrategy {
       }
       let pod: V1Pod;
       try {
-        pod = await this.d.api.readPod(ns, name);
+        pod = await this.read(ns, name);
       } catch (err) {
         if (!AgentError.is(err, 'Unavailable')) throw err;
         this.d.log.warn('API server unavailable while verifying; reading again', { op: op.id, error: (err as Error).message });
@@ -398,9 +482,34 @@ export class KubeletStrategy implements RestartStrategy {
           throw new VerifyFailed(`${KubeletReasons.Deadline}: ${note}, after the operation's deadline ${new Date(ctx.deadline).toISOString()}`);
         }
       }
-      await this.d.clock.sleep(this.pollMs);
+      const left = seen ? op.request.minReadyMs - (this.d.clock.now() - seen.since) : Infinity;
+      await this.podChange(ns, name, Math.max(1, Math.min(this.pollMs, left)));
     }
   }
+
+  /** Resolves at the next change of the pod the watch reports, or after ms (without a watch: after ms). */
+  private podChange(ns: string, name: string, ms: number): Promise<void> {
+    const pods = this.d.pods;
+    if (!pods) return this.d.clock.sleep(ms);
+    return new Promise((resolve) => {
+      const timer = new AbortController();
+      const onPod = (p: V1Pod) => {
+        if (p.metadata?.namespace === ns && p.metadata?.name === name) done();
+      };
+      const done = () => {
+        pods.off('pod', onPod);
+        timer.abort();
+        resolve();
+      };
+      pods.on('pod', onPod);
+      this.d.clock.sleep(ms, timer.signal).then(done, () => undefined);
+    });
+  }
+}
+
+/** The Pulled event's message, as the kubelet words it. */
+function pulledMessage(image: string, pulled: boolean): string {
+  return pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
 }
 
 /** `namespace/name` split in two. */

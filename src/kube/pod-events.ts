@@ -1,6 +1,8 @@
 // Events on a pod, in the kubelet's style: a fixed reason, a message naming the container and image, the
 // container as fieldPath, and repeats of the same event folded into one (count and lastTimestamp), as the
-// kubelet's event recorder does. Recording is best effort: a failure is logged, never fails a restart.
+// kubelet's event recorder does. Recording is best effort: a failure is logged, never fails a restart. The
+// events of one pod are written one after another in the order they were recorded, so a caller need not wait
+// for a write (a restart does not wait on its events) to keep them in order.
 import { randomBytes } from 'node:crypto';
 import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
 import { AgentError } from '../errors.js';
@@ -35,6 +37,8 @@ interface Seen {
 /** Records events on pods, folding repeats. */
 export class PodEvents {
   private readonly seen = new Map<string, Seen>();
+  /** Per pod (namespace/name): the last write queued, which the next one follows. */
+  private readonly tails = new Map<string, Promise<void>>();
 
   constructor(
     private readonly api: KubeApi,
@@ -43,13 +47,27 @@ export class PodEvents {
     private readonly log: Logger,
   ) {}
 
-  /** Records one event (type Normal or Warning) about a container of a pod; resolves when written or given up. */
-  async record(pod: V1Pod, container: string | undefined, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+  /**
+   * Records one event (type Normal or Warning) about a container of a pod, after the pod's events recorded
+   * before it; resolves when written or given up (never rejects).
+   */
+  record(pod: V1Pod, container: string | undefined, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void> {
+    const key = `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name ?? ''}`;
+    // Stamped with the time it was recorded, not written: a queued write keeps its place in time.
+    const at = this.clock.now();
+    const next = (this.tails.get(key) ?? Promise.resolve()).then(() => this.write(pod, container, type, reason, message, at));
+    this.tails.set(key, next);
+    void next.then(() => {
+      if (this.tails.get(key) === next) this.tails.delete(key);
+    });
+    return next;
+  }
+
+  private async write(pod: V1Pod, container: string | undefined, type: 'Normal' | 'Warning', reason: string, message: string, now: number): Promise<void> {
     const ns = pod.metadata?.namespace ?? 'default';
     const uid = pod.metadata?.uid ?? '';
     const fieldPath = container ? `spec.containers{${container}}` : undefined;
     const key = [uid, fieldPath ?? '', type, reason, message].join('\u0000');
-    const now = this.clock.now();
     const ts = new Date(now);
     this.forgetOld(now);
     try {

@@ -1,11 +1,11 @@
-// Builds the node's pull service for the daemon: on a CRI runtime that is containerd, with byte progress read
-// from containerd's own API (on --containerd-address, or the CRI endpoint itself, which containerd serves on
-// the same socket); elsewhere without a progress source.
+// Builds the node's pull service for the daemon: on a runtime whose pulls report no progress (CRI) that is
+// containerd, with byte progress read from containerd's own API (on --containerd-address, or the CRI endpoint
+// itself, which containerd serves on the same socket); elsewhere without a progress source.
 import { asAgentError } from '../errors.js';
 import { CRI_NAMESPACE } from '../runtime/types.js';
-import { ContainerdClient } from './containerd-client.js';
-import { ContainerdProgressSource } from './containerd-progress.js';
-import type { ProgressSource } from './progress-source.js';
+import { ContainerdClient } from '../runtime/containerd/client.js';
+import { ContainerdProgressSource } from '../runtime/containerd/pull-progress.js';
+import type { ProgressSource } from '../runtime/progress-source.js';
 import { ImagePullService, type PullServiceOptions } from './pull-service.js';
 
 /** Options of createNodePullService: the service's, plus where containerd is. */
@@ -30,7 +30,7 @@ export async function createNodePullService(opts: NodePullServiceOptions): Promi
   const log = opts.logger;
   let source: ProgressSource | undefined;
   let progressFrom = '';
-  if (opts.runtime.kind === 'cri') {
+  if (!opts.runtime.capabilities.pullReportsProgress) {
     let address = opts.containerdAddress;
     if (!address) {
       try {

@@ -32,7 +32,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { Image, PulledImage, PullProgress, RegistryAuth } from '../runtime/types.js';
 import { lookupAuth, redact } from './auth.js';
 import { Backoff, type BackoffOptions } from './backoff.js';
-import type { ProgressSource } from './progress-source.js';
+import type { ProgressSource } from '../runtime/progress-source.js';
 import { PullFlight } from './pull-flight.js';
 import { classifyPullError, isRetryable } from './pull-errors.js';
 import { PullMetrics } from './pull-metrics.js';
@@ -283,7 +283,7 @@ export class ImagePullService implements PullService {
         if (flight.state.bytesTotal > 0) this.metrics.bytes.observe(flight.state.bytesTotal);
         this.log.info('pulled image', { image, digest, bytes: flight.state.bytesTotal, ms: this.clock.now() - started, attempts: flight.state.attempt });
       } catch (err) {
-        const e = classifyPullError(err, image, params.auth, this.runtime.kind);
+        const e = classifyPullError(err, image, params.auth);
         const result = e.kind === 'Cancelled' ? 'cancelled' : 'failed';
         this.metrics.duration.observe({ result }, (this.clock.now() - started) / 1000);
         throw e;
@@ -292,7 +292,7 @@ export class ImagePullService implements PullService {
         this.metrics.inProgress.dec();
       }
     } catch (err) {
-      const e = classifyPullError(err, image, params.auth, this.runtime.kind);
+      const e = classifyPullError(err, image, params.auth);
       if (e.kind === 'Cancelled') this.metrics.pulls.inc({ result: 'cancelled' });
       else this.metrics.pulls.inc({ result: 'failed' });
       this.log.warn('image pull failed', { image, kind: e.kind, error: e.message, attempts: flight.state.attempt });
@@ -320,7 +320,7 @@ export class ImagePullService implements PullService {
         try {
           return await this.attempt(flight, ref, params, overall.signal, deadline - this.clock.now());
         } catch (err) {
-          const e = classifyPullError(overall.signal.aborted ? overall.signal.reason : err, image, params.auth, this.runtime.kind);
+          const e = classifyPullError(overall.signal.aborted ? overall.signal.reason : err, image, params.auth);
           if (overall.signal.aborted || !isRetryable(e) || attempt > this.retries) throw e;
           const delay = this.backoff.delay(attempt);
           this.log.warn('image pull failed, retrying', { image, attempt, kind: e.kind, error: e.message, retryInMs: delay });
@@ -328,7 +328,7 @@ export class ImagePullService implements PullService {
           try {
             await this.clock.sleep(delay, overall.signal);
           } catch {
-            throw classifyPullError(overall.signal.reason, image, params.auth, this.runtime.kind);
+            throw classifyPullError(overall.signal.reason, image, params.auth);
           }
         }
       }
@@ -346,10 +346,11 @@ export class ImagePullService implements PullService {
     const ctl = new AbortController();
     const onOverall = () => ctl.abort(overall.reason);
     overall.addEventListener('abort', onOverall, { once: true });
-    const source = this.runtime.kind === 'cri' ? this.opts.progressSource : undefined;
-    const watched = this.stallTimeoutMs > 0 && (this.runtime.kind === 'docker' || source !== undefined);
-    // Docker reports from the first message on; a containerd source only once it has found the pull's lease,
-    // so there the deadline starts with its first report.
+    const reports = this.runtime.capabilities.pullReportsProgress;
+    const source = reports ? undefined : this.opts.progressSource;
+    const watched = this.stallTimeoutMs > 0 && (reports || source !== undefined);
+    // A runtime's own pull (Docker) reports from the first message on; a containerd source only once it has
+    // found the pull's lease, so there the deadline starts with its first report.
     const watch = watched
       ? new StallWatch(
           this.clock,

@@ -23,9 +23,43 @@ export interface ContainerFilter {
   runningOnly?: boolean;
 }
 
+/**
+ * Where runtimes differ in what they can do. The engine and the pull service read these, never the runtime's
+ * kind (which is for display and metrics).
+ */
+export interface RuntimeCapabilities {
+  /**
+   * A stopped container can be started again (Docker). Where it cannot (CRI: a container runs once), a
+   * rollback creates a new instance from the old container's config.
+   */
+  readonly restartsStopped: boolean;
+  /**
+   * pullImage reports byte progress through onProgress as it goes (Docker's pull stream). Where it does not
+   * (CRI's PullImage is one unary call), a progress source watching the runtime's store may stand in.
+   */
+  readonly pullReportsProgress: boolean;
+}
+
+/**
+ * A replacement and the container it replaces, for the runtimes where a container's name is a unique key
+ * (Docker): the replacement is created under replacementName(name, tag) and takes `name` once the old one is
+ * stopped.
+ */
+export interface NameSwap {
+  oldId: string;
+  /** The replacement's id; '' when none was created. */
+  newId: string;
+  /** The old container's runtime name before the operation; '' where names are not unique keys. */
+  name: string;
+  /** Tells the names of one operation from another's. */
+  tag: string;
+}
+
 /** A node's container runtime. Every method throws AgentError on failure. */
 export interface Runtime {
+  /** Which adapter this is; for display and metrics only (behaviour follows `capabilities`). */
   readonly kind: RuntimeKind;
+  readonly capabilities: RuntimeCapabilities;
   /** The runtime's version; throws Unavailable when it cannot be reached. */
   version(): Promise<RuntimeVersion>;
   /**
@@ -43,7 +77,7 @@ export interface Runtime {
   inspectContainer(containerId: string): Promise<ContainerDetail>;
   /**
    * Creates a container in an existing pod from a spec (typically an inspected one, with image or attempt
-   * changed). On Docker, `name` is the container name to create under. Returns the new container id.
+   * changed), under `name` where names are unique keys (a replacementName). Returns the new container id.
    */
   createContainer(podId: string, spec: ContainerSpec, name?: string): Promise<string>;
   /** Starts a created container. */
@@ -52,8 +86,18 @@ export interface Runtime {
   stopContainer(containerId: string, graceSeconds: number): Promise<void>;
   /** Removes a container. Idempotent: removing a missing container succeeds. */
   removeContainer(containerId: string): Promise<void>;
-  /** Renames a container (Docker); a no-op where names are not unique keys (CRI). */
-  renameContainer(containerId: string, newName: string): Promise<void>;
+  /**
+   * The name to create a replacement of the container named `name` under while that one still holds it;
+   * undefined where names are not unique keys (CRI), or when name is ''.
+   */
+  replacementName(name: string, tag: string): string | undefined;
+  /**
+   * The old container steps aside and the replacement takes its name; nothing where names are not unique
+   * keys. Safe to run again; a container that is gone is skipped.
+   */
+  swapNames(swap: NameSwap): Promise<void>;
+  /** Puts the names back as they were before swapNames. Safe to run again; a container that is gone is skipped. */
+  restoreNames(swap: NameSwap): Promise<void>;
   /** Runs a command in a running container and waits for it, up to timeoutSeconds (0: no limit). */
   exec(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult>;
   /** Pulls an image into the runtime's own store. */

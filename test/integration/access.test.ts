@@ -2,41 +2,24 @@
 // sandbox's containerd. Callers without a certificate, with one from another CA, with an expired one, and a
 // name allowed only to read are refused with the right gRPC code, and no container of the pod changes.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { AgentClient } from '../../src/api/client.js';
 import type { ProtoGrpcType } from '../../src/gen/agent.js';
 import { loadProto } from '../../src/proto.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
-import { CriPodFixture } from '../../src/testbed/cri-pods.js';
-import type { TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { CriPodFixture } from '../testbed/cri-pods.js';
+import type { TestPod } from '../testbed/pod-fixture.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { TestCerts, type CertFiles } from '../support/test-certs.js';
 import { freePort } from '../support/registry-server.js';
+import { runDaemon } from '../support/run-daemon.js';
 
 const env = sandboxEnv();
-const DAEMON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/daemon/main.js');
-
-
-function runDaemon(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [DAEMON, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.once('exit', (code) => {
-      clearTimeout(kill);
-      resolve({ code, output });
-    });
-  });
-}
 
 /** A raw gRPC client with exactly the credentials given (no client-side checks), for TLS-level refusals. */
 function rawClient(address: string, ca: string, leaf?: CertFiles) {

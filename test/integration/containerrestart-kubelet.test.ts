@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';

@@ -5,12 +5,13 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { AgentError } from '../../src/errors.js';
-import { ContainerdImages } from '../../src/runtime/cri/containerd-images.js';
+import { ContainerdClient } from '../../src/runtime/containerd/client.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { PINNED_LABEL, PINNED_LABEL_VALUE } from '../../src/runtime/cri/pin-image.js';
 import { pinnedLabelSupport, type PinnedLabelSupport } from '../../src/runtime/cri/pinned-label-support.js';
 import type { Image } from '../../src/runtime/types.js';
 import { buildImage, buildLayer, pushImage } from '../support/registry-images.js';
+import { removeCriImage } from '../testbed/cri-pods.js';
 import { startRegistry, type RegistryServer } from '../support/registry-server.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
@@ -20,7 +21,7 @@ for (const target of criTargets()) {
     this.timeout(60_000);
     const env = target.env;
     const rt = new CriRuntime(env.criEndpoint);
-    const records = new ContainerdImages(env.criEndpoint);
+    const records = new ContainerdClient(env.criEndpoint);
     const run = randomBytes(4).toString('hex');
     let registry: RegistryServer | undefined;
     let support: PinnedLabelSupport;
@@ -30,7 +31,7 @@ for (const target of criTargets()) {
     /** The pinned label of each containerd record of the image, by record name. */
     const pinLabels = async (): Promise<Record<string, string | undefined>> => {
       const out: Record<string, string | undefined> = {};
-      for (const name of [...image.repoTags, ...image.repoDigests, image.id]) out[name] = (await records.get(name)).labels[PINNED_LABEL];
+      for (const name of [...image.repoTags, ...image.repoDigests, image.id]) out[name] = (await records.getImage(name)).labels[PINNED_LABEL];
       return out;
     };
     const every = (value: string | undefined) => Object.fromEntries([...image.repoTags, ...image.repoDigests, image.id].map((n) => [n, value]));
@@ -56,14 +57,14 @@ for (const target of criTargets()) {
     });
 
     after(async () => {
-      if (image) await rt.client.removeImage(image.id).catch(() => undefined);
+      if (image) await removeCriImage(env.criEndpoint, image.id);
       await registry?.stop();
       records.close();
       rt.close();
     });
 
     it('labels the tag, repo digest and id records and returns what CRI then reports', async () => {
-      const targets = await Promise.all([...image.repoTags, ...image.repoDigests, image.id].map(async (n) => (await records.get(n)).target));
+      const targets = await Promise.all([...image.repoTags, ...image.repoDigests, image.id].map(async (n) => (await records.getImage(n)).target));
       const pinned = await rt.pinImage(ref, true);
       assert.deepEqual(await pinLabels(), every(PINNED_LABEL_VALUE));
       assert.deepEqual(await reported(), { status: pinned, list: pinned });
@@ -72,7 +73,7 @@ for (const target of criTargets()) {
       assert.equal(support, target.major === 2 ? 'live' : 'none');
       assert.equal(pinned, target.major === 2);
       // The update wrote each record back whole: its target is the one it had, and containerd still answers.
-      const after = await Promise.all([...image.repoTags, ...image.repoDigests, image.id].map(async (n) => (await records.get(n)).target));
+      const after = await Promise.all([...image.repoTags, ...image.repoDigests, image.id].map(async (n) => (await records.getImage(n)).target));
       assert.deepEqual(after, targets);
       assert.match(after[0]?.digest ?? '', /^sha256:[0-9a-f]{64}$/);
       await rt.version();
@@ -91,7 +92,7 @@ for (const target of criTargets()) {
       await rt.pinImage(ref, true);
       assert.equal(await rt.pinImage(ref, false), false);
       assert.deepEqual(await pinLabels(), every(undefined));
-      assert.equal((await records.get(image.id)).labels['io.cri-containerd.image'], 'managed');
+      assert.equal((await records.getImage(image.id)).labels['io.cri-containerd.image'], 'managed');
       assert.deepEqual(await reported(), { status: false, list: false });
     });
 

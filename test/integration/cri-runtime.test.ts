@@ -6,10 +6,11 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { AgentError, type ErrorKind } from '../../src/errors.js';
+import { CriClient } from '../../src/runtime/cri/client.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import type { RuntimeEvent } from '../../src/runtime/types.js';
-import { createCriPod, removeCriPod, TEST_POD_LABEL } from '../../src/testbed/cri-pods.js';
-import type { TestPod } from '../../src/testbed/pod-fixture.js';
+import { createCriPod, removeCriPod, TEST_POD_LABEL } from '../testbed/cri-pods.js';
+import type { TestPod } from '../testbed/pod-fixture.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
 
@@ -38,6 +39,8 @@ for (const target of criTargets()) {
     this.timeout(120_000);
     const env = target.env;
     const rt = new CriRuntime(env.criEndpoint, { eventPollIntervalMs: 200 });
+    // A CRI client of the test's own, for calls the Runtime interface does not make.
+    const cri = new CriClient(env.criEndpoint);
     const volume = mkdtempSync(path.join(tmpdir(), 'inplace-cri-it-vol-'));
     const podName = `cri-it-${randomBytes(3).toString('hex')}`;
     const events: RuntimeEvent[] = [];
@@ -70,6 +73,7 @@ for (const target of criTargets()) {
       await collecting;
       if (pod) await removeCriPod(env.criEndpoint, pod.podId);
       rt.close();
+      cri.close();
       rmSync(volume, { recursive: true, force: true });
     });
 
@@ -225,7 +229,7 @@ for (const target of criTargets()) {
         const seen: string[] = [];
         let id = '';
         try {
-          const events = rt.client.containerEvents(stop.signal)[Symbol.asyncIterator]();
+          const events = cri.containerEvents(stop.signal)[Symbol.asyncIterator]();
           const first = events.next(); // the stream is open once the first read is under way
           await new Promise((r) => setTimeout(r, 300));
           id = await rt.createContainer(pod.podId, { ...d.spec, attempt: d.attempt + 8 });
@@ -248,7 +252,7 @@ for (const target of criTargets()) {
         try {
           await assert.rejects(
             (async () => {
-              for await (const ev of rt.client.containerEvents(stop.signal)) assert.fail(`an event from 1.6: ${JSON.stringify(ev)}`);
+              for await (const ev of cri.containerEvents(stop.signal)) assert.fail(`an event from 1.6: ${JSON.stringify(ev)}`);
             })(),
             (err: unknown) => AgentError.is(err, 'FailedPrecondition') && /GetContainerEvents/.test(err.message),
           );

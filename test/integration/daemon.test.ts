@@ -1,46 +1,20 @@
 // The daemon as an operator runs it: runtime detection failures, the API socket's mode, the gRPC health
 // service, Prometheus metrics and probes, and a clean exit on SIGTERM.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import { protoPath as healthProto } from 'grpc-health-check';
 import { AgentClient } from '../../src/api/client.js';
 import { AgentError } from '../../src/errors.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { runDaemon } from '../support/run-daemon.js';
+import { freePort } from '../support/registry-server.js';
 
 const env = sandboxEnv();
-const DAEMON = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/daemon/main.js');
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = net.createServer().listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function runDaemon(args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [DAEMON, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
-    const kill = setTimeout(() => child.kill('SIGKILL'), 20_000);
-    child.once('exit', (code) => {
-      clearTimeout(kill);
-      resolve({ code, output });
-    });
-  });
-}
 
 describe('inplace-agent daemon', function () {
   this.timeout(60_000);

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto';
 import type Dockerode from 'dockerode';
 import { AgentClient } from '../../src/api/client.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { dockerClient } from '../testbed/docker-pods.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
@@ -33,7 +34,7 @@ describe('in-place restart edges on Docker', function () {
   before(async function () {
     rt = new DockerRuntime(env.dockerHost);
     await requireRuntime(this, 'docker', () => rt.version());
-    docker = rt.docker;
+    docker = dockerClient(env.dockerHost);
     for (const image of [env.images.appV1, env.images.crash]) if (!(await rt.inspectImage(image))) await rt.pullImage(image);
     agent = await startAgent(['--runtime', 'docker', '--docker-host', env.dockerHost, '--min-ready', '1500ms', '--grace', '5s']);
   });

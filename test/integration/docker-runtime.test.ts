@@ -8,9 +8,9 @@ import type { Readable } from 'node:stream';
 import { AgentError } from '../../src/errors.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import type { PullProgress, RuntimeEvent } from '../../src/runtime/types.js';
-import { DockerPodFixture } from '../../src/testbed/docker-pods.js';
-import type { TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { dockerClient, DockerPodFixture } from '../testbed/docker-pods.js';
+import type { TestPod } from '../testbed/pod-fixture.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = sandboxEnv();
@@ -56,7 +56,7 @@ describe('DockerRuntime against the sandbox dockerd', function () {
     });
     // A third container made the plain Docker way: no name label, an anonymous volume at /cache.
     cacheName = `${pod.name.slice('docker/'.length)}-cache`;
-    const c = await rt.docker.createContainer({
+    const c = await dockerClient(env.dockerHost).createContainer({
       name: cacheName,
       Image: env.images.appV1,
       Volumes: { '/cache': {} },
@@ -71,7 +71,7 @@ describe('DockerRuntime against the sandbox dockerd', function () {
     await collecting?.catch(() => undefined);
     if (pod) await fixture?.remove(pod);
     fixture?.close();
-    await rt?.docker.getImage(pushedImage).remove().catch(() => undefined);
+    await dockerClient(env.dockerHost).getImage(pushedImage).remove().catch(() => undefined);
     if (hostDir) fs.rmSync(hostDir, { recursive: true, force: true });
     rt?.close();
   });
@@ -132,7 +132,7 @@ describe('DockerRuntime against the sandbox dockerd', function () {
 
   it('pulls an image from the loopback registry, reporting layer progress, and returns its id and digest', async function () {
     // A fresh image, so that one layer really downloads: a random 1 MiB file committed on top of app:v1.
-    const docker = rt.docker;
+    const docker = dockerClient(env.dockerHost);
     const seed = await docker.createContainer({ Image: env.images.appV1, Cmd: ['/bin/sh', '-c', 'head -c 1048576 /dev/urandom > /blob'] });
     try {
       await seed.start();

@@ -14,7 +14,7 @@ import { buildImage, buildLayer, pushImage, seededBytes } from '../support/regis
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
 import { startRegistry, type RegistryServer } from '../support/registry-server.js';
 import { requireRuntime } from '../support/require-runtime.js';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 
 const NODES = ['ipf-a', 'ipf-b', 'ipf-c', 'ipf-d'];
 const NS = 'inplace-fleet-test';

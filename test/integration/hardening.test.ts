@@ -15,9 +15,9 @@ import type { OperationView as Operation } from '../../src/api/convert.js';
 import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
 import type { RestartRequest } from '../../src/gen/inplace/v1/RestartRequest.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
-import { CriPodFixture } from '../../src/testbed/cri-pods.js';
-import type { TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { CriPodFixture } from '../testbed/cri-pods.js';
+import type { TestPod } from '../testbed/pod-fixture.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 

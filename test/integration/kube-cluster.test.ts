@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();

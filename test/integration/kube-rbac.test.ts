@@ -11,7 +11,7 @@ import {
   loadAllYaml,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

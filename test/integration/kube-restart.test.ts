@@ -7,7 +7,7 @@ import { AgentClient } from '../../src/api/client.js';
 import type { OperationView as Operation } from '../../src/api/convert.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 

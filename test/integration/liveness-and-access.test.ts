@@ -10,7 +10,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 

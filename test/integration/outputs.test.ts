@@ -12,10 +12,11 @@ import { systemClock } from '../../src/clock.js';
 import { Engine } from '../../src/engine/engine.js';
 import { Journal } from '../../src/engine/journal.js';
 import type { ContainerFilter } from '../../src/runtime/runtime.js';
+import { CriClient } from '../../src/runtime/cri/client.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
-import { CriPodFixture } from '../../src/testbed/cri-pods.js';
-import type { TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { CriPodFixture, removeCriImage } from '../testbed/cri-pods.js';
+import type { TestPod } from '../testbed/pod-fixture.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { memoryLogger } from '../support/memory-logger.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../support/registry-images.js';
@@ -136,7 +137,8 @@ describe('truthful outputs (containerd 1.6 CRI, real agent)', function () {
     pods.push(target);
     const other = await fixture.create({ name: `other-${run}`, namespace: 'outputs', containers: ['x', 'y', 'z'].map((name) => ({ name, image: env.images.appV1 })) });
     pods.push(other);
-    const counted = new CriRuntime(env.criEndpoint);
+    const client = new CriClient(env.criEndpoint);
+    const counted = new CriRuntime(env.criEndpoint, { client });
     const filters: (ContainerFilter | undefined)[] = [];
     const statusOf: string[] = [];
     const list = counted.listContainers.bind(counted);
@@ -144,8 +146,8 @@ describe('truthful outputs (containerd 1.6 CRI, real agent)', function () {
       filters.push(f);
       return list(f);
     };
-    const status = counted.client.containerStatus.bind(counted.client);
-    counted.client.containerStatus = (id: string, verbose: boolean) => {
+    const status = client.containerStatus.bind(client);
+    client.containerStatus = (id: string, verbose: boolean) => {
       statusOf.push(id);
       return status(id, verbose);
     };
@@ -248,7 +250,7 @@ describe('truthful outputs (containerd 1.6 CRI, real agent)', function () {
         assert.equal(await rt.containerState(pod.containerIds.app), 'running', 'the old container was not touched');
       } finally {
         proxy.setRate(0);
-        await rt.client.removeImage(ref).catch(() => undefined);
+        await removeCriImage(env.criEndpoint, ref);
         c.close();
       }
     });

@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { dockerClient } from '../testbed/docker-pods.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { buildImage, buildLayer, pushImage } from '../support/registry-images.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -42,7 +43,7 @@ describe('prewarming images on its own (--prewarm, docker)', function () {
 
   after(async () => {
     await agent?.stop();
-    for (const i of images) await rt?.docker.getImage(i).remove({ force: true }).catch(() => undefined);
+    for (const i of images) await dockerClient(env.dockerHost).getImage(i).remove({ force: true }).catch(() => undefined);
     rt?.close();
   });
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { sandboxEnv, type SandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv, type SandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets, type CriTarget } from '../support/runtime-matrix.js';

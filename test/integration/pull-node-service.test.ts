@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { createNodePullService } from '../../src/pull/node-pull-service.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
 

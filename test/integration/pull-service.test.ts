@@ -7,13 +7,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { Registry } from 'prom-client';
 import { ImagePullService, type PullServiceOptions } from '../../src/pull/pull-service.js';
-import { ContainerdProgressSource } from '../../src/pull/containerd-progress.js';
+import { ContainerdProgressSource } from '../../src/runtime/containerd/pull-progress.js';
 import { readAuthFile } from '../../src/pull/auth.js';
 import type { PullEvent } from '../../src/pull/types.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
-import { sandboxEnv, type SandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { removeCriImage } from '../testbed/cri-pods.js';
+import { dockerClient } from '../testbed/docker-pods.js';
+import { sandboxEnv, type SandboxEnv } from '../testbed/sandbox-env.js';
 import { memoryLogger } from '../support/memory-logger.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
@@ -40,7 +42,7 @@ const targets: Target[] = [
     env: dockerEnv,
     make: () => new DockerRuntime(dockerEnv.dockerHost),
     remove: async (rt, ref) => {
-      await (rt as DockerRuntime).docker
+      await dockerClient(dockerEnv.dockerHost)
         .getImage(ref)
         .remove({ force: true })
         .catch(() => undefined);
@@ -51,8 +53,8 @@ const targets: Target[] = [
     kind: 'cri' as const,
     env: t.env,
     make: () => new CriRuntime(t.env.criEndpoint),
-    remove: async (rt: Runtime, ref: string) => {
-      await (rt as CriRuntime).client.removeImage(ref).catch(() => undefined);
+    remove: async (_rt: Runtime, ref: string) => {
+      await removeCriImage(t.env.criEndpoint, ref);
     },
   })),
 ];

@@ -8,10 +8,10 @@ import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Container } from '../../src/runtime/types.js';
-import { CriPodFixture } from '../../src/testbed/cri-pods.js';
-import { DockerPodFixture } from '../../src/testbed/docker-pods.js';
-import type { PodFixture, TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv, type SandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { CriPodFixture } from '../testbed/cri-pods.js';
+import { DockerPodFixture } from '../testbed/docker-pods.js';
+import type { PodFixture, TestPod } from '../testbed/pod-fixture.js';
+import { sandboxEnv, type SandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
@@ -276,7 +276,9 @@ for (const f of flavours) {
       const before = await snapshot(rt, pod.podId);
       const c = new AgentClient(`unix://${agent.socket}`);
       try {
-        const first = await c.restart({ ...base, pod: pod.name, containers: ['app'], minReadyMs: '2000' });
+        // The first operation holds the pod long enough for inplacectl to start and send the cancel, which
+        // takes seconds on a loaded machine (2 s measured at load 11 on 2 cores).
+        const first = await c.restart({ ...base, pod: pod.name, containers: ['app'], minReadyMs: '10000' });
         const second = await c.restart({ ...base, pod: pod.name, containers: ['sidecar'] });
         assert.equal(second.state, 'Pending');
         const res = await ctl(agent.socket, 'cancel', second.id);

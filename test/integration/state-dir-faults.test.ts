@@ -8,9 +8,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
-import { CriPodFixture } from '../../src/testbed/cri-pods.js';
-import type { TestPod } from '../../src/testbed/pod-fixture.js';
-import { sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { CriPodFixture } from '../testbed/cri-pods.js';
+import type { TestPod } from '../testbed/pod-fixture.js';
+import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 

@@ -6,7 +6,7 @@ import path from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import type { ProtoGrpcType } from '../../src/gen/api.js';
 import { criPackageDefinition } from '../../src/runtime/cri/proto.js';
-import type { SandboxEnv } from '../../src/testbed/sandbox-env.js';
+import type { SandboxEnv } from '../testbed/sandbox-env.js';
 
 const nul = (s: string) => s.split('\0').filter((x) => x !== '');
 

@@ -4,7 +4,7 @@
 import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
-import type { Runtime } from '../../src/runtime/runtime.js';
+import type { NameSwap, Runtime } from '../../src/runtime/runtime.js';
 import type { Container, ContainerDetail, ContainerSpec, ContainerState } from '../../src/runtime/types.js';
 
 /** The runtime calls the executor makes, with an outage switch. */
@@ -14,6 +14,10 @@ export class FakeNode {
   away: () => boolean = () => false;
   /** Fails the next call of that method once with the given error. */
   failOnce = new Map<string, AgentError>();
+  /** The runtime starts stopped containers again (Docker); by default a container runs once (CRI). */
+  restartsStopped = false;
+  /** The name swaps the executor asked for, in order. */
+  readonly swaps: { call: 'swap' | 'restore'; swap: NameSwap }[] = [];
   private next = 1;
 
   constructor(private readonly clock: Clock) {}
@@ -46,6 +50,7 @@ export class FakeNode {
   runtime(): Runtime {
     const rt = {
       kind: 'cri',
+      capabilities: { restartsStopped: this.restartsStopped, pullReportsProgress: false },
       getPod: async () => {
         this.gate('getPod');
         return { id: 'p', name: 'ns/p', namespace: 'ns', uid: 'u', ip: '10.0.0.2', labels: {}, annotations: {} };
@@ -74,7 +79,7 @@ export class FakeNode {
       startContainer: async (id: string) => {
         this.gate('startContainer');
         const c = this.get(id);
-        if (c.state !== 'created') throw new AgentError('FailedPrecondition', `container "${id}" is ${c.state}`);
+        if (c.state !== 'created' && !(this.restartsStopped && c.state === 'exited')) throw new AgentError('FailedPrecondition', `container "${id}" is ${c.state}`);
         c.state = c.image.includes('crash') ? 'exited' : 'running';
         if (c.state === 'exited') c.exitCode = 3;
       },
@@ -87,7 +92,9 @@ export class FakeNode {
         this.gate('removeContainer');
         this.containers.delete(id);
       },
-      renameContainer: async () => undefined,
+      replacementName: () => undefined,
+      swapNames: async (swap: NameSwap) => void this.swaps.push({ call: 'swap', swap }),
+      restoreNames: async (swap: NameSwap) => void this.swaps.push({ call: 'restore', swap }),
       exec: async () => ({ exitCode: 0, stdout: '', stderr: '' }),
     };
     return rt as unknown as Runtime;

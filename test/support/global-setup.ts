@@ -7,8 +7,8 @@ import { spawnSync } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { kubeEnv } from '../../src/testbed/kube-env.js';
-import { containerd2SandboxEnv, sandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { containerd2SandboxEnv, sandboxEnv } from '../testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 

@@ -36,6 +36,7 @@ export class FakeRuntime {
     };
     return {
       kind: this.kind,
+      capabilities: { restartsStopped: this.kind === 'docker', pullReportsProgress: this.kind === 'docker' },
       version: unsupported,
       listPods: unsupported,
       getPod: unsupported,
@@ -46,7 +47,9 @@ export class FakeRuntime {
       startContainer: unsupported,
       stopContainer: unsupported,
       removeContainer: unsupported,
-      renameContainer: unsupported,
+      replacementName: unsupported,
+      swapNames: unsupported,
+      restoreNames: unsupported,
       exec: unsupported,
       events: unsupported,
       close: () => undefined,

@@ -1,6 +1,6 @@
 // The runtimes every CRI suite runs against: the sandbox's containerd 1.6 (Debian's) and the containerd 2.x
 // sandbox beside it. Each suite is declared once per target, with the runtime and its version in its title.
-import { containerd2SandboxEnv, sandboxEnv, type SandboxEnv } from '../../src/testbed/sandbox-env.js';
+import { containerd2SandboxEnv, sandboxEnv, type SandboxEnv } from '../testbed/sandbox-env.js';
 
 /** One containerd to run a CRI suite against. */
 export interface CriTarget {

@@ -5,7 +5,6 @@ import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Image__Output } from '../../src/gen/runtime/v1/Image.js';
 import type { CriClient } from '../../src/runtime/cri/client.js';
-import type { ContainerdImages } from '../../src/runtime/cri/containerd-images.js';
 import { toImage } from '../../src/runtime/cri/convert.js';
 import { containerdNames, pinImage, PINNED_LABEL, type PinImageDeps } from '../../src/runtime/cri/pin-image.js';
 import { pinnedLabelSupport, type PinnedLabelSupport } from '../../src/runtime/cri/pinned-label-support.js';
@@ -66,12 +65,12 @@ function setup(support: PinnedLabelSupport, flipAfter: number, missing: string[]
     ({ id: 'sha256:1', repoTags: ['r/a:1'], repoDigests: ['r/a@sha256:9'], pinned: reads++ > flipAfter }) as Image__Output;
   const client = { endpoint: 'unix:///x.sock', imageStatus: () => Promise.resolve({ image: image(), info: {} }) } as unknown as CriClient;
   const images = {
-    setLabel: (name: string, key: string, value: string) => {
+    setImageLabel: (name: string, key: string, value: string) => {
       if (missing.includes(name)) return Promise.reject(new AgentError('NotFound', `image "${name}" not found`));
       labels.set(`${name} ${key}`, value);
       return Promise.resolve();
     },
-  } as unknown as ContainerdImages;
+  } as unknown as PinImageDeps['images'];
   const clock = new SteppingClock();
   const deps: PinImageDeps = { client, images, support: () => Promise.resolve(support), clock, settleMs: 1000, pollMs: 50 };
   return { deps, labels, clock, reads: () => reads };

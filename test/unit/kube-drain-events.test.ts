@@ -96,4 +96,23 @@ describe('kube: pod events', () => {
     await ev.record(pod, 'app', 'Normal', 'Pulled', 'x');
     assert.equal(api.created.length, 2);
   });
+
+  it('writes the events of a pod in the order they were recorded, though nobody waits for the first', async () => {
+    const api = new ScriptedApi();
+    let release: () => void = () => undefined;
+    const slow = new Promise<void>((r) => (release = r));
+    const create = api.createEvent.bind(api);
+    api.createEvent = async (ns, e) => {
+      if (e.reason === 'Draining') await slow; // the first write is slow to answer
+      return create(ns, e);
+    };
+    const ev = new PodEvents(api as unknown as KubeApi, 'node1', new ManualClock(), silentLogger());
+    void ev.record(pod, 'app', 'Normal', 'Draining', 'd');
+    const killing = ev.record(pod, 'app', 'Normal', 'Killing', 'k');
+    await new Promise((r) => setImmediate(r));
+    assert.equal(api.created.length, 0, 'the second waits for the first');
+    release();
+    await killing;
+    assert.deepEqual(api.created.map((e) => e.reason), ['Draining', 'Killing']);
+  });
 });

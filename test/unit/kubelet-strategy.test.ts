@@ -116,7 +116,9 @@ describe('kube: the kubelet restart strategy', () => {
     const s = setup();
     s.rt.onStop = () => (s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)]);
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(s.journaled, ['Draining', 'PreStop', 'Stopping', 'Verifying']);
+    // No readiness gate: nothing to drain, so Draining is journaled with the next step rather than on its own.
+    assert.deepEqual(s.journaled, ['PreStop', 'Stopping', 'Verifying']);
+    assert.ok(s.t.steps.some((x) => x.step === 'Draining'));
     assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting']);
     assert.equal(s.rt.execs, 1);
     assert.equal(s.rt.stops, 1);
@@ -166,7 +168,7 @@ describe('kube: the kubelet restart strategy', () => {
     assert.equal(s.t.step, 'RolledBack');
     assert.equal(s.t.exitCode, 3);
     assert.equal(s.t.rollbackId, 'back');
-    assert.equal(s.api.events[1].reason, 'Pulled');
+    assert.equal(s.api.events[0].reason, 'Pulled');
     s.op.state = 'Failed';
     s.op.error = s.t.error;
     await s.strategy.finished(s.op);
@@ -189,5 +191,59 @@ describe('kube: the kubelet restart strategy', () => {
     assert.match(s.t.error ?? '', /holds the next start back until .*after the operation's deadline/);
     assert.ok(s.clock.now() - began < 10_000, 'failed as soon as the back-off was seen, not at the deadline');
     assert.ok(s.api.events.some((e) => e.reason === 'BackOff'));
+  });
+});
+
+describe('kube: the kubelet strategy, events and condition writes off the critical path', () => {
+  it('new image: Pulling as the pull begins, Pulled when it ends, both on record before the spec is patched', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    let eventsAtPatch: string[] = [];
+    s.api.afterImagePatch = (image) => {
+      eventsAtPatch = s.api.events.map((e) => e.reason ?? '');
+      s.api.pod.status!.containerStatuses = [running(image === 'app:v2' ? 'new' : 'back', image, 1)];
+    };
+    await s.strategy.claim({ name: 'shop/web' } as never, { name: 'app', current: { labels: { 'io.kubernetes.pod.uid': 'u1' }, image: 'app:v1' } } as never, s.op.request);
+    let pulled: (v: { pulled: boolean }) => void = () => undefined;
+    s.strategy.pulling(s.op, s.t, new Promise((r) => (pulled = r)));
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(s.api.events.map((e) => e.reason), ['Pulling'], 'Pulling is recorded as the pull begins');
+    assert.equal(s.api.events[0].message, 'Pulling image "app:v2"');
+    pulled({ pulled: true });
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(eventsAtPatch.slice(0, 2), ['Pulling', 'Pulled']);
+    assert.equal(s.api.events[1].message, 'Successfully pulled image "app:v2"');
+    assert.equal(s.api.events.filter((e) => e.reason === 'Pulled').length, 1, 'Pulled once');
+    assert.deepEqual(s.api.specPatches, ['app:v2']);
+  });
+
+  it('same image on a pod without a readiness gate: the stop does not wait for the condition writes, which still land in order', async () => {
+    const s = setup();
+    let release: () => void = () => undefined;
+    const slow = new Promise<void>((r) => (release = r));
+    const patchStatus = s.api.patchPodStatus.bind(s.api);
+    s.api.patchPodStatus = async (ns, n, patch) => {
+      await slow; // the API server is slow to answer condition writes
+      return patchStatus(ns, n, patch);
+    };
+    s.rt.onStop = () => {
+      assert.deepEqual(s.api.conditions, [], 'stopped before any condition write was answered');
+      s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)];
+      release();
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(s.rt.stops, 1);
+    await s.strategy.finished({ ...s.op, state: 'Succeeded' });
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting', 'Restarted']);
+  });
+
+  it('same image on a pod that gates on the condition: Draining is written before the stop', async () => {
+    const s = setup();
+    s.api.pod.spec!.readinessGates = [{ conditionType: READY_CONDITION }];
+    s.rt.onStop = () => {
+      assert.equal(s.api.conditions[0]?.reason, 'Draining', 'Draining written before the stop');
+      s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)];
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(s.rt.stops, 1);
   });
 });

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { lookupAuth, normalizeRegistryKey, parseAuthConfig, readAuthFile, redact } from '../../src/pull/auth.js';
 import { classifyPullError, isRetryable } from '../../src/pull/pull-errors.js';
+import { dockerPullError } from '../../src/runtime/docker/pull-errors.js';
 import { AgentError } from '../../src/errors.js';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
@@ -118,18 +119,18 @@ describe('pull auth: lookup like the kubelet keyring', () => {
 describe('pull errors', () => {
   // dockerd's wording (on CRI the adapter's table decides: cri-pull-messages.test.ts).
   it('recognises a missing image, refused credentials and keeps retryable kinds (Docker)', () => {
-    const nf = classifyPullError(new AgentError('Internal', 'manifest for r/x:nope not found: manifest unknown: manifest unknown'), 'r/x:nope', undefined, 'docker');
+    const nf = classifyPullError(dockerPullError(new AgentError('Internal', 'manifest for r/x:nope not found: manifest unknown: manifest unknown')), 'r/x:nope');
     assert.equal(nf.kind, 'NotFound');
     assert.match(nf.message, /pull of r\/x:nope: image not found/);
     assert.equal(isRetryable(nf), false);
-    const ua = classifyPullError(new AgentError('Unavailable', 'unexpected status: 401 Unauthorized'), 'r/x:1', undefined, 'docker');
+    const ua = classifyPullError(dockerPullError(new AgentError('Unavailable', 'unexpected status: 401 Unauthorized')), 'r/x:1');
     assert.equal(ua.kind, 'Unauthenticated');
     assert.match(ua.message, /requires credentials and none were given/);
-    const bad = classifyPullError(new AgentError('Internal', 'no basic auth credentials pw=topsecret'), 'r/x:1', { username: 'me', password: 'topsecret' }, 'docker');
+    const bad = classifyPullError(dockerPullError(new AgentError('Internal', 'no basic auth credentials pw=topsecret')), 'r/x:1', { username: 'me', password: 'topsecret' });
     assert.match(bad.message, /rejected the credentials given for it/);
     assert.doesNotMatch(bad.message, /"me"/, 'no user name either');
     assert.doesNotMatch(bad.message, /topsecret/);
-    const down = classifyPullError(new AgentError('Unavailable', 'dial tcp 127.0.0.1:1: connect: connection refused'), 'r/x:1', undefined, 'docker');
+    const down = classifyPullError(dockerPullError(new AgentError('Unavailable', 'dial tcp 127.0.0.1:1: connect: connection refused')), 'r/x:1');
     assert.equal(down.kind, 'Unavailable');
     assert.equal(isRetryable(down), true);
     assert.equal(classifyPullError(down, 'r/x:1'), down, 'classifying twice changes nothing');

@@ -5,7 +5,7 @@ import { AgentError } from '../../src/errors.js';
 import { classifyPullError, isRetryable } from '../../src/pull/pull-errors.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { fromGrpcError } from '../../src/runtime/cri/errors.js';
-import type { RuntimeKind } from '../../src/runtime/types.js';
+import { dockerPullError } from '../../src/runtime/docker/pull-errors.js';
 import { FakeRuntime } from '../support/pull-fakes.js';
 
 const IMG = '127.0.0.1:5000/inplace/app:v1';
@@ -23,14 +23,14 @@ const CRI_DISK_FULL =
 
 describe('pull errors: what the registry said, what the node said', () => {
   it('on CRI, takes the adapter\'s kind: a missing image (containerd 2.x wording) is NotFound, not retried', () => {
-    const e = classifyPullError(criPull(status.NOT_FOUND, CRI_MISSING_2), IMG, undefined, 'cri');
+    const e = classifyPullError(criPull(status.NOT_FOUND, CRI_MISSING_2), IMG);
     assert.equal(e.kind, 'NotFound');
     assert.match(e.message, /image not found in its registry/);
     assert.equal(isRetryable(e), false);
   });
 
   it('on CRI, does not call containerd\'s own missing content a missing image: Unknown, and a retry may heal it', () => {
-    const e = classifyPullError(criPull(status.NOT_FOUND, CRI_CONTENT_GONE), IMG, undefined, 'cri');
+    const e = classifyPullError(criPull(status.NOT_FOUND, CRI_CONTENT_GONE), IMG);
     assert.equal(e.kind, 'Unknown');
     assert.doesNotMatch(e.message, /not found in its registry/);
     assert.match(e.message, /content digest sha256:a+: not found/, 'the runtime\'s reason is kept');
@@ -39,7 +39,7 @@ describe('pull errors: what the registry said, what the node said', () => {
 
   it('on CRI, never guesses from stray words: an Unknown answer saying "manifest unknown" or "404" stays Unknown', () => {
     for (const text of ['manifest unknown: manifest unknown', 'unexpected status: 404 Not Found']) {
-      assert.equal(classifyPullError(new AgentError('Unknown', text), IMG, undefined, 'cri').kind, 'Unknown', text);
+      assert.equal(classifyPullError(new AgentError('Unknown', text), IMG).kind, 'Unknown', text);
     }
   });
 
@@ -48,7 +48,7 @@ describe('pull errors: what the registry said, what the node said', () => {
       ['Internal', 'manifest for 127.0.0.1:5000/inplace/app:nope not found: manifest unknown: manifest unknown'],
       ['Internal', 'repository 127.0.0.1:5000/none not found: name unknown: repository name not known to registry'],
     ] as const) {
-      const e = classifyPullError(new AgentError(kind, text), 'x:nope', undefined, 'docker');
+      const e = classifyPullError(dockerPullError(new AgentError(kind, text)), 'x:nope');
       assert.equal(e.kind, 'NotFound', text);
       assert.match(e.message, /image not found in its registry/);
       assert.equal(isRetryable(e), false);
@@ -56,20 +56,20 @@ describe('pull errors: what the registry said, what the node said', () => {
   });
 
   it('takes Docker\'s HTTP 404 on a pull as a missing image (its adapter keeps only the status)', () => {
-    const e = classifyPullError(new AgentError('NotFound', 'image "127.0.0.1:5000/inplace/app:nope" not found'), 'x:nope', undefined, 'docker');
+    const e = classifyPullError(dockerPullError(new AgentError('NotFound', 'image "127.0.0.1:5000/inplace/app:nope" not found')), 'x:nope');
     assert.equal(e.kind, 'NotFound');
     assert.match(e.message, /image not found in its registry/);
   });
 
   it('reports a full disk as ResourceExhausted, which is not retried', () => {
-    const cases: [AgentError, RuntimeKind][] = [
-      [criPull(status.UNKNOWN, CRI_DISK_FULL), 'cri'],
-      [new AgentError('Internal', 'write /var/lib/docker/tmp/x: ENOSPC'), 'docker'],
-      [new AgentError('Internal', 'open /var/lib/docker/x: disk quota exceeded'), 'docker'],
+    const cases: AgentError[] = [
+      criPull(status.UNKNOWN, CRI_DISK_FULL),
+      dockerPullError(new AgentError('Internal', 'write /var/lib/docker/tmp/x: ENOSPC')),
+      dockerPullError(new AgentError('Internal', 'open /var/lib/docker/x: disk quota exceeded')),
     ];
-    for (const [err, runtime] of cases) {
+    for (const err of cases) {
       const text = err.message;
-      const e = classifyPullError(err, IMG, undefined, runtime);
+      const e = classifyPullError(err, IMG);
       assert.equal(e.kind, 'ResourceExhausted', text);
       assert.match(e.message, /no space left on the image filesystem/);
       assert.equal(isRetryable(e), false);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { LeaseProgress, digestOfRef } from '../../src/pull/lease-progress.js';
+import { LeaseProgress, digestOfRef } from '../../src/runtime/containerd/lease-progress.js';
 import { StallWatch } from '../../src/pull/stall-watch.js';
 import { ManualClock } from '../support/pull-fakes.js';
 

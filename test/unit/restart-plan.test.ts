@@ -49,50 +49,50 @@ const kind = (k: string) => (e: unknown) => e instanceof AgentError && e.kind ==
 describe('planRestart', () => {
   it('targets the running container, keeps its image by default, and bumps the attempt past every earlier one', () => {
     const cs = [ctr('app', { attempt: 2 }), ctr('app', { id: 'old', attempt: 4, state: 'exited' }), ctr('side')];
-    const [t] = planRestart(pod(), cs, req(), { kind: 'cri' });
+    const [t] = planRestart(pod(), cs, req(), {});
     assert.equal(t.current.id, 'id-app');
     assert.equal(t.newImage, 'reg.local/app:v1');
     assert.equal(t.newAttempt, 5);
   });
 
   it('applies a new image per container in the order given', () => {
-    const ts = planRestart(pod(), [ctr('a'), ctr('b')], req({ containers: ['b', 'a'], images: { a: 'reg.local/app:v2' } }), { kind: 'cri' });
+    const ts = planRestart(pod(), [ctr('a'), ctr('b')], req({ containers: ['b', 'a'], images: { a: 'reg.local/app:v2' } }), {});
     assert.deepEqual(ts.map((t) => [t.name, t.newImage]), [['b', 'reg.local/app:v1'], ['a', 'reg.local/app:v2']]);
   });
 
   it('names the containers a pod has when one is unknown', () => {
-    assert.throws(() => planRestart(pod(), [ctr('app'), ctr('side')], req({ containers: ['nope'] }), { kind: 'cri' }), (e: unknown) =>
+    assert.throws(() => planRestart(pod(), [ctr('app'), ctr('side')], req({ containers: ['nope'] }), {}), (e: unknown) =>
       kind('NotFound')(e) && /container "nope" not found in pod shop\/web \(it has: app, side\)/.test((e as Error).message));
   });
 
   it('refuses bad images, duplicate names, images for containers not restarted, stopped containers', () => {
-    assert.throws(() => planRestart(pod(), [ctr('app')], req({ images: { app: 'BAD REF' } }), { kind: 'cri' }), kind('InvalidArgument'));
-    assert.throws(() => planRestart(pod(), [ctr('app')], req({ containers: ['app', 'app'] }), { kind: 'cri' }), kind('InvalidArgument'));
-    assert.throws(() => planRestart(pod(), [ctr('app'), ctr('x')], req({ images: { x: 'reg.local/x:1' } }), { kind: 'cri' }), kind('InvalidArgument'));
-    assert.throws(() => planRestart(pod(), [ctr('app', { state: 'exited' })], req(), { kind: 'cri' }), kind('FailedPrecondition'));
-    assert.throws(() => planRestart(pod({ state: 'notready' }), [ctr('app')], req(), { kind: 'cri' }), kind('FailedPrecondition'));
+    assert.throws(() => planRestart(pod(), [ctr('app')], req({ images: { app: 'BAD REF' } }), {}), kind('InvalidArgument'));
+    assert.throws(() => planRestart(pod(), [ctr('app')], req({ containers: ['app', 'app'] }), {}), kind('InvalidArgument'));
+    assert.throws(() => planRestart(pod(), [ctr('app'), ctr('x')], req({ images: { x: 'reg.local/x:1' } }), {}), kind('InvalidArgument'));
+    assert.throws(() => planRestart(pod(), [ctr('app', { state: 'exited' })], req(), {}), kind('FailedPrecondition'));
+    assert.throws(() => planRestart(pod({ state: 'notready' }), [ctr('app')], req(), {}), kind('FailedPrecondition'));
   });
 
   it('behind another operation on the pod, accepts a container between instances (checked again at its turn)', () => {
     const between = [ctr('app', { id: 'old', state: 'exited', attempt: 1 }), ctr('app', { id: 'new', state: 'created', attempt: 2 })];
-    assert.throws(() => planRestart(pod(), between, req(), { kind: 'cri' }), kind('FailedPrecondition'), 'an idle pod: refused');
-    const [t] = planRestart(pod(), between, req(), { kind: 'cri', busy: true });
+    assert.throws(() => planRestart(pod(), between, req(), {}), kind('FailedPrecondition'), 'an idle pod: refused');
+    const [t] = planRestart(pod(), between, req(), { busy: true });
     assert.equal(t.current.id, 'new', 'the newest instance stands in until the replan');
     assert.equal(t.newAttempt, 3);
-    assert.throws(() => planRestart(pod(), [], req(), { kind: 'cri', busy: true }), kind('NotFound'), 'an unknown name is still refused');
+    assert.throws(() => planRestart(pod(), [], req(), { busy: true }), kind('NotFound'), 'an unknown name is still refused');
   });
 
   it('refuses kubelet-managed containers unless in Kubernetes mode', () => {
     const c = ctr('app', { labels: { 'io.kubernetes.pod.uid': 'x' } });
-    assert.throws(() => planRestart(pod(), [c], req(), { kind: 'cri' }), (e: unknown) => kind('FailedPrecondition')(e) && /kubelet/.test((e as Error).message));
-    assert.equal(planRestart(pod(), [c], req(), { kind: 'cri', allowKubelet: true }).length, 1);
+    assert.throws(() => planRestart(pod(), [c], req(), {}), (e: unknown) => kind('FailedPrecondition')(e) && /kubelet/.test((e as Error).message));
+    assert.equal(planRestart(pod(), [c], req(), { allowKubelet: true }).length, 1);
   });
 
   it('refuses, on Docker, the container that owns the network namespace others joined', () => {
     const sandbox = ctr('app', { id: 'abcdef0123456789' });
-    assert.throws(() => planRestart(pod(), [sandbox, ctr('side')], req(), { kind: 'docker' }), (e: unknown) =>
+    assert.throws(() => planRestart(pod(), [sandbox, ctr('side')], req(), {}), (e: unknown) =>
       kind('FailedPrecondition')(e) && /network namespace/.test((e as Error).message));
-    assert.equal(planRestart(pod(), [sandbox], req(), { kind: 'docker' }).length, 1, 'a pod of one may be recreated');
+    assert.equal(planRestart(pod(), [sandbox], req(), {}).length, 1, 'a pod of one may be recreated');
   });
 });
 

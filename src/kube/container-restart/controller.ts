@@ -62,7 +62,8 @@ export class ContainerRestartController {
   private crdMissingSaid = false;
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
-    if (key) this.enqueue(key);
+    // After the step that announced the change has gone on to its side effect: the status write waits its turn.
+    if (key) setImmediate(() => this.enqueue(key));
   };
 
   constructor(private readonly d: ContainerRestartControllerDeps) {
@@ -169,14 +170,39 @@ export class ContainerRestartController {
 
     if (!cr.status?.operationId) {
       if (!(await this.d.hasPod(ns, cr.spec.podName))) return;
+      let req: ReturnType<typeof restartRequestFor>;
       try {
-        restartRequestFor(cr, this.d.defaults);
+        req = restartRequestFor(cr, this.d.defaults);
       } catch (err) {
         return this.refuse(cr, err);
       }
-      cr = await this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now())));
-      if (cr.status?.operationId !== uid || !this.mine(cr)) return;
+      // The claim is written while the engine plans the request; the engine records and runs it only once the
+      // claim holds (the operation id is in the status before the journal has it, as ever).
+      const claiming = this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
+        (written) => ({ written }),
+        (err: unknown) => ({ err }),
+      );
+      const holds = (c: ContainerRestart) => c.status?.operationId === uid && this.mine(c);
+      this.keyByOp.set(uid, key);
+      let planError: unknown;
+      try {
+        await this.d.engine.restart(req, { id: uid, admit: async () => ((r) => 'written' in r && holds(r.written))(await claiming) });
+      } catch (err) {
+        planError = err;
+      }
+      const claim = await claiming;
+      if ('err' in claim) throw claim.err;
+      cr = claim.written;
+      if (!holds(cr)) {
+        this.keyByOp.delete(uid);
+        return;
+      }
       this.d.log.info('ContainerRestart taken', { cr: key, op: uid, pod: `${ns}/${cr.spec.podName}` });
+      if (planError !== undefined) {
+        if (AgentError.is(planError, 'Unavailable')) throw planError;
+        return this.refuse(cr, planError);
+      }
+      this.d.log.info('ContainerRestart submitted', { cr: key, op: uid });
     }
     const opId = cr.status?.operationId ?? '';
     this.keyByOp.set(opId, key);

@@ -1,7 +1,7 @@
 // The Runtime of a CRI endpoint (containerd; CRI-O for everything but recreating from an inspected spec).
 import { systemClock, type Clock } from '../../clock.js';
 import { AgentError } from '../../errors.js';
-import type { ContainerFilter, Runtime } from '../runtime.js';
+import type { ContainerFilter, NameSwap, Runtime, RuntimeCapabilities } from '../runtime.js';
 import type {
   Container,
   ContainerDetail,
@@ -17,7 +17,8 @@ import type {
   RuntimeVersion,
 } from '../types.js';
 import { CriClient } from './client.js';
-import { ContainerdImages, CRI_NAMESPACE } from './containerd-images.js';
+import { ContainerdClient } from '../containerd/client.js';
+import { CRI_NAMESPACE } from '../types.js';
 import { toContainerState, toImage } from './convert.js';
 import { createContainer } from './create-container.js';
 import { criEvents } from './events.js';
@@ -39,23 +40,26 @@ export interface CriRuntimeOptions {
   containerdNamespace?: string;
   /** How long pinImage waits for CRI to report a label change it picks up, ms. Default 2000. */
   pinSettleMs?: number;
+  /** The CRI client to call through (default: one of its own on the endpoint); closed by close(). */
+  client?: CriClient;
 }
 
 /** Runtime over the CRI gRPC API at one endpoint. */
 export class CriRuntime implements Runtime {
   readonly kind = 'cri' as const;
-  /** The typed CRI client underneath, for callers that need raw calls (test pods, benchmarks). */
-  readonly client: CriClient;
+  /** A CRI container runs once; PullImage is one unary call with no progress. */
+  readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false };
+  private readonly client: CriClient;
   private readonly sandboxConfigs = new SandboxConfigCache();
   /** containerd's images service on the same socket; connected on the first pinImage. */
-  private containerdImages?: ContainerdImages;
+  private containerdImages?: ContainerdClient;
   private pinSupport?: Promise<PinnedLabelSupport>;
 
   constructor(
     endpoint: string,
     private readonly opts: CriRuntimeOptions = {},
   ) {
-    this.client = new CriClient(endpoint);
+    this.client = opts.client ?? new CriClient(endpoint);
   }
 
   async version(): Promise<RuntimeVersion> {
@@ -109,8 +113,16 @@ export class CriRuntime implements Runtime {
     }
   }
 
-  /** CRI has no container names to change: (name, attempt) metadata identifies a container. */
-  async renameContainer(_containerId: string, _newName: string): Promise<void> {}
+  /** CRI names are no unique keys: (name, attempt) metadata identifies a container, so no name is needed. */
+  replacementName(): undefined {
+    return undefined;
+  }
+
+  /** Nothing to swap: see replacementName. */
+  async swapNames(_swap: NameSwap): Promise<void> {}
+
+  /** Nothing to restore: see replacementName. */
+  async restoreNames(_swap: NameSwap): Promise<void> {}
 
   async exec(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
     const res = await this.client.execSync(containerId, cmd, Math.max(0, Math.ceil(timeoutSeconds)));
@@ -138,7 +150,7 @@ export class CriRuntime implements Runtime {
    * image is absent; FailedPrecondition on a CRI runtime without containerd's API (CRI-O).
    */
   pinImage(ref: string, pinned: boolean): Promise<boolean> {
-    this.containerdImages ??= new ContainerdImages(this.client.endpoint, this.opts.containerdNamespace ?? CRI_NAMESPACE);
+    this.containerdImages ??= new ContainerdClient(this.client.endpoint, this.opts.containerdNamespace ?? CRI_NAMESPACE);
     const deps = {
       client: this.client,
       images: this.containerdImages,

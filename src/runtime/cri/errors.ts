@@ -4,6 +4,7 @@
 // (pull-messages.ts), since there the code does not say whether the registry or containerd failed.
 import { status as Status, type ServiceError } from '@grpc/grpc-js';
 import { AgentError, type ErrorKind } from '../../errors.js';
+import { kindOfStatus } from '../grpc-status.js';
 import { matchPullMessage } from './pull-messages.js';
 
 /** What a failed call was about, so that the message can name it. */
@@ -16,25 +17,6 @@ export interface CallContext {
   endpoint: string;
 }
 
-const kindByCode: Partial<Record<Status, ErrorKind>> = {
-  [Status.CANCELLED]: 'Cancelled',
-  [Status.INVALID_ARGUMENT]: 'InvalidArgument',
-  [Status.DEADLINE_EXCEEDED]: 'DeadlineExceeded',
-  [Status.NOT_FOUND]: 'NotFound',
-  // Our kinds have no AlreadyExists: the caller has to change something (a name, an attempt) first.
-  [Status.ALREADY_EXISTS]: 'FailedPrecondition',
-  [Status.PERMISSION_DENIED]: 'Unauthenticated',
-  [Status.RESOURCE_EXHAUSTED]: 'ResourceExhausted',
-  [Status.FAILED_PRECONDITION]: 'FailedPrecondition',
-  [Status.ABORTED]: 'Aborted',
-  [Status.OUT_OF_RANGE]: 'InvalidArgument',
-  // The runtime does not offer the call at all.
-  [Status.UNIMPLEMENTED]: 'FailedPrecondition',
-  [Status.INTERNAL]: 'Internal',
-  [Status.UNAVAILABLE]: 'Unavailable',
-  [Status.DATA_LOSS]: 'Internal',
-  [Status.UNAUTHENTICATED]: 'Unauthenticated',
-};
 
 /** Message patterns for UNKNOWN, checked in order. */
 const kindByUnknownText: [RegExp, ErrorKind][] = [
@@ -70,7 +52,7 @@ export function kindOf(code: number, details: string): ErrorKind {
     for (const [re, kind] of kindByUnknownText) if (re.test(details)) return kind;
     return 'Internal';
   }
-  return kindByCode[code as Status] ?? 'Internal';
+  return kindOfStatus(code as Status) ?? 'Internal';
 }
 
 /** Codes that say what happened to the call itself, not what the runtime found: they keep their kind. */
@@ -81,7 +63,7 @@ const TRANSPORT_CODES: readonly number[] = [Status.CANCELLED, Status.DEADLINE_EX
  * call, else the kind of the known message it carries, else Unknown (never a guess from a stray word).
  */
 export function pullKindOf(code: number, details: string): ErrorKind {
-  if (TRANSPORT_CODES.includes(code)) return kindByCode[code as Status] ?? 'Unknown';
+  if (TRANSPORT_CODES.includes(code)) return kindOfStatus(code as Status) ?? 'Unknown';
   return matchPullMessage(details)?.kind ?? 'Unknown';
 }
 

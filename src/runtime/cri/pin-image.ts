@@ -7,7 +7,7 @@ import type { Clock } from '../../clock.js';
 import { AgentError } from '../../errors.js';
 import type { Image__Output } from '../../gen/runtime/v1/Image.js';
 import type { CriClient } from './client.js';
-import type { ContainerdImages } from './containerd-images.js';
+import type { ContainerdClient } from '../containerd/client.js';
 import type { PinnedLabelSupport } from './pinned-label-support.js';
 
 /** The image label containerd's CRI plugin reads as "pinned" when its value is PINNED_LABEL_VALUE. */
@@ -18,7 +18,7 @@ export const PINNED_LABEL_VALUE = 'pinned';
 /** What pinImage works with. */
 export interface PinImageDeps {
   client: CriClient;
-  images: ContainerdImages;
+  images: Pick<ContainerdClient, 'setImageLabel'>;
   /** How the runtime treats the label; resolved once per runtime. */
   support: () => Promise<PinnedLabelSupport>;
   clock: Clock;
@@ -47,7 +47,7 @@ export async function pinImage(deps: PinImageDeps, ref: string, pinned: boolean)
   let labelled = 0;
   for (const name of containerdNames(image)) {
     try {
-      await deps.images.setLabel(name, PINNED_LABEL, pinned ? PINNED_LABEL_VALUE : '');
+      await deps.images.setImageLabel(name, PINNED_LABEL, pinned ? PINNED_LABEL_VALUE : '');
       labelled++;
     } catch (err) {
       // A record removed since ImageStatus (an untag, a concurrent RemoveImage) has nothing left to label.

@@ -11,7 +11,7 @@ import type {
 } from '../types.js';
 
 /** Label holding a container's name in its pod (Kubernetes / cri-dockerd convention). */
-export const containerNameLabel = 'io.kubernetes.container.name';
+const containerNameLabel = 'io.kubernetes.container.name';
 /** Prefix under which annotations are stored as labels (dockershim / cri-dockerd convention). */
 export const annotationLabelPrefix = 'annotation.';
 

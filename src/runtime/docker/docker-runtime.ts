@@ -2,8 +2,8 @@
 // that joined their network namespace (see pods.ts); recreation goes through create-options.ts.
 import { statfsSync } from 'node:fs';
 import Dockerode from 'dockerode';
-import { AgentError } from '../../errors.js';
-import type { ContainerFilter, Runtime } from '../runtime.js';
+import { AgentError, asAgentError } from '../../errors.js';
+import type { ContainerFilter, NameSwap, Runtime, RuntimeCapabilities } from '../runtime.js';
 import type {
   Container,
   ContainerDetail,
@@ -19,13 +19,15 @@ import type {
   RuntimeVersion,
 } from '../types.js';
 import { MIN_ID_PREFIX } from '../types.js';
-import { containerFromInspect, containerState, imageFromInspect, imageFromSummary } from './convert.js';
+import { containerFromInspect, containerState, dockerName, imageFromInspect, imageFromSummary } from './convert.js';
 import { createOptions, extraNetworks, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
 import { dockerError, dockerStatus } from './errors.js';
 import { dockerEvents } from './events.js';
 import { execInContainer } from './exec.js';
+import { replacementName, restoreNames, swapNames, type Renamer } from './name-swap.js';
 import { groupPods, joinedContainer, sandboxResolver } from './pods.js';
+import { dockerPullError } from './pull-errors.js';
 import { pullImage } from './pull.js';
 
 /** Longest `container:` chain followed when resolving a container's pod. */
@@ -34,8 +36,9 @@ const maxJoinHops = 8;
 /** A Runtime that drives one dockerd. */
 export class DockerRuntime implements Runtime {
   readonly kind = 'docker' as const;
-  /** The dockerode client (exposed for test fixtures that create raw containers). */
-  readonly docker: Dockerode;
+  /** dockerd restarts a stopped container, and streams a pull's progress. */
+  readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true };
+  private readonly docker: Dockerode;
 
   /** Connects lazily to endpoint: `unix:///path/docker.sock`, a bare socket path, or `tcp://host:port`. */
   constructor(readonly endpoint: string) {
@@ -55,9 +58,9 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  private async listAll(runningOnly = false): Promise<Dockerode.ContainerInfo[]> {
+  private async listAll(): Promise<Dockerode.ContainerInfo[]> {
     try {
-      return await this.docker.listContainers({ all: !runningOnly });
+      return await this.docker.listContainers({ all: true });
     } catch (err) {
       throw this.fail(err, 'container list');
     }
@@ -207,6 +210,7 @@ export class DockerRuntime implements Runtime {
     }
   }
 
+  /** Gives a container another name. */
   async renameContainer(containerId: string, newName: string): Promise<void> {
     try {
       await this.docker.getContainer(containerId).rename({ name: newName });
@@ -216,12 +220,39 @@ export class DockerRuntime implements Runtime {
     }
   }
 
+  replacementName(name: string, tag: string): string | undefined {
+    return replacementName(name, tag);
+  }
+
+  swapNames(swap: NameSwap): Promise<void> {
+    return swapNames(this.renamer, swap);
+  }
+
+  restoreNames(swap: NameSwap): Promise<void> {
+    return restoreNames(this.renamer, swap);
+  }
+
+  private readonly renamer: Renamer = {
+    nameOf: async (id) => {
+      try {
+        return dockerName((await this.docker.getContainer(id).inspect()).Name);
+      } catch (err) {
+        if (dockerStatus(err) === 404) return undefined;
+        throw this.fail(err, `container "${id}"`);
+      }
+    },
+    rename: (id, name) => this.renameContainer(id, name),
+  };
+
   exec(containerId: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
     return execInContainer(this.docker, this.endpoint, containerId, cmd, timeoutSeconds);
   }
 
+  /** A failure's kind says what dockerd's text meant: a missing image, refused credentials, a full disk. */
   pullImage(ref: string, opts?: PullOptions): Promise<PulledImage> {
-    return pullImage(this.docker, this.endpoint, ref, opts);
+    return pullImage(this.docker, this.endpoint, ref, opts).catch((err: unknown) => {
+      throw dockerPullError(asAgentError(err));
+    });
   }
 
   async inspectImage(ref: string): Promise<Image | undefined> {

@@ -7,13 +7,16 @@
 // ListStatuses (offset/total per ingest) every intervalMs until the call ends. Two pulls running at once thus
 // report their own bytes. A pull of something else that starts in the same few ms could be mistaken for
 // ours; then the progress shown is that pull's, never an error.
-import type { Clock } from '../clock.js';
-import { systemClock } from '../clock.js';
-import type { Logger } from '../log.js';
-import { CRI_NAMESPACE, type PullProgress } from '../runtime/types.js';
-import { ContainerdClient } from './containerd-client.js';
+import type { Clock } from '../../clock.js';
+import { systemClock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { ProgressSource } from '../progress-source.js';
+import { CRI_NAMESPACE, type PullProgress } from '../types.js';
+import { ContainerdClient } from './client.js';
 import { LeaseProgress } from './lease-progress.js';
-import type { ProgressSource } from './progress-source.js';
+
+/** Deadline of each call to containerd while a pull runs, ms. */
+const CALL_TIMEOUT_MS = 5000;
 
 /** Options of the containerd progress source. */
 export interface ContainerdProgressOptions {
@@ -40,7 +43,7 @@ export class ContainerdProgressSource implements ProgressSource {
   private warned = false;
 
   constructor(private readonly opts: ContainerdProgressOptions) {
-    this.client = new ContainerdClient(opts.address, opts.namespace ?? CRI_NAMESPACE);
+    this.client = new ContainerdClient(opts.address, opts.namespace ?? CRI_NAMESPACE, CALL_TIMEOUT_MS);
     this.intervalMs = opts.intervalMs ?? 300;
     this.claimTimeoutMs = opts.claimTimeoutMs ?? 2000;
     this.clock = opts.clock ?? systemClock;

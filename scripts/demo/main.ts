@@ -6,11 +6,11 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { AgentClient } from '../api/client.js';
-import { CriRuntime } from '../runtime/cri/cri-runtime.js';
-import type { Container } from '../runtime/types.js';
-import { CriPodFixture } from '../testbed/cri-pods.js';
-import { sandboxEnv } from '../testbed/sandbox-env.js';
+import { AgentClient } from '../../src/api/client.js';
+import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
+import type { Container } from '../../src/runtime/types.js';
+import { CriPodFixture } from '../../test/testbed/cri-pods.js';
+import { sandboxEnv } from '../../test/testbed/sandbox-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const env = sandboxEnv();

@@ -5,10 +5,10 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { AgentError } from '../errors.js';
-import type { ContainerConfig } from '../gen/runtime/v1/ContainerConfig.js';
-import type { PodSandboxConfig } from '../gen/runtime/v1/PodSandboxConfig.js';
-import { CriClient } from '../runtime/cri/client.js';
+import { AgentError } from '../../src/errors.js';
+import type { ContainerConfig } from '../../src/gen/runtime/v1/ContainerConfig.js';
+import type { PodSandboxConfig } from '../../src/gen/runtime/v1/PodSandboxConfig.js';
+import { CriClient } from '../../src/runtime/cri/client.js';
 import type { PodFixture, TestContainerSpec, TestPod, TestPodSpec } from './pod-fixture.js';
 
 /** Label on every sandbox and container a test pod fixture creates. */
@@ -86,6 +86,16 @@ async function createWith(client: CriClient, spec: TestPodSpec): Promise<TestPod
   } catch (err) {
     await removeWith(client, podId).catch(() => undefined);
     throw err;
+  }
+}
+
+/** Removes an image from the CRI runtime's store; succeeds when it is already gone. */
+export async function removeCriImage(endpoint: string, ref: string): Promise<void> {
+  const client = new CriClient(endpoint);
+  try {
+    await client.removeImage(ref).catch(() => undefined);
+  } finally {
+    client.close();
   }
 }
 

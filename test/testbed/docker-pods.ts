@@ -4,17 +4,33 @@
 // `container:<sandbox id>`, all binding the same host directory. Used by integration tests, demo, benchmarks.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
-import type Dockerode from 'dockerode';
-import { AgentError } from '../errors.js';
-import { containerNameLabel, joinLabels } from '../runtime/docker/convert.js';
-import { DockerRuntime } from '../runtime/docker/docker-runtime.js';
-import { dockerError, dockerStatus } from '../runtime/docker/errors.js';
-import { groupPods } from '../runtime/docker/pods.js';
+import Dockerode from 'dockerode';
+import { AgentError } from '../../src/errors.js';
+import { joinLabels } from '../../src/runtime/docker/convert.js';
+import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import type { PodFixture, TestContainerSpec, TestPod, TestPodSpec } from './pod-fixture.js';
 import { sandboxEnv } from './sandbox-env.js';
 
 /** Label on every container a Docker test pod fixture creates; its value is the sandbox container's name. */
 export const DOCKER_TEST_POD_LABEL = 'inplace-agent.test/pod';
+
+/** The container-name label the kubelet's dockershim set, which the Docker adapter reads a container's name from. */
+const CONTAINER_NAME_LABEL = 'io.kubernetes.container.name';
+
+/** A dockerode client of its own for a `unix://` socket (or a bare path), for fixtures and tests. */
+export function dockerClient(endpoint: string): Dockerode {
+  return new Dockerode({ socketPath: endpoint.replace(/^unix:\/\//, '') });
+}
+
+/** The HTTP status of a failed dockerode call; undefined when it has none. */
+function statusOf(err: unknown): number | undefined {
+  return (err as { statusCode?: number } | null)?.statusCode;
+}
+
+/** A failed fixture call as an AgentError naming what it was about. */
+function fixtureError(err: unknown, subject: string): AgentError {
+  return new AgentError(statusOf(err) === 404 ? 'NotFound' : 'Internal', `${subject}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+}
 
 /** Docker's anonymous volumes are named by 64 hex digits. */
 const anonymousVolume = /^[0-9a-f]{64}$/;
@@ -22,6 +38,7 @@ const anonymousVolume = /^[0-9a-f]{64}$/;
 /** The PodFixture of a Docker endpoint. */
 export class DockerPodFixture implements PodFixture {
   private readonly rt: DockerRuntime;
+  private readonly docker: Dockerode;
 
   /** pauseImage runs in each sandbox; its entrypoint must sleep forever. */
   constructor(
@@ -29,10 +46,7 @@ export class DockerPodFixture implements PodFixture {
     private readonly pauseImage: string = sandboxEnv().images.pause,
   ) {
     this.rt = new DockerRuntime(endpoint);
-  }
-
-  private get docker(): Dockerode {
-    return this.rt.docker;
+    this.docker = dockerClient(endpoint);
   }
 
   private async ensureImage(image: string): Promise<void> {
@@ -45,12 +59,12 @@ export class DockerPodFixture implements PodFixture {
       await c.start();
       return c.id;
     } catch (err) {
-      throw dockerError(err, `test container "${body.name}"`, this.rt.endpoint);
+      throw fixtureError(err, `test container "${body.name}"`);
     }
   }
 
   private memberBody(sandboxName: string, sandboxId: string, c: TestContainerSpec, pod: TestPodSpec): Dockerode.ContainerCreateOptions {
-    const labels = { [containerNameLabel]: c.name, [DOCKER_TEST_POD_LABEL]: sandboxName, ...c.labels };
+    const labels = { [CONTAINER_NAME_LABEL]: c.name, [DOCKER_TEST_POD_LABEL]: sandboxName, ...c.labels };
     const body: Dockerode.ContainerCreateOptions = {
       name: `${sandboxName}-${c.name}`,
       Image: c.image,
@@ -99,10 +113,10 @@ export class DockerPodFixture implements PodFixture {
     try {
       list = await this.docker.listContainers({ all: true });
     } catch (err) {
-      throw dockerError(err, subject, this.rt.endpoint);
+      throw fixtureError(err, subject);
     }
-    const { containers } = groupPods(list);
-    const ids = new Set([...containers.filter((c) => c.podId === pod.podId).map((c) => c.id), ...Object.values(pod.containerIds)]);
+    const members = await this.rt.listContainers({ podId: pod.podId });
+    const ids = new Set([...members.map((c) => c.id), ...Object.values(pod.containerIds)]);
     const volumes = new Set<string>();
     for (const c of list) {
       if (!ids.has(c.Id) && c.Id !== pod.podId) continue;
@@ -112,7 +126,7 @@ export class DockerPodFixture implements PodFixture {
       try {
         await this.docker.getContainer(id).remove({ force: true, v: true });
       } catch (err) {
-        if (dockerStatus(err) !== 404) throw dockerError(err, `container "${id}" of ${subject}`, this.rt.endpoint);
+        if (statusOf(err) !== 404) throw fixtureError(err, `container "${id}" of ${subject}`);
       }
     }
     for (const name of volumes) {
@@ -120,7 +134,7 @@ export class DockerPodFixture implements PodFixture {
         .getVolume(name)
         .remove()
         .catch((err: unknown) => {
-          const status = dockerStatus(err);
+          const status = statusOf(err);
           if (status !== 404 && status !== 409) throw new AgentError('Internal', `volume "${name}" of ${subject}: ${String(err)}`);
         });
     }

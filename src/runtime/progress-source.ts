@@ -1,6 +1,6 @@
 // A side channel of byte progress for runtimes whose pull call reports none (CRI PullImage is one unary
 // call): something that watches the runtime's store while the call runs.
-import type { PullProgress } from '../runtime/types.js';
+import type { PullProgress } from './types.js';
 
 /** Reports the progress of one pull while it runs. */
 export interface ProgressSource {

@@ -1,7 +1,7 @@
 // Byte progress of one containerd pull, computed from what its lease holds (ingests in flight, committed
 // content, unpack snapshots) and the content service's ingest statuses. Pure: fed snapshots, returns
 // PullProgress.
-import type { LayerProgress, PullProgress } from '../runtime/types.js';
+import type { LayerProgress, PullProgress } from '../types.js';
 
 /** An ingest status as containerd reports it (int64s as strings). */
 export interface IngestStatus {
