@@ -91,12 +91,16 @@ export class RestartExecutor {
   /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
   async run(op: Operation, opts: { replan?: boolean } = {}): Promise<void> {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
-    if (opts.replan && op.state === 'Pending' && this.d.replan) {
+    const replan = this.d.replan;
+    if (opts.replan && op.state === 'Pending' && replan) {
       try {
-        await this.d.replan(op);
+        // A runtime that is briefly away says nothing about the pod: it is waited for, until the deadline.
+        await this.whenAvailable('plan the operation again', deadline, () => replan(op));
       } catch (err) {
+        if (err instanceof Paused) throw err;
         const e = asAgentError(err);
-        await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind, Reasons.PodChanged);
+        if (isTransient(e)) await this.finish(op, 'Failed', `${e.message}; nothing was changed`, e.kind, Reasons.Deadline);
+        else await this.finish(op, 'Failed', `the pod changed while the operation waited: ${e.message}; nothing was changed`, e.kind, Reasons.PodChanged);
         return;
       }
     }
@@ -172,7 +176,12 @@ export class RestartExecutor {
     // before anything is stopped.)
     const images = [...new Set(op.containers.filter((c) => c.step === 'Waiting' && c.newImage !== c.oldImage).map((c) => c.newImage))];
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')), Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())));
+    // The operation's deadline, on the injected clock; stopped when the pulls end.
+    const stopTimer = new AbortController();
+    this.d.clock.sleep(Math.min(MAX_TIMER_MS, Math.max(1, deadline - this.d.clock.now())), stopTimer.signal).then(
+      () => abort.abort(new AgentError('DeadlineExceeded', 'operation deadline')),
+      () => undefined,
+    );
     op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
     let lastPublish = 0;
     const signals = [abort.signal, this.d.drainSignal, this.d.cancelSignal?.(op)].filter((x): x is AbortSignal => x !== undefined);
@@ -209,7 +218,7 @@ export class RestartExecutor {
         }),
       );
     } finally {
-      clearTimeout(timer);
+      stopTimer.abort();
     }
   }
 

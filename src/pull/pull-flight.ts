@@ -24,7 +24,8 @@ export class PullFlight {
   private readonly outcome: Promise<FlightState>;
   private settle!: { resolve: (s: FlightState) => void; reject: (e: AgentError) => void };
   private lastEmit = 0;
-  private trailing: NodeJS.Timeout | undefined;
+  /** The pending trailing progress event (on the injected clock); aborted to drop it. */
+  private trailing: AbortController | undefined;
   private finished = false;
   private emitted = false;
   private emittedState: FlightState | undefined;
@@ -99,10 +100,16 @@ export class PullFlight {
       this.emit();
       return;
     }
-    this.trailing ??= setTimeout(() => {
-      this.trailing = undefined;
-      if (!this.finished && this.state !== this.emittedState) this.emit();
-    }, this.progressIntervalMs);
+    if (this.trailing) return;
+    const trailing = (this.trailing = new AbortController());
+    this.clock.sleep(this.progressIntervalMs, trailing.signal).then(
+      () => {
+        if (this.trailing !== trailing) return;
+        this.trailing = undefined;
+        if (!this.finished && this.state !== this.emittedState) this.emit();
+      },
+      () => undefined,
+    );
   }
 
   /** Ends the flight as Done with the final state. Callers send their own last event. */
@@ -160,12 +167,12 @@ export class PullFlight {
 
   private finish(): void {
     this.finished = true;
-    if (this.trailing) clearTimeout(this.trailing);
+    this.trailing?.abort();
     this.trailing = undefined;
   }
 
   private emit(): void {
-    if (this.trailing) clearTimeout(this.trailing);
+    this.trailing?.abort();
     this.trailing = undefined;
     this.lastEmit = this.clock.now();
     this.emitted = true;

@@ -1,4 +1,6 @@
-// A clock for unit tests of polling loops: sleep() moves time forward at once instead of waiting.
+// A clock for unit tests of polling loops: sleep() moves time forward at once instead of waiting. Not for code
+// that keeps a timer beside its work (a deadline would pass at once): manual-timers.ts fires timers only when
+// the test advances time.
 import type { Clock } from '../../src/clock.js';
 
 /** A Clock whose time only moves when something sleeps (or advance() is called). */

@@ -1,59 +1,8 @@
-// Fakes for unit tests of the pull service's pure logic: a manual clock, and a Runtime that implements only
-// the image methods, with pulls the test finishes by hand. Integration tests use the real runtimes.
-import type { Clock } from '../../src/clock.js';
+// Fakes for unit tests of the pull service's pure logic: a manual clock (manual-timers.ts), and a Runtime that
+// implements only the image methods, with pulls the test finishes by hand. Integration tests use the real runtimes.
 import { AgentError } from '../../src/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { Image, ImageFsUsage, PulledImage, PullOptions, PullProgress, RuntimeKind } from '../../src/runtime/types.js';
-
-/** A clock that moves only when advanced. */
-export class ManualClock implements Clock {
-  private t = 1_000_000;
-  private timers: { at: number; resolve: () => void }[] = [];
-
-  now(): number {
-    return this.t;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<void>((resolve, reject) => {
-      const timer = {
-        at: this.t + ms,
-        resolve: () => {
-          signal?.removeEventListener('abort', onAbort);
-          resolve();
-        },
-      };
-      const onAbort = () => {
-        this.timers = this.timers.filter((x) => x !== timer);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.timers.push(timer);
-    });
-  }
-
-  /** Moves time forward by ms, firing due timers in order and letting their continuations run. */
-  async advance(ms: number): Promise<void> {
-    const target = this.t + ms;
-    for (;;) {
-      await flush();
-      const due = this.timers.filter((x) => x.at <= target).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.timers = this.timers.filter((x) => x !== due);
-      this.t = Math.max(this.t, due.at);
-      due.resolve();
-    }
-    this.t = target;
-    await flush();
-  }
-}
-
-/** Lets pending promise continuations run. */
-export async function flush(): Promise<void> {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-  await new Promise((r) => setImmediate(r));
-}
 
 /** One pull the fake runtime is running. */
 export interface FakePull {
@@ -184,3 +133,4 @@ export class FakeRuntime {
 }
 
 export { memoryLogger } from './memory-logger.js';
+export { flush, ManualClock } from './manual-timers.js';

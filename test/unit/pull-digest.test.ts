@@ -4,7 +4,7 @@ import { Registry } from 'prom-client';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { digestFor } from '../../src/runtime/cri/pull-image.js';
 import { storedDigest } from '../../src/runtime/docker/pull.js';
-import { FakeRuntime } from '../support/pull-fakes.js';
+import { FakeRuntime, ManualClock } from '../support/pull-fakes.js';
 
 const A = 'sha256:' + 'a'.repeat(64);
 const B = 'sha256:' + 'b'.repeat(64);
@@ -33,7 +33,7 @@ describe('pull digests: verification in the service', () => {
   it('fails a digest reference when the runtime stored another digest', async () => {
     const rt = new FakeRuntime();
     rt.autoFinish = () => ({ digest: `${REPO}@${B}` });
-    const svc = new ImagePullService({ runtime: rt.asRuntime(), metricsRegistry: new Registry(), retries: 0 });
+    const svc = new ImagePullService({ runtime: rt.asRuntime(), metricsRegistry: new Registry(), retries: 0, clock: new ManualClock() });
     const [e] = await svc.pull({ images: [`${REPO}@${A}`] }, () => undefined);
     assert.equal(e.phase, 'Failed');
     assert.equal(e.errorKind, 'FailedPrecondition');
@@ -51,6 +51,7 @@ describe('pull digests: verification in the service', () => {
       },
       metricsRegistry: new Registry(),
       retries: 0,
+      clock: new ManualClock(),
     });
     const [e] = await svc.pull({ images: [`${REPO}@${A}`] }, () => undefined);
     assert.equal(e.errorKind, 'FailedPrecondition');

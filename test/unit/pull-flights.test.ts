@@ -11,9 +11,10 @@ const IMG = 'reg.example/private/app:1';
 const IMG2 = 'reg.example/private/app:2';
 const keyring = (username: string, password: string) => new Map([['reg.example', { username, password }]]);
 
+/** The service on a manual clock (a test that moves time passes its own). */
 function service(rt: FakeRuntime, opts: Partial<PullServiceOptions> = {}) {
   const registry = new Registry();
-  const svc = new ImagePullService({ runtime: rt.asRuntime(), backoff: { initialMs: 1, maxMs: 2, jitter: 0 }, progressIntervalMs: 0, stallTimeoutMs: 0, metricsRegistry: registry, ...opts });
+  const svc = new ImagePullService({ runtime: rt.asRuntime(), backoff: { initialMs: 1000, maxMs: 2000, jitter: 0 }, progressIntervalMs: 0, stallTimeoutMs: 0, metricsRegistry: registry, clock: new ManualClock(), ...opts });
   return { svc, registry };
 }
 
@@ -191,6 +192,29 @@ describe('pull flights: leaving and cancelled flights', () => {
   });
 });
 
+describe('pull flights: byte progress on the clock', () => {
+  it('progress within the interval is held, then sent once the interval has passed on the clock', async () => {
+    const clock = new ManualClock();
+    const flight = new PullFlight('reg.example/private/app:1', clock, 200);
+    const seen: PullEvent[] = [];
+    void flight.attach(IMG, (e) => seen.push(e));
+    flight.update({ phase: 'Pulling', attempt: 1 });
+    flight.update({ bytesDone: 1, bytesTotal: 10 });
+    flight.update({ bytesDone: 2, bytesTotal: 10 });
+    assert.deepEqual(seen.map((e) => e.bytesDone), [0]);
+    await clock.advance(199);
+    assert.deepEqual(seen.map((e) => e.bytesDone), [0], 'nothing before the interval');
+    await clock.advance(1);
+    assert.deepEqual(seen.map((e) => e.bytesDone), [0, 2], 'the latest progress, once');
+    await clock.advance(1000);
+    assert.equal(seen.length, 2);
+    flight.update({ bytesDone: 3, bytesTotal: 10 });
+    flight.succeed({ imageId: 'sha256:x' });
+    await clock.advance(1000);
+    assert.deepEqual(seen.map((e) => e.bytesDone), [0, 2, 3], 'an update past the interval is sent at once; nothing after the end');
+  });
+});
+
 describe('pull flights: each caller\'s own timeout', () => {
   it('an attaching caller leaves at its own deadline; the pull goes on for the first', async () => {
     const rt = new FakeRuntime();
@@ -234,9 +258,10 @@ describe('pull flights: events', () => {
   it('a retry\'s Pulling event carries no error from the attempt before', async () => {
     const rt = new FakeRuntime();
     rt.autoFinish = (_ref, n) => (n < 2 ? new AgentError('Unavailable', 'connection reset') : {});
-    const { svc } = service(rt);
+    const clock = new ManualClock();
+    const { svc } = service(rt, { clock });
     const events: PullEvent[] = [];
-    await svc.pull({ images: [IMG] }, (e) => events.push(e));
+    await clock.until(svc.pull({ images: [IMG] }, (e) => events.push(e)), 500);
     const second = events.find((e) => e.phase === 'Pulling' && e.attempt === 2);
     assert.ok(second);
     assert.equal(second.error, '');

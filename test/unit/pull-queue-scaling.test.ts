@@ -3,7 +3,7 @@ import { Registry } from 'prom-client';
 import { PullQueue, POSITION_WINDOW, type Release } from '../../src/pull/pull-queue.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import type { PullEvent } from '../../src/pull/types.js';
-import { FakeRuntime } from '../support/pull-fakes.js';
+import { FakeRuntime, ManualClock } from '../support/pull-fakes.js';
 
 /** Position notifications while n waiters queue behind one holder and are then served one by one. */
 async function positionEvents(n: number): Promise<{ count: number; last: Map<number, number> }> {
@@ -29,7 +29,7 @@ async function positionEvents(n: number): Promise<{ count: number; last: Map<num
 async function pullEvents(n: number): Promise<number> {
   const rt = new FakeRuntime();
   rt.autoFinish = () => ({});
-  const svc = new ImagePullService({ runtime: rt.asRuntime(), maxParallel: 2, progressIntervalMs: 0, metricsRegistry: new Registry() });
+  const svc = new ImagePullService({ runtime: rt.asRuntime(), maxParallel: 2, progressIntervalMs: 0, metricsRegistry: new Registry(), clock: new ManualClock() });
   const images = Array.from({ length: n }, (_, i) => `127.0.0.1:5000/inplace/img${i}:v1`);
   let events = 0;
   const res: PullEvent[] = await svc.pull({ images, parallel: 4 }, () => events++);
@@ -101,7 +101,7 @@ describe('Pull service: one request of many images', () => {
     try {
       const rt = new FakeRuntime();
       rt.autoFinish = () => ({});
-      const svc = new ImagePullService({ runtime: rt.asRuntime(), maxParallel: 2, progressIntervalMs: 0, metricsRegistry: new Registry() });
+      const svc = new ImagePullService({ runtime: rt.asRuntime(), maxParallel: 2, progressIntervalMs: 0, metricsRegistry: new Registry(), clock: new ManualClock() });
       const images = Array.from({ length: 200 }, (_, i) => `127.0.0.1:5000/inplace/w${i}:v1`);
       await svc.pull({ images }, () => undefined, new AbortController().signal);
       await new Promise((r) => setImmediate(r));

@@ -3,15 +3,17 @@ import { Registry } from 'prom-client';
 import { AgentError } from '../../src/errors.js';
 import { ImagePullService, type PullServiceOptions } from '../../src/pull/pull-service.js';
 import type { PullEvent } from '../../src/pull/types.js';
-import { FakeRuntime, flush } from '../support/pull-fakes.js';
+import { FakeRuntime, flush, ManualClock } from '../support/pull-fakes.js';
 
 const IMG = '127.0.0.1:5000/inplace/app:v1';
 const IMG2 = '127.0.0.1:5000/inplace/app:v2';
 
+/** The service on a manual clock: nothing in these tests waits for real time. */
 function service(rt: FakeRuntime, opts: Partial<PullServiceOptions> = {}) {
   const registry = new Registry();
-  const svc = new ImagePullService({ runtime: rt.asRuntime(), backoff: { initialMs: 1, maxMs: 2, jitter: 0 }, progressIntervalMs: 0, metricsRegistry: registry, ...opts });
-  return { svc, registry };
+  const clock = new ManualClock();
+  const svc = new ImagePullService({ runtime: rt.asRuntime(), backoff: { initialMs: 1000, maxMs: 4000, jitter: 0 }, progressIntervalMs: 0, metricsRegistry: registry, clock, ...opts });
+  return { svc, registry, clock };
 }
 
 async function metric(registry: Registry, name: string, labels: Record<string, string> = {}): Promise<number> {
@@ -118,7 +120,7 @@ describe('ImagePullService: IfNotPresent, digests, pin', () => {
   it('reports pinned false where the runtime cannot pin', async () => {
     const rt = new FakeRuntime();
     rt.autoFinish = () => ({});
-    const svc = new ImagePullService({ runtime: rt.asRuntime(false), metricsRegistry: new Registry() });
+    const svc = new ImagePullService({ runtime: rt.asRuntime(false), metricsRegistry: new Registry(), clock: new ManualClock() });
     const [e] = await svc.pull({ images: [IMG], pin: true }, () => undefined);
     assert.equal(e.phase, 'Done');
     assert.equal(e.pinned, false);
@@ -176,9 +178,9 @@ describe('ImagePullService: queue, retries, deadlines, disk', () => {
   it('retries errors that can heal, reporting Retrying, then fails with the reason', async () => {
     const rt = new FakeRuntime();
     rt.autoFinish = () => new AgentError('Unavailable', 'dial tcp 127.0.0.1:1: connect: connection refused');
-    const { svc, registry } = service(rt, { retries: 2 });
+    const { svc, registry, clock } = service(rt, { retries: 2 });
     const events: PullEvent[] = [];
-    const [e] = await svc.pull({ images: [IMG] }, (x) => events.push(x));
+    const [e] = await clock.until(svc.pull({ images: [IMG] }, (x) => events.push(x)), 500);
     assert.equal(rt.pulls.length, 3);
     assert.equal(events.filter((x) => x.phase === 'Retrying').length, 2);
     assert.equal(e.phase, 'Failed');
@@ -187,18 +189,39 @@ describe('ImagePullService: queue, retries, deadlines, disk', () => {
     assert.equal(await metric(registry, 'inplace_image_pulls_total', { result: 'failed' }), 1);
   });
 
+  it('waits the backoff on the clock between attempts: no second attempt before the delay, then at once', async () => {
+    const rt = new FakeRuntime();
+    rt.autoFinish = (_ref, n) => (n < 3 ? new AgentError('Unavailable', 'connection reset') : {});
+    const { svc, clock } = service(rt);
+    const p = svc.pull({ images: [IMG] }, () => undefined);
+    await flush();
+    assert.equal(rt.pulls.length, 1);
+    await clock.advance(999);
+    assert.equal(rt.pulls.length, 1, 'the first retry waits its whole 1 s');
+    await clock.advance(1);
+    assert.equal(rt.pulls.length, 2);
+    await clock.advance(1999);
+    assert.equal(rt.pulls.length, 2, 'the second retry waits twice as long');
+    await clock.advance(1);
+    const [e] = await p;
+    assert.equal(e.phase, 'Done');
+    assert.equal(e.attempt, 3);
+    assert.equal(e.elapsedMs, 3000);
+  });
+
   it('sends each phase change once, even with byte progress pending', async () => {
     const rt = new FakeRuntime();
-    const { svc } = service(rt, { progressIntervalMs: 50, backoff: { initialMs: 150, jitter: 0 } });
+    const { svc, clock } = service(rt, { progressIntervalMs: 50, backoff: { initialMs: 150, jitter: 0 } });
     const events: PullEvent[] = [];
     const p = svc.pull({ images: [IMG] }, (e) => events.push(e));
     const first = await rt.takePull();
     first.progress({ bytesDone: 1, bytesTotal: 10 });
     first.progress({ bytesDone: 2, bytesTotal: 10 });
     first.fail(new AgentError('Unavailable', 'connection reset'));
+    await clock.advance(150);
     const second = await rt.takePull();
     first.progress({ bytesDone: 3, bytesTotal: 10 });
-    await new Promise((r) => setTimeout(r, 100));
+    await clock.advance(100);
     second.finish();
     await p;
     assert.deepEqual(
@@ -211,21 +234,24 @@ describe('ImagePullService: queue, retries, deadlines, disk', () => {
   it('succeeds on a retry', async () => {
     const rt = new FakeRuntime();
     rt.autoFinish = (_ref, n) => (n < 2 ? new AgentError('Unavailable', 'connection reset') : {});
-    const { svc } = service(rt);
-    const [e] = await svc.pull({ images: [IMG] }, () => undefined);
+    const { svc, clock } = service(rt);
+    const [e] = await clock.until(svc.pull({ images: [IMG] }, () => undefined), 500);
     assert.equal(e.phase, 'Done');
     assert.equal(e.attempt, 2);
   });
 
   it('fails an attempt with no new bytes for the stall timeout, but not while extracting', async () => {
     const rt = new FakeRuntime();
-    const { svc } = service(rt, { stallTimeoutMs: 80, retries: 0 });
+    const { svc, clock } = service(rt, { stallTimeoutMs: 80_000, retries: 0 });
     const p = svc.pull({ images: [IMG] }, () => undefined);
     const pull = await rt.takePull();
     pull.progress({ bytesDone: 1, bytesTotal: 10, extracting: true });
-    await new Promise((r) => setTimeout(r, 200));
+    await clock.advance(200_000);
     assert.equal(pull.opts.signal?.aborted, false, 'extracting holds the stall deadline');
     pull.progress({ bytesDone: 10, bytesTotal: 10, extracting: false });
+    await clock.advance(60_000);
+    assert.equal(pull.opts.signal?.aborted, false, 'not stalled before the stall timeout');
+    await clock.advance(21_000);
     const [e] = await p;
     assert.equal(e.phase, 'Failed');
     assert.equal(e.errorKind, 'DeadlineExceeded');
@@ -233,12 +259,33 @@ describe('ImagePullService: queue, retries, deadlines, disk', () => {
     assert.equal(pull.opts.signal?.aborted, true);
   });
 
-  it('fails a pull past its overall timeout', async () => {
+  it('fails a pull past its overall timeout, not before', async () => {
     const rt = new FakeRuntime();
-    const { svc } = service(rt, { stallTimeoutMs: 0 });
-    const [e] = await svc.pull({ images: [IMG], timeoutMs: 50 }, () => undefined);
+    const { svc, clock } = service(rt, { stallTimeoutMs: 0 });
+    const events: PullEvent[] = [];
+    const p = svc.pull({ images: [IMG], timeoutMs: 50_000 }, (e) => events.push(e));
+    const pull = await rt.takePull();
+    await clock.advance(49_999);
+    assert.equal(pull.opts.signal?.aborted, false);
+    assert.ok(!events.some((e) => e.phase === 'Failed'));
+    await clock.advance(1);
+    const [e] = await p;
     assert.equal(e.errorKind, 'DeadlineExceeded');
-    assert.match(e.error, /did not finish within/);
+    assert.match(e.error, /did not finish within 50\.0s/);
+    assert.equal(e.elapsedMs, 50_000);
+  });
+
+  it('fails a pull past the service\'s timeout (--pull-timeout), retries included', async () => {
+    const rt = new FakeRuntime();
+    rt.autoFinish = () => new AgentError('Unavailable', 'connection reset');
+    const { svc, clock } = service(rt, { stallTimeoutMs: 0, timeoutMs: 10_000, retries: 100, backoff: { initialMs: 3000, maxMs: 3000, jitter: 0 } });
+    const p = svc.pull({ images: [IMG] }, () => undefined);
+    await clock.advance(9_999);
+    assert.equal(rt.pulls.length, 4, 'attempts at 0, 3, 6 and 9 s');
+    await clock.advance(1);
+    const [e] = await p;
+    assert.equal(e.errorKind, 'DeadlineExceeded');
+    assert.match(e.error, /did not finish within 10\.0s \(--pull-timeout\)/);
   });
 
   it('refuses to pull below the free-disk floor with a clear message', async () => {

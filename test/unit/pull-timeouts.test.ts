@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { daemonCommand, daemonOptions } from '../../src/daemon/options.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
-import { FakeRuntime, flush } from '../support/pull-fakes.js';
+import { FakeRuntime, flush, ManualClock } from '../support/pull-fakes.js';
 
 const IMG = '127.0.0.1:5000/inplace/app:v1';
 
@@ -37,10 +37,14 @@ describe('pull timeouts', () => {
       [undefined, 0],
     ] as const) {
       const rt = new FakeRuntime();
-      const svc = new ImagePullService({ runtime: rt.asRuntime(), timeoutMs: serviceMs, stallTimeoutMs: 0, metricsRegistry: new Registry() });
+      const clock = new ManualClock();
+      const svc = new ImagePullService({ runtime: rt.asRuntime(), timeoutMs: serviceMs, stallTimeoutMs: 0, metricsRegistry: new Registry(), clock });
       const p = svc.pull({ images: [IMG], timeoutMs: requestMs }, () => undefined);
       const pull = await rt.takePull();
-      await new Promise((r) => setTimeout(r, 30));
+      // A timer longer than 2^31-1 ms would fire at once on the real clock: every one asked for fits.
+      const timers = clock.pending();
+      assert.ok(timers.length > 0 && timers.every((t) => t.ms >= 1 && t.ms <= 2 ** 31 - 1), `timer-sized: ${JSON.stringify(timers)}`);
+      await clock.advance(20 * 60_000); // below the service's default 30 min
       await flush();
       assert.equal(pull.opts.signal?.aborted, false, `service ${serviceMs}, request ${requestMs}`);
       assert.ok((pull.opts.timeoutMs ?? 0) <= 2 ** 31 - 1, 'the runtime call gets a timer-sized deadline');

@@ -80,3 +80,48 @@ describe('restart executor: a runtime briefly away', () => {
     assert.match(op.error ?? '', /CreateContainerFailed: could not create the replacement of "app": the runtime stayed unavailable for \d+(\.\d)?s/);
   });
 });
+
+describe('restart executor: planning again while the runtime is away', () => {
+  /** Runs op with replan (as a queued or resumed operation), the runtime away from the start for awayMs. */
+  async function replanned(awayMs: number, timeoutMs = 600_000): Promise<{ op: Operation; node: FakeNode }> {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    const backAt = clock.now() + awayMs;
+    node.away = () => clock.now() < backAt;
+    const rt = node.runtime();
+    const executor = new RestartExecutor({
+      runtime: rt,
+      puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
+      clock,
+      log: memoryLogger().logger,
+      save: async () => undefined,
+      publish: () => undefined,
+      draining: () => false,
+      // As the engine's replan: the pod and its containers read again.
+      replan: async (o) => {
+        await rt.getPod(o.podId);
+        await rt.listContainers({ podId: o.podId });
+      },
+    });
+    const op = node.operation(old, 'app:v2', { timeoutMs });
+    await clock.until(executor.run(op, { replan: true }), 50);
+    return { op, node };
+  }
+
+  it('a runtime away for 20 s when a queued operation is planned again is waited for: Succeeded, not "the pod changed"', async () => {
+    const { op, node } = await replanned(20_000);
+    assert.equal(op.state, 'Succeeded', op.error);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v2', 'running']]);
+  });
+
+  it('a runtime that stays away past the deadline fails the operation saying so, with nothing changed', async () => {
+    const { op, node } = await replanned(3_600_000, 30_000);
+    assert.equal(op.state, 'Failed');
+    assert.equal(op.errorKind, 'Unavailable');
+    assert.equal(op.reason, 'DeadlineExceeded');
+    assert.match(op.error ?? '', /^could not plan the operation again: the runtime stayed unavailable for \d+(\.\d)?s: .*; nothing was changed$/);
+    assert.doesNotMatch(op.error ?? '', /pod changed/);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v1', 'running']]);
+  });
+});
