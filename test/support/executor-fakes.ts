@@ -4,8 +4,11 @@
 import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
+import { RestartExecutor } from '../../src/engine/restart-executor.js';
 import type { NameSwap, Runtime } from '../../src/runtime/runtime.js';
 import type { Container, ContainerDetail, ContainerSpec, ContainerState } from '../../src/runtime/types.js';
+import { memoryLogger } from './memory-logger.js';
+import type { ManualClock } from './manual-timers.js';
 
 /** The runtime calls the executor makes, with an outage switch. */
 export class FakeNode {
@@ -115,4 +118,23 @@ export class FakeNode {
       updatedAt: now,
     };
   }
+}
+
+/** Runs op on the fake node with a restart executor, moving the manual clock until it ends; returns the end state. */
+export async function runOnManualClock(node: FakeNode, clock: ManualClock, op: Operation, afterStep?: (step: string) => void): Promise<Operation> {
+  const executor = new RestartExecutor({
+    runtime: node.runtime(),
+    puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
+    clock,
+    log: memoryLogger().logger,
+    save: async () => undefined,
+    publish: () => undefined,
+    draining: () => false,
+    afterStep: afterStep ? (_op, _t, step) => afterStep(step) : undefined,
+  });
+  let done = false;
+  const p = executor.run(op).finally(() => (done = true));
+  for (let i = 0; !done && i < 100_000; i++) await clock.advance(50);
+  await p;
+  return op;
 }

@@ -2,28 +2,9 @@ import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
 import { RestartExecutor } from '../../src/engine/restart-executor.js';
-import { FakeNode } from '../support/executor-fakes.js';
+import { FakeNode, runOnManualClock as run } from '../support/executor-fakes.js';
 import { memoryLogger } from '../support/memory-logger.js';
 import { ManualClock } from '../support/pull-fakes.js';
-
-/** Runs op on the fake node, moving the manual clock until it ends; returns the end state. */
-async function run(node: FakeNode, clock: ManualClock, op: Operation, afterStep?: (step: string) => void): Promise<Operation> {
-  const executor = new RestartExecutor({
-    runtime: node.runtime(),
-    puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
-    clock,
-    log: memoryLogger().logger,
-    save: async () => undefined,
-    publish: () => undefined,
-    draining: () => false,
-    afterStep: afterStep ? (_op, _t, step) => afterStep(step) : undefined,
-  });
-  let done = false;
-  const p = executor.run(op).finally(() => (done = true));
-  for (let i = 0; !done && i < 100_000; i++) await clock.advance(50);
-  await p;
-  return op;
-}
 
 describe('restart executor: a runtime briefly away', () => {
   it('one Unavailable from the status call during min-ready does not fail a healthy replacement', async () => {

@@ -2,31 +2,11 @@
 // and the Docker adapter's name swap that stands behind swapNames/restoreNames.
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import type { Operation } from '../../src/engine/operation.js';
-import { RestartExecutor } from '../../src/engine/restart-executor.js';
 import type { ProgressSource } from '../../src/runtime/progress-source.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { replacementName, restoreNames, swapNames, type Renamer } from '../../src/runtime/docker/name-swap.js';
-import { FakeNode } from '../support/executor-fakes.js';
-import { memoryLogger } from '../support/memory-logger.js';
+import { FakeNode, runOnManualClock as run } from '../support/executor-fakes.js';
 import { FakeRuntime, ManualClock } from '../support/pull-fakes.js';
-
-async function run(node: FakeNode, clock: ManualClock, op: Operation): Promise<Operation> {
-  const executor = new RestartExecutor({
-    runtime: node.runtime(),
-    puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
-    clock,
-    log: memoryLogger().logger,
-    save: async () => undefined,
-    publish: () => undefined,
-    draining: () => false,
-  });
-  let done = false;
-  const p = executor.run(op).finally(() => (done = true));
-  for (let i = 0; !done && i < 100_000; i++) await clock.advance(50);
-  await p;
-  return op;
-}
 
 describe('runtime capabilities: restart executor', () => {
   it('rolls back by starting the old container again where the runtime restarts stopped containers', async () => {
