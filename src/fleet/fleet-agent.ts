@@ -98,7 +98,7 @@ export class FleetAgent {
       slotWatch: new SlotWatches(api, opts.leaseNamespace, log),
       wake: (prewarm, inMs) => this.wake(prewarm, inMs),
       progress: new Map(),
-      tryAt: new Map(),
+      tries: new Map(),
       seedChecks: new Map(),
     };
   }

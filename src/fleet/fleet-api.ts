@@ -90,38 +90,49 @@ function microTime(ms: number): Date {
 }
 
 /**
- * Runs an informer: onList with every object after the first list and after each change; on a failed list or
- * watch, onError, then list and watch again after a back-off (1 s doubling to 30 s).
+ * Runs an informer: onList with every object once the first list is in, and after each change; on a failed list
+ * or watch, onError, then list and watch again after a back-off (1 s doubling to 30 s). Nothing is passed on
+ * between a failure and the next successful start, nor before the first list: the informer announces each
+ * connection before it lists, and its cache is empty (or stale) then.
  */
-function follow<T extends k8s.KubernetesObject>(informer: k8s.Informer<T> & k8s.ObjectCache<T>, onList: (items: readonly T[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+export function follow<T extends k8s.KubernetesObject>(informer: k8s.Informer<T> & k8s.ObjectCache<T>, onList: (items: readonly T[]) => void, onError: (err: unknown) => void): PrewarmFollower {
   let stopped = false;
+  let synced = false;
+  let failures = 0;
   let backoff = 1000;
   let timer: NodeJS.Timeout | undefined;
   const emit = () => {
+    if (!synced || stopped) return;
     backoff = 1000;
     onList(informer.list());
   };
-  const restart = () => {
+  const begin = () => {
+    const before = failures;
+    informer.start().then(
+      () => {
+        if (failures !== before) return; // it failed inside start (reported as an error event), and restarts
+        synced = true;
+        emit();
+      },
+      (err: unknown) => fail(err),
+    );
+  };
+  const fail = (err: unknown) => {
+    failures++;
+    synced = false;
     if (stopped) return;
+    onError(err);
+    if (timer) return; // a restart is already due
     timer = setTimeout(() => {
-      informer.start().then(emit, (err: unknown) => {
-        onError(err);
-        backoff = Math.min(30_000, backoff * 2);
-        restart();
-      });
+      timer = undefined;
+      if (!stopped) begin();
     }, backoff);
+    backoff = Math.min(30_000, backoff * 2);
   };
   for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
   informer.on('connect', emit);
-  informer.on('error', (err: unknown) => {
-    onError(err);
-    backoff = Math.min(30_000, backoff * 2);
-    restart();
-  });
-  informer.start().then(emit, (err: unknown) => {
-    onError(err);
-    restart();
-  });
+  informer.on('error', fail);
+  begin();
   return {
     stop: async () => {
       stopped = true;

@@ -18,7 +18,7 @@ import type { FleetPuller } from './fleet-puller.js';
 import type { NodeRecord } from './node-record.js';
 import { seedsOf } from './node-order.js';
 import type { SlotClaimer } from './slots.js';
-import { handoffDelay, type SlotWatches } from './slot-watch.js';
+import { nextSlotMove, type SlotView, type SlotWatches, type TryState } from './slot-watch.js';
 import type { TargetCache } from './targets.js';
 import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
 
@@ -60,8 +60,8 @@ export interface NodePartDeps {
   wake(prewarm: string, inMs: number): void;
   /** Per `<prewarm>/<generation>`: when this node last read the seeds' records (ms). */
   seedChecks: Map<string, number>;
-  /** Per prewarm: when this node, next in line for a free slot seen through the watch, tries for it (ms). */
-  tryAt: Map<string, number>;
+  /** Per prewarm: what this node remembers of its tries for a slot (see nextSlotMove). */
+  tries: Map<string, TryState>;
   /** Per `<prewarm>/<generation>`: the last summary seen (its time and nodes done) and the rate nodes finish at, per ms. */
   progress: Map<string, { t: number; done: number; rate: number }>;
 }
@@ -124,42 +124,45 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     if (st?.observedGeneration === gen && st.seedsDone) {
       d.seedsDone.add(seedKey); // the summary says so: no reads
     } else {
-      // The first round after the seeds reads the seeds' records while it waits; the others learn it from the
-      // summary (which wakes them) and read the records themselves only every maxPollMs, in case it is late.
-      const firstRound = (d.targets.index(name).get(d.node) ?? 0) < seeds.length + parallel;
+      // The summary says when the seeds are done (and wakes every node). Meanwhile a node reads the seeds'
+      // records itself, the first round after the seeds every pollMs, the k-th round every k polls, at least
+      // every maxPollMs: a late summary holds nobody back for long, and far-back nodes add few reads.
+      const every = seedCheckEvery((d.targets.index(name).get(d.node) ?? 0) - seeds.length, parallel, d.pollMs, d.maxPollMs);
       const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
-      if (!firstRound && now - last < d.maxPollMs) return jitter(d.maxPollMs - (now - last));
+      if (now - last < every) return jitter(every - (now - last));
       d.seedChecks.set(seedKey, now);
-      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(firstRound ? d.pollMs : d.maxPollMs);
+      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(every);
       d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
     }
   }
   d.lastTry.set(name, now);
-  // Near the front of the queue: the slots are watched, and a node tries when the watch shows one free and
-  // it is next in line (woken then); polling stays only as a fallback, at the long interval. Without the watch
-  // (not listed yet, or failing), a plain try: one list and a write.
-  const seen = d.slotWatch.leases(name);
-  let prefer: number | undefined;
+  // Near the front of the queue the slots are watched: a change wakes this node when it is next in line for a
+  // freed slot, and its try then needs no list. nextSlotMove says when it tries, and with what; a lost try is
+  // tried again at the next change seen, or with a list of its own within pollMs.
+  const index = d.targets.index(name);
+  let st = d.tries.get(name);
+  if (!st) d.tries.set(name, (st = {}));
+  const tryState = st;
+  const moveNow = (view: SlotView, at: number) => nextSlotMove(index, d.node, name, view, tryState, parallel, at, { pollMs: d.pollMs, maxPollMs: d.maxPollMs, stepMs: stepMs(d) });
   if (!d.slotWatch.watching(name)) {
-    const index = d.targets.index(name);
-    d.slotWatch.watch(name, (leases) => {
-      const h = handoffDelay(index, d.node, name, leases, parallel, d.clock.now(), stepMs(d));
-      if (h.tryInMs !== undefined) d.wake(name, h.tryInMs);
-      else if (h.expiresInMs !== undefined) d.wake(name, h.expiresInMs + 100);
+    d.slotWatch.watch(name, () => {
+      const m = moveNow(d.slotWatch.view(name), d.clock.now());
+      d.wake(name, 'wait' in m ? m.wait : 0);
     });
-    return jitter(d.maxPollMs);
+    st.listedAt ??= now; // the watch lists the slots: no list of this node's own before pollMs
   }
-  if (seen) {
-    const h = handoffDelay(d.targets.index(name), d.node, name, seen, parallel, now, stepMs(d));
-    if (h.tryInMs === undefined) return h.expiresInMs !== undefined ? Math.min(h.expiresInMs + 100, jitter(d.maxPollMs)) : jitter(d.maxPollMs);
-    const at = Math.min(d.tryAt.get(name) ?? Infinity, now + h.tryInMs);
-    d.tryAt.set(name, at);
-    if (at > now) return at - now;
-    prefer = h.slot;
+  const view = d.slotWatch.view(name);
+  const move = moveNow(view, now);
+  if ('wait' in move) return move.wait;
+  const withView = move.try === 'view';
+  if (!withView) st.listedAt = now;
+  const slot = await d.slots.tryAcquire(name, parallel, withView ? view.leases : undefined, move.slot);
+  if (!slot) {
+    st.tryAt = undefined;
+    if (withView) Object.assign(st, { lostVersion: view.version, lostAt: now });
+    return jitter(d.pollMs); // a change seen through the watch wakes it sooner
   }
-  d.tryAt.delete(name);
-  const slot = await d.slots.tryAcquire(name, parallel, seen, prefer);
-  if (!slot) return seen ? jitter(d.maxPollMs) : jitter(d.pollMs);
+  d.tries.delete(name);
   d.slotWatch.close(name);
   // The lease as last renewed: releasing needs its current resourceVersion.
   const hold: SlotHold = { lease: slot };
@@ -338,6 +341,12 @@ export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' 
   let every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
   if (rate > 0) every = Math.min(every, since + Math.max(100, (ahead - window) / rate));
   return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));
+}
+
+/** How often a node waiting for the seeds reads their records: every k polls in the k-th round after them, at most maxPollMs. */
+export function seedCheckEvery(placeAfterSeeds: number, parallel: number, pollMs: number, maxPollMs: number): number {
+  const round = Math.floor(Math.max(0, placeAfterSeeds) / Math.max(1, parallel)) + 1;
+  return Math.min(maxPollMs, pollMs * round);
 }
 
 /** A step between two nodes in line for a free slot: about one slot write, 25 ms to 1 s. */

@@ -6,11 +6,11 @@ import { asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FleetApi, PrewarmFollower, SlotLease } from './fleet-api.js';
 import { rankKey } from './node-order.js';
-import { slotFree, slotName } from './slots.js';
+import { slotFree, slotIndex, slotName } from './slots.js';
 
 /** Follows the slot Leases of the prewarms this node waits on. */
 export class SlotWatches {
-  private readonly open = new Map<string, { follower: PrewarmFollower; leases?: SlotLease[] }>();
+  private readonly open = new Map<string, { follower: PrewarmFollower; leases?: SlotLease[]; version: number }>();
   /** List-and-watch requests made (for the benchmark's per-node count). */
   requests = 0;
 
@@ -23,7 +23,7 @@ export class SlotWatches {
   /** Starts following the prewarm's slots unless already; onChange gets every slot after each change. */
   watch(prewarm: string, onChange: (leases: SlotLease[]) => void): void {
     if (this.open.has(prewarm)) return;
-    const entry: { follower?: PrewarmFollower; leases?: SlotLease[] } = {};
+    const entry: { follower?: PrewarmFollower; leases?: SlotLease[]; version: number } = { version: 0 };
     this.requests++;
     let warned = false;
     entry.follower = this.api.followSlots(
@@ -32,16 +32,18 @@ export class SlotWatches {
       (leases) => {
         warned = false;
         entry.leases = leases;
+        entry.version++;
         onChange(leases);
       },
       (err) => {
         entry.leases = undefined; // until listed again; tries list for themselves meanwhile
+        entry.version++;
         this.requests++;
         if (!warned) this.log.warn('watch of prewarm slots failed; listing and watching again with back-off', { prewarm, error: asAgentError(err).message });
         warned = true;
       },
     );
-    this.open.set(prewarm, entry as { follower: PrewarmFollower; leases?: SlotLease[] });
+    this.open.set(prewarm, entry as { follower: PrewarmFollower; leases?: SlotLease[]; version: number });
   }
 
   /** True while the prewarm's slots are followed (listed yet or not). */
@@ -52,6 +54,12 @@ export class SlotWatches {
   /** The prewarm's slots as last seen, or undefined when not followed (or not listed yet). */
   leases(prewarm: string): SlotLease[] | undefined {
     return this.open.get(prewarm)?.leases;
+  }
+
+  /** The prewarm's slots as last seen (undefined when not followed or not listed yet) and a count of the changes seen. */
+  view(prewarm: string): SlotView {
+    const e = this.open.get(prewarm);
+    return { leases: e?.leases, version: e?.version ?? 0 };
   }
 
   /** Stops following the prewarm's slots. */
@@ -110,4 +118,69 @@ export function handoffDelay(
   }
   const rank = me - front - 1;
   return { tryInMs: Math.min(2000, Math.max(0, rank - free.length + 1) * stepMs), slot: free[rank % free.length], expiresInMs };
+}
+
+/** The slots as a watch shows them: undefined while there is no view (not listed yet, or the watch failed). */
+export interface SlotView {
+  leases?: SlotLease[];
+  /** Counts the changes seen; equal versions mean nothing was seen to change in between. */
+  version: number;
+}
+
+/** What a waiting node remembers of its tries for one prewarm's slots. */
+export interface TryState {
+  /** When it tries for the free slot it is in line for (anchored when the slot was first seen free), ms. */
+  tryAt?: number;
+  /** The view's version at its last lost try with the view, and when that was (ms). */
+  lostVersion?: number;
+  lostAt?: number;
+  /** When it last read the slots itself (a try with a list), ms. */
+  listedAt?: number;
+}
+
+/**
+ * What a waiting node near the front does about the slots now: try (with the watched view: one write, or with a
+ * list of its own when there is no view or the view has not moved since a try with it was lost) or wait (a
+ * change seen through the watch wakes it sooner). The view only decides when to try, never whether:
+ * - no view: a try with a list, at most every pollMs;
+ * - a slot this node still holds (its agent restarted): a try now (it is renewed);
+ * - the view unchanged since a lost try with it: a try with a list once pollMs has passed since;
+ * - a free slot (given back, or expired by now) this node is in line for: a try with the view at its turn
+ *   (see handoffDelay), the turn kept from when the slot was first seen free, forgotten once none is free;
+ * - none free: a wait until the first lease would expire (plus a margin), at most pollMs (checking costs no
+ *   request), and a try with a list when the node has not read the slots itself for maxPollMs.
+ * Updates st (tryAt) as it decides.
+ */
+export function nextSlotMove(
+  index: ReadonlyMap<string, number>,
+  node: string,
+  prewarm: string,
+  view: SlotView,
+  st: TryState,
+  parallel: number,
+  nowMs: number,
+  o: { pollMs: number; maxPollMs: number; stepMs: number },
+): { try: 'view' | 'list'; slot?: number } | { wait: number } {
+  const sinceList = nowMs - (st.listedAt ?? -Infinity);
+  if (!view.leases) {
+    st.tryAt = undefined;
+    return sinceList >= o.pollMs ? { try: 'list' } : { wait: o.pollMs - sinceList };
+  }
+  const mine = view.leases.find((l) => l.holder === node && slotIndex(prewarm, l.name) < parallel);
+  if (mine && !slotFree(mine, nowMs)) return { try: 'view' };
+  if (st.lostVersion === view.version) {
+    const sinceLost = nowMs - (st.lostAt ?? -Infinity);
+    return sinceLost >= o.pollMs ? { try: 'list' } : { wait: o.pollMs - sinceLost };
+  }
+  const h = handoffDelay(index, node, prewarm, view.leases, parallel, nowMs, o.stepMs);
+  if (h.tryInMs === undefined) {
+    st.tryAt = undefined;
+    if (sinceList >= o.maxPollMs) return { try: 'list' };
+    const expiry = h.expiresInMs === undefined ? Infinity : h.expiresInMs + 100;
+    return { wait: Math.max(1, Math.min(expiry, o.pollMs, o.maxPollMs - sinceList)) };
+  }
+  const at = Math.min(st.tryAt ?? Infinity, nowMs + h.tryInMs);
+  st.tryAt = at;
+  if (at > nowMs) return { wait: at - nowMs };
+  return { try: 'view', slot: h.slot };
 }

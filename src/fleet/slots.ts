@@ -14,6 +14,12 @@ export function slotName(prewarm: string, i: number): string {
   return `${prewarm}-slot-${i}`;
 }
 
+/** The slot number in a slot Lease's name (MAX_SAFE_INTEGER when it is not one of the prewarm's). */
+export function slotIndex(prewarm: string, name: string): number {
+  const m = name.startsWith(prewarm) ? name.slice(prewarm.length).match(/^-slot-(\d+)$/) : null;
+  return m ? Number(m[1]) : Number.MAX_SAFE_INTEGER;
+}
+
 /** True when nobody holds the lease any more: released, or not renewed within its duration. */
 export function slotFree(l: SlotLease, nowMs: number): boolean {
   return l.holder === '' || l.renewMs + l.durationSeconds * 1000 < nowMs;
@@ -38,7 +44,7 @@ export class SlotClaimer {
   async tryAcquire(prewarm: string, maxParallel: number, seen?: SlotLease[], prefer?: number): Promise<SlotLease | undefined> {
     const now = this.clock.now();
     const leases = seen ?? (await this.api.listSlots(this.namespace, prewarm));
-    const mine = leases.find((l) => l.holder === this.holder && this.index(prewarm, l.name) < maxParallel);
+    const mine = leases.find((l) => l.holder === this.holder && slotIndex(prewarm, l.name) < maxParallel);
     if (mine) return this.renew(mine);
     const byName = new Map(leases.map((l) => [l.name, l]));
     // Each node starts looking at the slot it was given (see handoffDelay) or at its own offset, so that nodes
@@ -93,10 +99,5 @@ export class SlotClaimer {
 
   private took(t0: number): void {
     this.writeMs = Math.round(0.7 * this.writeMs + 0.3 * Math.max(1, this.clock.now() - t0));
-  }
-
-  private index(prewarm: string, name: string): number {
-    const m = name.slice(prewarm.length).match(/^-slot-(\d+)$/);
-    return m ? Number(m[1]) : Number.MAX_SAFE_INTEGER;
   }
 }

@@ -1,11 +1,13 @@
 // The fleet pre-warm's pure parts: the stable node order, the summary, who writes it, and create's flags.
 import assert from 'node:assert/strict';
+import type * as k8s from '@kubernetes/client-node';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
 import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
-import { queueWait } from '../../src/fleet/node-part.js';
+import { queueWait, seedCheckEvery } from '../../src/fleet/node-part.js';
 import type { SlotLease } from '../../src/fleet/fleet-api.js';
-import { handoffDelay } from '../../src/fleet/slot-watch.js';
+import { handoffDelay, nextSlotMove, type TryState } from '../../src/fleet/slot-watch.js';
+import { follow } from '../../src/fleet/fleet-api.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { nodePhase } from '../../src/fleet/types.js';
 
@@ -179,5 +181,134 @@ describe('fleet pre-warm: a freed slot is tried by the nodes next in line first'
     assert.equal(handoffDelay(index, 'n6', 'web', leases, 3, now).tryInMs, 0);
     assert.equal(handoffDelay(index, 'n7', 'web', leases, 3, now).tryInMs, 0);
     assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).tryInMs, 25);
+  });
+});
+
+describe('fleet pre-warm: when a waiting node near the front tries for a slot', () => {
+  const order = Array.from({ length: 10 }, (_, i) => `n${i}`);
+  const index = new Map(order.map((n, i) => [n, i]));
+  const now = 1_000_000;
+  const o = { pollMs: 300, maxPollMs: 30_000, stepMs: 25 };
+  const held = (i: number, holder: string, renewMs = now - 1000, durationSeconds = 3): SlotLease => ({ name: `web-slot-${i}`, prewarm: 'web', holder, renewMs, acquireMs: renewMs, durationSeconds, resourceVersion: '1' });
+
+  it('a try lost with the watched view is tried again with a list within pollMs while the view does not move, not after maxPollMs', () => {
+    // The view showed slot 1 free; the write lost (someone took it, and the watch has not shown that yet).
+    const st: TryState = { lostVersion: 7, lostAt: now - 100, listedAt: now - 10_000 };
+    const view = { leases: [held(0, 'n1')], version: 7 };
+    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, st, 2, now, o), { wait: 200 }, 'waits out pollMs (a change wakes it sooner)');
+    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, st, 2, now + 200, o), { try: 'list' }, 'then reads the slots itself');
+  });
+
+  it('a try lost with the view is tried again with the view once the view moved and shows a slot free for it', () => {
+    const st: TryState = { lostVersion: 7, lostAt: now - 50, listedAt: now - 10_000 };
+    const view = { leases: [held(0, 'n1')], version: 9 }; // slot 1 given back since
+    assert.deepEqual(nextSlotMove(index, 'n2', 'web', view, st, 2, now, o), { try: 'view', slot: 1 });
+  });
+
+  it('an expired slot (its holder killed) is tried within pollMs of its expiry, with no change seen', () => {
+    const st: TryState = { listedAt: now - 1000 };
+    const dying = { leases: [held(0, 'n0', now - 2_950)], version: 4 }; // expires at now + 50, no event then
+    let t = now;
+    for (let i = 0; i < 10; i++) {
+      const m = nextSlotMove(index, 'n1', 'web', dying, st, 1, t, o);
+      if (!('wait' in m)) {
+        assert.deepEqual(m, { try: 'view', slot: 0 });
+        break;
+      }
+      assert.ok(m.wait > 0 && m.wait <= o.pollMs, JSON.stringify(m));
+      t += m.wait;
+    }
+    assert.ok(t > now + 50 && t - (now + 50) <= o.pollMs, `tried ${t - now - 50} ms after the expiry`);
+  });
+
+  it('a turn computed for an earlier free slot does not let a node jump the line for a later one', () => {
+    const st: TryState = { listedAt: now - 1000 };
+    // n2 holds slot 0; slot 1 was seen free: n5 is third in line after n2 (two steps).
+    assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(0, 'n2', now)], version: 1 }, st, 2, now, o), { wait: 50 });
+    // n3 took it before n5's turn; 5 s later n2 gives slot 0 back: n5 is second in line (after n4), not first.
+    nextSlotMove(index, 'n5', 'web', { leases: [held(0, 'n2', now), held(1, 'n3', now)], version: 2 }, st, 2, now + 50, o);
+    const later = nextSlotMove(index, 'n5', 'web', { leases: [held(1, 'n3', now + 4_000)], version: 3 }, st, 2, now + 5_000, o);
+    assert.deepEqual(later, { wait: 25 }, 'n5 waits its turn');
+  });
+
+  it('with no view (not listed yet, or the watch failed) it tries with a list, at most every pollMs', () => {
+    assert.deepEqual(nextSlotMove(index, 'n3', 'web', { version: 0 }, { listedAt: now - 1000 }, 2, now, o), { try: 'list' });
+    assert.deepEqual(nextSlotMove(index, 'n3', 'web', { version: 0 }, { listedAt: now - 100 }, 2, now, o), { wait: 200 });
+  });
+
+  it('a slot this node still holds (its agent restarted) is taken again at once', () => {
+    const view = { leases: [held(0, 'n3'), held(1, 'n4')], version: 2 };
+    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, { listedAt: now }, 2, now, o), { try: 'view' });
+  });
+
+  it('with every slot held and the view current, it waits (at most pollMs, no request), and reads the slots itself every maxPollMs', () => {
+    const view = { leases: [held(0, 'n1', now), held(1, 'n2', now)], version: 2 };
+    const w = nextSlotMove(index, 'n3', 'web', view, { listedAt: now - 1000 }, 2, now, o);
+    assert.ok('wait' in w && w.wait > 0 && w.wait <= o.pollMs, JSON.stringify(w));
+    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, { listedAt: now - 30_000 }, 2, now, o), { try: 'list' });
+  });
+});
+
+describe('fleet pre-warm: waiting for the seeds', () => {
+  it('the first round after the seeds reads their records every poll, the k-th round every k polls, at most maxPollMs', () => {
+    // 4 nodes, 1 seed, 2 slots: the fourth node (third after the seed) is in the second round, and must not
+    // wait maxPollMs when the summary that says the seeds are done is late.
+    assert.equal(seedCheckEvery(0, 2, 300, 30_000), 300);
+    assert.equal(seedCheckEvery(1, 2, 300, 30_000), 300);
+    assert.equal(seedCheckEvery(2, 2, 300, 30_000), 600);
+    assert.equal(seedCheckEvery(500, 20, 3_000, 30_000), 30_000);
+  });
+});
+
+describe('fleet pre-warm: following a watch', () => {
+  /** A stand-in for the client's informer: announces the connection before it lists, as the real one does. */
+  class FakeInformer {
+    items: k8s.KubernetesObject[] = [];
+    private readonly cbs = new Map<string, ((o?: unknown) => void)[]>();
+    listed: k8s.KubernetesObject[] = [];
+    on(verb: string, cb: (o?: unknown) => void): void {
+      this.cbs.set(verb, [...(this.cbs.get(verb) ?? []), cb]);
+    }
+    fire(verb: string, o?: unknown): void {
+      for (const cb of this.cbs.get(verb) ?? []) cb(o);
+    }
+    async start(): Promise<void> {
+      this.fire('connect');
+      await Promise.resolve();
+      for (const o of this.listed) {
+        this.items.push(o);
+        this.fire('add', o);
+      }
+    }
+    list(): k8s.KubernetesObject[] {
+      return [...this.items];
+    }
+    async stop(): Promise<void> {}
+  }
+
+  it('passes nothing on before the first list is in (the cache is empty then: every slot would look free)', async () => {
+    const inf = new FakeInformer();
+    inf.listed = [{ metadata: { name: 'web-slot-0' } }, { metadata: { name: 'web-slot-1' } }];
+    const got: number[] = [];
+    const f = follow(inf as never, (items) => got.push(items.length), () => undefined);
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(got, [2]);
+    inf.items.pop();
+    inf.fire('delete');
+    assert.deepEqual(got, [2, 1]);
+    await f.stop();
+  });
+
+  it('passes nothing on after a failure until it has started again', async () => {
+    const inf = new FakeInformer();
+    const got: number[] = [];
+    const errors: unknown[] = [];
+    const f = follow(inf as never, (items) => got.push(items.length), (e) => errors.push(e));
+    await new Promise((r) => setImmediate(r));
+    inf.fire('error', new Error('watch closed'));
+    inf.fire('connect');
+    assert.equal(errors.length, 1);
+    assert.deepEqual(got, [0], 'only the first, listed view');
+    await f.stop();
   });
 });
