@@ -349,9 +349,9 @@ export function seedCheckEvery(placeAfterSeeds: number, parallel: number, pollMs
   return Math.min(maxPollMs, pollMs * round);
 }
 
-/** A step between two nodes in line for a free slot: about one slot write, 25 ms to 1 s. */
+/** A step between two nodes in line for a free slot: longer than a slot write takes to be seen, 100 ms to 2 s. */
 function stepMs(d: NodePartDeps): number {
-  return Math.min(1000, Math.max(25, Math.round(d.slots.writeMs * 1.5)));
+  return Math.min(2000, Math.max(100, Math.round(d.slots.writeMs * 3)));
 }
 
 function jitter(ms: number): number {

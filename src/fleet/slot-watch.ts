@@ -6,7 +6,7 @@ import { asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FleetApi, PrewarmFollower, SlotLease } from './fleet-api.js';
 import { rankKey } from './node-order.js';
-import { slotFree, slotIndex, slotName } from './slots.js';
+import { slotFree, slotIndex } from './slots.js';
 
 /** Follows the slot Leases of the prewarms this node waits on. */
 export class SlotWatches {
@@ -82,8 +82,10 @@ export class SlotWatches {
  * When this node should try for a slot, and which, after the slots changed: nothing to try when none is free
  * (then: when the first held one expires, if it is not renewed, as `expiresInMs`). Nodes take slots roughly
  * in the stable order, so the waiting nodes just after the furthest holder go first, the k-th of them for the
- * k-th free slot; those after the free slots wait a step each (a step should be about one slot write), and
- * by then a slot taken before them has been seen taken. Usually one node tries per free slot.
+ * k-th free slot, at once; those after the free slots wait a step each (a step should be longer than a slot
+ * write takes to be seen), so that they only go when the ones before them did not. A node behind the furthest
+ * holder (it lost a race, or its turn passed) goes one to four steps after the nodes in line: it takes a slot
+ * they left. Usually one node tries per free slot.
  */
 export function handoffDelay(
   index: ReadonlyMap<string, number>,
@@ -94,12 +96,12 @@ export function handoffDelay(
   nowMs: number,
   stepMs = 25,
 ): { tryInMs?: number; slot?: number; expiresInMs?: number } {
-  const byName = new Map(leases.map((l) => [l.name, l]));
+  const slots = bySlot(prewarm, leases);
   const free: number[] = [];
   let front = -1;
   let firstExpiry = Infinity;
   for (let i = 0; i < parallel; i++) {
-    const l = byName.get(slotName(prewarm, i));
+    const l = slots[i];
     if (!l || slotFree(l, nowMs)) {
       free.push(i);
       continue;
@@ -110,11 +112,12 @@ export function handoffDelay(
   const expiresInMs = Number.isFinite(firstExpiry) ? Math.max(0, firstExpiry - nowMs) : undefined;
   if (free.length === 0) return { expiresInMs };
   const me = index.get(node) ?? 0;
-  // A node behind the furthest holder is late (it retried, or lost a race): it goes within a few steps (by its
-  // name), for a slot of its own choosing by name, as nobody can tell how many such are waiting.
+  // A node behind the furthest holder is late (it lost a race, or its turn passed): it goes after the nodes in
+  // line, within a few steps (by its name), for a slot of its own choosing by name, as nobody can tell how many
+  // such are waiting.
   if (me < front) {
     const k = Number(rankKey(prewarm, node) % 1024n);
-    return { tryInMs: (k % 4) * stepMs, slot: free[k % free.length], expiresInMs };
+    return { tryInMs: (1 + (k % 4)) * stepMs, slot: free[k % free.length], expiresInMs };
   }
   const rank = me - front - 1;
   return { tryInMs: Math.min(2000, Math.max(0, rank - free.length + 1) * stepMs), slot: free[rank % free.length], expiresInMs };
@@ -129,8 +132,10 @@ export interface SlotView {
 
 /** What a waiting node remembers of its tries for one prewarm's slots. */
 export interface TryState {
-  /** When it tries for the free slot it is in line for (anchored when the slot was first seen free), ms. */
+  /** When it tries for a free slot it is in line for (anchored when the free slots were first seen as they are), ms. */
   tryAt?: number;
+  /** The free slots tryAt was anchored to. */
+  freeSeen?: string;
   /** The view's version at its last lost try with the view, and when that was (ms). */
   lostVersion?: number;
   lostAt?: number;
@@ -146,7 +151,7 @@ export interface TryState {
  * - a slot this node still holds (its agent restarted): a try now (it is renewed);
  * - the view unchanged since a lost try with it: a try with a list once pollMs has passed since;
  * - a free slot (given back, or expired by now) this node is in line for: a try with the view at its turn
- *   (see handoffDelay), the turn kept from when the slot was first seen free, forgotten once none is free;
+ *   (see handoffDelay), counted from when the free slots were first seen as they are;
  * - none free: a wait until the first lease would expire (plus a margin), at most pollMs (checking costs no
  *   request), and a try with a list when the node has not read the slots itself for maxPollMs.
  * Updates st (tryAt) as it decides.
@@ -173,8 +178,14 @@ export function nextSlotMove(
     return sinceLost >= o.pollMs ? { try: 'list' } : { wait: o.pollMs - sinceLost };
   }
   const h = handoffDelay(index, node, prewarm, view.leases, parallel, nowMs, o.stepMs);
-  if (h.tryInMs === undefined) {
+  // A turn counts from when the free slots were seen as they are now: when others take and give back slots
+  // meanwhile, the nodes in line change, and a turn computed before would let a node jump the line.
+  const free = freeSlots(prewarm, view.leases, parallel, nowMs).join(',');
+  if (st.freeSeen !== free) {
     st.tryAt = undefined;
+    st.freeSeen = free;
+  }
+  if (h.tryInMs === undefined) {
     if (sinceList >= o.maxPollMs) return { try: 'list' };
     const expiry = h.expiresInMs === undefined ? Infinity : h.expiresInMs + 100;
     return { wait: Math.max(1, Math.min(expiry, o.pollMs, o.maxPollMs - sinceList)) };
@@ -183,4 +194,29 @@ export function nextSlotMove(
   st.tryAt = at;
   if (at > nowMs) return { wait: at - nowMs };
   return { try: 'view', slot: h.slot };
+}
+
+/** The numbers of the free slots (given back, never taken, or expired by nowMs). */
+export function freeSlots(prewarm: string, leases: SlotLease[], parallel: number, nowMs: number): number[] {
+  const slots = bySlot(prewarm, leases);
+  const free: number[] = [];
+  for (let i = 0; i < parallel; i++) {
+    const l = slots[i];
+    if (!l || slotFree(l, nowMs)) free.push(i);
+  }
+  return free;
+}
+
+/** The leases by slot number, worked out once per list (every waiting node looks at each list after each change). */
+const slotArrays = new WeakMap<SlotLease[], { prewarm: string; slots: (SlotLease | undefined)[] }>();
+function bySlot(prewarm: string, leases: SlotLease[]): (SlotLease | undefined)[] {
+  const known = slotArrays.get(leases);
+  if (known && known.prewarm === prewarm) return known.slots;
+  const slots: (SlotLease | undefined)[] = [];
+  for (const l of leases) {
+    const i = slotIndex(prewarm, l.name);
+    if (i < Number.MAX_SAFE_INTEGER) slots[i] = l;
+  }
+  slotArrays.set(leases, { prewarm, slots });
+  return slots;
 }

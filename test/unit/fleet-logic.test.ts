@@ -173,7 +173,8 @@ describe('fleet pre-warm: a freed slot is tried by the nodes next in line first'
     assert.equal(handoffDelay(index, 'n9', 'web', leases, 3, now).tryInMs, 25);
     assert.equal(handoffDelay(index, 'n12', 'web', leases, 3, now).tryInMs, 100);
     assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).slot, 1, 'for the free slot');
-    assert.ok(handoffDelay(index, 'n3', 'web', leases, 3, now).tryInMs! <= 75, 'a node behind in its own retries goes within three steps');
+    const late = handoffDelay(index, 'n3', 'web', leases, 3, now).tryInMs!;
+    assert.ok(late >= 25 && late <= 100, `a node behind the furthest holder (it lost a race) goes after the one in line, within four steps (${late})`);
   });
 
   it('with two free slots (one of them expired), the next two go at once', () => {
@@ -219,6 +220,14 @@ describe('fleet pre-warm: when a waiting node near the front tries for a slot', 
       t += m.wait;
     }
     assert.ok(t > now + 50 && t - (now + 50) <= o.pollMs, `tried ${t - now - 50} ms after the expiry`);
+  });
+
+  it('a turn counts from when the free slots were seen as they are: churn meanwhile starts it again', () => {
+    const st: TryState = { listedAt: now - 1000 };
+    // n2 holds slot 0, slot 1 is free: n5 is third in line (two steps).
+    assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(0, 'n2', now)], version: 1 }, st, 2, now, o), { wait: 50 });
+    // 40 ms later n3 has taken slot 1 and n2 has given slot 0 back: n5 is second in line, one step from now.
+    assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(1, 'n3', now + 30)], version: 3 }, st, 2, now + 40, o), { wait: 25 });
   });
 
   it('a turn computed for an earlier free slot does not let a node jump the line for a later one', () => {
