@@ -1,6 +1,7 @@
 // What the fleet pre-warm needs from the Kubernetes API, as one small interface, and its implementation on
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
 import * as k8s from '@kubernetes/client-node';
+import { followList, type FollowFailure } from '../kube/list-follower.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
 
 /** A slot Lease as the fleet sees it. */
@@ -26,10 +27,10 @@ export interface FleetApi {
   listPrewarms(): Promise<ImagePrewarm[]>;
   /**
    * Lists the ImagePrewarms, then watches them (one request, then a long-lived watch), calling onList with
-   * every object after each change; on a failed watch calls onError and lists and watches again after a
-   * back-off (1 s doubling to 30 s), re-listing after a 410 Gone.
+   * every object after each change (never after a failed list); on a failure calls onError and lists and
+   * watches again after a back-off (1 s doubling to 30 s; 5 min after a 403 or 404), re-listing after a 410.
    */
-  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower;
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
   writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void>;
   /** Names of the nodes whose labels match every pair of the selector. */
   nodesMatching(selector: Record<string, string>): Promise<string[]>;
@@ -101,45 +102,10 @@ export class KubeFleetApi implements FleetApi {
     return r.items ?? [];
   }
 
-  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
     const path = `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`;
     const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
-    const informer = k8s.makeInformer<k8s.KubernetesObject>(this.kc, path, list);
-    let stopped = false;
-    let backoff = 1000;
-    let timer: NodeJS.Timeout | undefined;
-    const emit = () => {
-      backoff = 1000;
-      onList(informer.list() as unknown as ImagePrewarm[]);
-    };
-    const restart = () => {
-      if (stopped) return;
-      timer = setTimeout(() => {
-        informer.start().then(emit, (err: unknown) => {
-          onError(err);
-          backoff = Math.min(30_000, backoff * 2);
-          restart();
-        });
-      }, backoff);
-    };
-    for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
-    informer.on('connect', emit);
-    informer.on('error', (err: unknown) => {
-      onError(err);
-      backoff = Math.min(30_000, backoff * 2);
-      restart();
-    });
-    informer.start().then(emit, (err: unknown) => {
-      onError(err);
-      restart();
-    });
-    return {
-      stop: async () => {
-        stopped = true;
-        clearTimeout(timer);
-        await informer.stop();
-      },
-    };
+    return followList(this.kc, path, list, (items) => onList(items as unknown as ImagePrewarm[]), onError);
   }
 
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {
