@@ -3,7 +3,9 @@
 // BENCH_ROUNDS (default 5). The baselines are what the kubelet does on its own:
 //   (b) the container stopped through the CRI, the kubelet starting the next instance;
 //   (d) one container's image patched in the pod spec, the kubelet recreating only it;
-//   (e) the whole pod deleted and a new one created (as a ReplicaSet would).
+//   (e) the whole pod deleted and created again: the same name once the old one is gone (a StatefulSet's way,
+//       and the only way to recreate "the" pod);
+//   (r) for reference, a replacement created at once under a new name (a ReplicaSet's way), no target.
 // The agent's rows, through a ContainerRestart handled by the DaemonSet's agent (scripts/kube-deploy-agent
 // first; BENCH_AGENT=0 leaves them out):
 //   (a) same-image restart;  (c) image change.
@@ -109,6 +111,20 @@ class Cluster {
     await this.until(name, 120_000, allRunning);
   }
 
+  /** Resolves once the API server no longer has the pod (polled: a watch of a deleted object ends with it). */
+  async gone(name: string, ms: number): Promise<void> {
+    const deadline = now() + ms;
+    for (;;) {
+      const absent = await this.read(name).then(
+        () => false,
+        (err: unknown) => (err as { code?: number }).code === 404,
+      );
+      if (absent) return;
+      if (now() > deadline) throw new Error(`pod ${NS}/${name} still there after ${ms} ms`);
+      await sleep(25);
+    }
+  }
+
   async remove(name: string): Promise<void> {
     await this.core.deleteNamespacedPod({ name, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined);
   }
@@ -157,16 +173,31 @@ function baselines(k: Cluster, rt: CriRuntime): Scenario[] {
     },
     {
       key: 'e',
-      label: 'whole pod deleted and a new one created',
+      label: 'whole pod deleted and created again (same name, once the old one is gone, as a StatefulSet does)',
       prepare: (i) => k.create(`bench-e-${i}`, env.sandbox.images.appV1),
       async round(i) {
+        const name = `bench-e-${i}`;
         const t0 = now();
-        await k.core.deleteNamespacedPod({ name: `bench-e-${i}`, namespace: NS });
-        await k.core.createNamespacedPod({ namespace: NS, body: podBody(`bench-e-${i}-new`, env.sandbox.images.appV1) });
-        await k.until(`bench-e-${i}-new`, 60_000, allRunning);
+        await k.core.deleteNamespacedPod({ name, namespace: NS });
+        await k.gone(name, 60_000);
+        await k.core.createNamespacedPod({ namespace: NS, body: podBody(name, env.sandbox.images.appV1) });
+        await k.until(name, 60_000, allRunning);
         return now() - t0;
       },
-      cleanup: (i) => k.remove(`bench-e-${i}-new`),
+      cleanup: (i) => k.remove(`bench-e-${i}`),
+    },
+    {
+      key: 'r',
+      label: 'whole pod replaced: deleted, a new one (new name) created at once, as a ReplicaSet does',
+      prepare: (i) => k.create(`bench-r-${i}`, env.sandbox.images.appV1),
+      async round(i) {
+        const t0 = now();
+        await k.core.deleteNamespacedPod({ name: `bench-r-${i}`, namespace: NS });
+        await k.core.createNamespacedPod({ namespace: NS, body: podBody(`bench-r-${i}-new`, env.sandbox.images.appV1) });
+        await k.until(`bench-r-${i}-new`, 60_000, allRunning);
+        return now() - t0;
+      },
+      cleanup: (i) => k.remove(`bench-r-${i}-new`),
     },
   ];
 }
@@ -224,6 +255,8 @@ const TARGETS: [string, string, number][] = [
   ['c', 'd', 1.15],
   ['c', 'e', 0.45],
 ];
+/** Ratios printed for reference, without a target. */
+const REFERENCE: [string, string][] = [['c', 'r']];
 
 async function main(): Promise<void> {
   const kc = new KubeConfig();
@@ -276,6 +309,11 @@ async function main(): Promise<void> {
       const r = mx / my;
       lines.push(`${x}/${y} = ${r.toFixed(2)} (target <= ${target}) ${r <= target ? 'ok' : 'MISSED'}`);
     }
+  }
+  for (const [x, y] of REFERENCE) {
+    const mx = med.get(x);
+    const my = med.get(y);
+    if (mx !== undefined && my !== undefined) lines.push(`${x}/${y} = ${(mx / my).toFixed(2)} (reference, no target)`);
   }
   process.stdout.write(`${lines.join('\n')}\n`);
 }

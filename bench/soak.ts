@@ -11,6 +11,9 @@
 //   --retention N  SOAK_RETENTION  the agent's --retention, so pruning is exercised (default 100)
 //   --min-ready D  SOAK_MIN_READY  the agent's --min-ready (default 1s, its own default: a replacement is
 //                                  stopped only once it has settled, as in real use)
+//   --kubeconfig F --node-name N   SOAK_KUBECONFIG, SOAK_NODE_NAME: the agents run in Kubernetes mode for
+//                                  node N (run against that node's runtime: INPLACE_SANDBOX_DIR=/tmp/inplace-kube
+//                                  for the kube sandbox's node)
 // A quick run: `npm run bench:soak -- --restarts 40 --pods 4 --burst 20`.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -39,6 +42,8 @@ const { values: flags } = parseArgs({
     burst: { type: 'string' },
     retention: { type: 'string' },
     'min-ready': { type: 'string' },
+    kubeconfig: { type: 'string' },
+    'node-name': { type: 'string' },
   },
 });
 function size(flag: keyof typeof flags, envName: string, dflt: number, min: number): number {
@@ -53,6 +58,11 @@ const PARALLEL = size('parallel', 'SOAK_PARALLEL', 8, 1);
 const BURST = size('burst', 'SOAK_BURST', 200, 0);
 const RETENTION = size('retention', 'SOAK_RETENTION', 100, 1);
 const MIN_READY = String(flags['min-ready'] ?? process.env.SOAK_MIN_READY ?? '1s');
+// Kubernetes mode: the agents get this kubeconfig and node name (the kube client loaded, this node's pods
+// watched, the fleet pre-warm on), so its memory is measured too.
+const KUBECONFIG = flags.kubeconfig ?? process.env.SOAK_KUBECONFIG;
+const NODE_NAME = flags['node-name'] ?? process.env.SOAK_NODE_NAME;
+if (KUBECONFIG && !NODE_NAME) throw new Error('--kubeconfig needs --node-name (the node whose runtime the sandbox is)');
 
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
@@ -79,6 +89,12 @@ interface Agent {
   stop(): Promise<void>;
 }
 
+/** The node flags the agent's own launcher line (its shebang) gives, so the agent runs here as installed. */
+function agentNodeFlags(): string[] {
+  const first = fs.readFileSync(path.join(root, 'dist/src/daemon/main.js'), 'utf8').split('\n', 1)[0];
+  return first.replace(/^#!\/usr\/bin\/env -S node\s*/, '').split(/\s+/).filter((f) => f.startsWith('--'));
+}
+
 async function startAgent(work: string, name: string, retention = RETENTION): Promise<Agent> {
   const sock = path.join(work, `${name}.sock`);
   const stateDir = path.join(work, `${name}-state`);
@@ -87,9 +103,11 @@ async function startAgent(work: string, name: string, retention = RETENTION): Pr
   const child = spawn(
     process.execPath,
     [
+      ...agentNodeFlags(),
       path.join(root, 'dist/src/daemon/main.js'),
       ...['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', `unix://${sock}`, '--state-dir', stateDir],
       ...['--log-level', 'warn', '--min-ready', MIN_READY, '--grace', '10s', '--retention', String(retention)],
+      ...(KUBECONFIG ? ['--kubeconfig', KUBECONFIG, '--node-name', NODE_NAME ?? ''] : []),
     ],
     { stdio: ['ignore', log, log] },
   );

@@ -10,7 +10,6 @@ import { parseImageRef } from '../runtime/image-ref.js';
 import type { OperationView as Operation } from '../api/convert.js';
 import { isTerminal } from '../engine/operation.js';
 import { progressLine, renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
-import { kubeRestart } from './kube-restart-command.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
 
@@ -163,6 +162,8 @@ function program(): Command {
       if (g.kubeconfig) {
         if (o.dryRun) throw new UsageError('--dry-run needs the agent socket (it checks the request against the node); leave out --kubeconfig');
         if (o.skipPreStop) throw new UsageError('--skip-pre-stop is not part of a ContainerRestart; leave out --kubeconfig to use it');
+        // loaded here only: the Kubernetes client is large, and every other command starts without it
+        const { kubeRestart } = await import('./kube-restart-command.js');
         process.exitCode = await kubeRestart({ kubeconfig: g.kubeconfig, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, json: g.output === 'json', t0 });
         return;
       }

@@ -1,15 +1,10 @@
 // `inplacectl prewarm create|status|delete NAME`: fleet pre-warm through the Kubernetes API (no agent socket).
 // status sums up the per-node NodePrewarm objects itself, so it is current even when no summary was written.
 import type { Command } from 'commander';
-import { AgentError } from '../errors.js';
 import { parseDuration } from '../duration.js';
 import { parseImageRef } from '../runtime/image-ref.js';
-import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
-import { summarize } from '../fleet/summary.js';
-import { targetedNodes } from '../fleet/targets.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmSpec, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
-import { loadKubeConfig } from '../kube/kubeconfig.js';
-import * as k8s from '@kubernetes/client-node';
+import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
+import type { KubeConfig } from '@kubernetes/client-node';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
 export class PrewarmUsageError extends Error {}
@@ -85,49 +80,15 @@ export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
   return spec;
 }
 
-function kubeconfigOf(o: { kubeconfig?: string }): k8s.KubeConfig {
+async function kubeconfigOf(o: { kubeconfig?: string }): Promise<KubeConfig> {
+  const { loadKubeConfig } = await import('../kube/kubeconfig.js');
   const kc = loadKubeConfig({ kubeconfig: o.kubeconfig });
   if (!kc) throw new PrewarmUsageError('no Kubernetes API configured: give --kubeconfig, set $KUBECONFIG, or run in a cluster');
   return kc;
 }
 
-function apiError(err: unknown, what: string): Error {
-  const s = httpStatus(err);
-  const body = (err as { body?: unknown }).body;
-  let msg = '';
-  try {
-    msg = (typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string }))?.message ?? '';
-  } catch {
-    msg = String(body ?? '');
-  }
-  if (s === 404) return new AgentError('NotFound', `${what}: not found`);
-  if (s === 409) return new AgentError('FailedPrecondition', `${what}: already exists`);
-  if (s === 422 || s === 400) return new AgentError('InvalidArgument', `${what}: refused by the API server: ${msg}`);
-  if (s) return new AgentError('Unavailable', `${what}: API server answered ${s}${msg ? ': ' + msg : ''}`);
-  return new AgentError('Unavailable', `${what}: ${(err as Error).message}`);
-}
-
-/** A prewarm's live status: summed up from the per-node records now. */
-export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {
-  const api = new KubeFleetApi(kc);
-  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  let pw: ImagePrewarm;
-  try {
-    pw = (await custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name })) as ImagePrewarm;
-  } catch (err) {
-    throw apiError(err, `ImagePrewarm ${name}`);
-  }
-  const order = await targetedNodes(api, pw);
-  const records: NodePrewarm[] = await api.listNodePrewarms();
-  const status = summarize(pw, order, records);
-  const byNode = new Map(records.map((r) => [r.spec?.nodeName ?? r.metadata.name, r]));
-  const nodes: Record<string, string> = {};
-  for (const n of order) {
-    const e = byNode.get(n)?.status?.prewarms?.[name];
-    nodes[n] = e && e.generation === (pw.metadata.generation ?? 0) ? e.phase : 'Waiting';
-  }
-  return { prewarm: pw, status, nodes };
-}
+/** The calls to the API server, loaded only when a prewarm command runs (the Kubernetes client is large). */
+const prewarmApi = () => import('./prewarm-api.js');
 
 /** The status as text lines. */
 export function renderPrewarmStatus(name: string, s: ImagePrewarmStatus, nodes: Record<string, string>): string {
@@ -158,14 +119,9 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .option('--refresh <duration>', 're-check and re-pull what is gone every interval')
     .action(async (name: string, o: Record<string, unknown>) => {
       const spec = specFromFlags(o);
-      const kc = kubeconfigOf(globals());
-      const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+      const kc = await kubeconfigOf(globals());
       const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name }, spec };
-      try {
-        await custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body });
-      } catch (err) {
-        throw apiError(err, `ImagePrewarm ${name}`);
-      }
+      await (await prewarmApi()).createPrewarm(kc, body);
       const g = globals();
       process.stdout.write(g.output === 'json' ? JSON.stringify(body, null, 2) + '\n' : `imageprewarm ${name} created: ${spec.images.join(', ')}\n`);
     });
@@ -177,8 +133,9 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .option('--interval <duration>', 'refresh interval with --watch', '2s')
     .action(async (name: string, o: { watch?: boolean; interval: string }) => {
       const g = globals();
-      const kc = kubeconfigOf(globals());
+      const kc = await kubeconfigOf(globals());
       const every = parseDuration(o.interval);
+      const { liveStatus } = await prewarmApi();
       let last = '';
       for (;;) {
         const { status, nodes } = await liveStatus(kc, name);
@@ -199,13 +156,8 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .description('delete an ImagePrewarm (agents drop their records of it; images stay on the nodes)')
     .argument('<name>')
     .action(async (name: string) => {
-      const kc = kubeconfigOf(globals());
-      const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-      try {
-        await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name });
-      } catch (err) {
-        throw apiError(err, `ImagePrewarm ${name}`);
-      }
+      const kc = await kubeconfigOf(globals());
+      await (await prewarmApi()).deletePrewarm(kc, name);
       const g = globals();
       process.stdout.write(g.output === 'json' ? JSON.stringify({ name, deleted: true }) + '\n' : `imageprewarm ${name} deleted\n`);
     });

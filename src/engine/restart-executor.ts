@@ -299,7 +299,7 @@ export class RestartExecutor {
   };
 
   private stepContext(op: Operation, t: ContainerTarget, deadline: number, old: ContainerDetail | undefined): StepContext {
-    return { deadline, old, step: (s) => this.step(op, t, s), mark: (s) => this.mark(op, t, s), publish: () => this.d.publish(op) };
+    return { deadline, old, step: (s) => this.step(op, t, s), mark: (s) => this.mark(op, t, s), publish: () => this.d.publish(op), cutShort: () => this.cutShort.add(op.id) };
   }
 
   /**

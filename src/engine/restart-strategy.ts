@@ -21,6 +21,11 @@ export interface StepContext {
   mark(step: ContainerStep): void;
   /** Publishes a change of the record to watchers without journaling it. */
   publish(): void;
+  /**
+   * Says that a cancel ended this container's verification early with its replacement running and kept: the
+   * operation then ends Cancelled (saying so), never Succeeded.
+   */
+  cutShort(): void;
 }
 
 /** One way of restarting a container. */

@@ -146,16 +146,30 @@ export class FleetAgent {
     // One list and one long-lived watch; every change of any ImagePrewarm (the summaries included) arrives
     // here without a request of this agent's.
     this.requests++;
+    // One line per streak of failures, not one per retry: an agent without the fleet's RBAC (or a cluster
+    // without its CRD) says so once and checks again every few minutes, quietly.
     let warned = false;
     const follower = this.api.followPrewarms(
       (items) => {
+        if (warned) this.log.info('following ImagePrewarms again');
         warned = false;
         this.sync(items);
       },
-      (err) => {
+      (f) => {
         this.requests++;
-        if (!warned) this.log.warn('watch of ImagePrewarms failed; listing and watching again with back-off', { error: asAgentError(err).message });
+        if (warned) return;
         warned = true;
+        const retryIn = `${Math.round(f.retryInMs / 1000)} s`;
+        if (f.status === 403) {
+          this.log.warn(
+            'fleet pre-warm idle: this agent may not list ImagePrewarms (403). Apply deploy/optional/fleet-prewarm-rbac.yaml to take part, or start the agent with --no-fleet-prewarm',
+            { retryIn },
+          );
+        } else if (f.status === 404) {
+          this.log.warn('fleet pre-warm idle: the ImagePrewarm CRD is not installed (404). Apply deploy/crds/imageprewarm.yaml to use it, or start the agent with --no-fleet-prewarm', { retryIn });
+        } else {
+          this.log.warn('watch of ImagePrewarms failed; listing and watching again with back-off', { error: asAgentError(f.error).message, retryIn });
+        }
       },
     );
     await new Promise<void>((resolve) => this.abort.signal.addEventListener('abort', () => resolve(), { once: true }));

@@ -1,6 +1,7 @@
 // What the fleet pre-warm needs from the Kubernetes API, as one small interface, and its implementation on
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
 import * as k8s from '@kubernetes/client-node';
+import { followList, type FollowFailure } from '../kube/list-follower.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
 
 /** A slot Lease as the fleet sees it. */
@@ -26,10 +27,10 @@ export interface FleetApi {
   listPrewarms(): Promise<ImagePrewarm[]>;
   /**
    * Lists the ImagePrewarms, then watches them (one request, then a long-lived watch), calling onList with
-   * every object after each change; on a failed watch calls onError and lists and watches again after a
-   * back-off (1 s doubling to 30 s), re-listing after a 410 Gone.
+   * every object after each change (never after a failed list); on a failure calls onError and lists and
+   * watches again after a back-off (1 s doubling to 30 s; 5 min after a 403 or 404), re-listing after a 410.
    */
-  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower;
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
   writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void>;
   /** Names of the nodes whose labels match every pair of the selector. */
   nodesMatching(selector: Record<string, string>): Promise<string[]>;
@@ -45,7 +46,7 @@ export interface FleetApi {
    * Lists the prewarm's slot Leases, then watches them (one request, then a long-lived watch), calling onList
    * with every slot after each change; restarts like followPrewarms.
    */
-  followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (err: unknown) => void): PrewarmFollower;
+  followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
   /** Creates the slot Lease held by holder; throws 409 when it exists. */
   createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease>;
   /** Writes holder and renewal time over the Lease at resourceVersion; throws 409 when someone was first. */
@@ -89,59 +90,6 @@ function microTime(ms: number): Date {
   return new k8s.V1MicroTime(ms);
 }
 
-/**
- * Runs an informer: onList with every object once the first list is in, and after each change; on a failed list
- * or watch, onError, then list and watch again after a back-off (1 s doubling to 30 s). Nothing is passed on
- * between a failure and the next successful start, nor before the first list: the informer announces each
- * connection before it lists, and its cache is empty (or stale) then.
- */
-export function follow<T extends k8s.KubernetesObject>(informer: k8s.Informer<T> & k8s.ObjectCache<T>, onList: (items: readonly T[]) => void, onError: (err: unknown) => void): PrewarmFollower {
-  let stopped = false;
-  let synced = false;
-  let failures = 0;
-  let backoff = 1000;
-  let timer: NodeJS.Timeout | undefined;
-  const emit = () => {
-    if (!synced || stopped) return;
-    backoff = 1000;
-    onList(informer.list());
-  };
-  const begin = () => {
-    const before = failures;
-    informer.start().then(
-      () => {
-        if (failures !== before) return; // it failed inside start (reported as an error event), and restarts
-        synced = true;
-        emit();
-      },
-      (err: unknown) => fail(err),
-    );
-  };
-  const fail = (err: unknown) => {
-    failures++;
-    synced = false;
-    if (stopped) return;
-    onError(err);
-    if (timer) return; // a restart is already due
-    timer = setTimeout(() => {
-      timer = undefined;
-      if (!stopped) begin();
-    }, backoff);
-    backoff = Math.min(30_000, backoff * 2);
-  };
-  for (const verb of ['add', 'update', 'delete'] as const) informer.on(verb, emit);
-  informer.on('connect', emit);
-  informer.on('error', fail);
-  begin();
-  return {
-    stop: async () => {
-      stopped = true;
-      clearTimeout(timer);
-      await informer.stop();
-    },
-  };
-}
-
 /** FleetApi on a real API server. */
 export class KubeFleetApi implements FleetApi {
   private readonly custom: k8s.CustomObjectsApi;
@@ -159,17 +107,17 @@ export class KubeFleetApi implements FleetApi {
     return r.items ?? [];
   }
 
-  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+  followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
     const path = `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`;
     const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
-    return follow(k8s.makeInformer<k8s.KubernetesObject>(this.kc, path, list), (items) => onList(items as unknown as ImagePrewarm[]), onError);
+    return followList(this.kc, path, list, (items) => onList(items as unknown as ImagePrewarm[]), onError);
   }
 
-  followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (err: unknown) => void): PrewarmFollower {
+  followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
     const labelSelector = `${PREWARM_LABEL}=${prewarm}`;
     const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
     const list = () => this.coord.listNamespacedLease({ namespace, labelSelector });
-    return follow(k8s.makeInformer<k8s.V1Lease>(this.kc, path, list, labelSelector), (items) => onList(items.map(toSlot)), onError);
+    return followList(this.kc, path, list, (items) => onList(items.map(toSlot)), onError, { labelSelector });
   }
 
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {

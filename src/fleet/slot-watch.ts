@@ -35,11 +35,11 @@ export class SlotWatches {
         entry.version++;
         onChange(leases);
       },
-      (err) => {
+      (f) => {
         entry.leases = undefined; // until listed again; tries list for themselves meanwhile
         entry.version++;
         this.requests++;
-        if (!warned) this.log.warn('watch of prewarm slots failed; listing and watching again with back-off', { prewarm, error: asAgentError(err).message });
+        if (!warned) this.log.warn('watch of prewarm slots failed; listing and watching again with back-off', { prewarm, error: asAgentError(f.error).message, retryInMs: f.retryInMs });
         warned = true;
       },
     );

@@ -22,6 +22,7 @@ import { remainingGrace, KUBELET_POD_UID_LABEL, type PlannedTarget } from '../en
 import type { RestartStrategy, StepContext } from '../engine/restart-strategy.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Pod } from '../runtime/types.js';
+import { Reasons } from '../engine/reasons.js';
 import { ConditionWriter } from './condition-writer.js';
 import { containerStatus, observe } from './container-status.js';
 import { waitDrained } from './endpoint-drain.js';
@@ -67,6 +68,8 @@ class VerifyFailed extends Error {
   constructor(
     message: string,
     readonly exitCode?: number,
+    /** Ended by a cancel, not by the new instance: the old image goes back whatever the failure policy. */
+    readonly cancelled = false,
   ) {
     super(message);
   }
@@ -246,7 +249,8 @@ export class KubeletStrategy implements RestartStrategy {
               if (!(err instanceof VerifyFailed)) throw err;
               t.error = err.message;
               if (err.exitCode !== undefined) t.exitCode = err.exitCode;
-              if (!same && (op.request.failurePolicy ?? 'Rollback') === 'Rollback') {
+              if (err.cancelled) t.reason = Reasons.Cancelled;
+              if (!same && (err.cancelled || (op.request.failurePolicy ?? 'Rollback') === 'Rollback')) {
                 await enter('RollingBack');
                 break;
               }
@@ -344,9 +348,14 @@ export class KubeletStrategy implements RestartStrategy {
   /** The pod from the API server, remembered as the latest read of it. */
   private async read(ns: string, name: string): Promise<V1Pod> {
     const pod = await this.d.api.readPod(ns, name);
+    this.remember(ns, name, pod);
+    return pod;
+  }
+
+  /** Keeps the pod as the latest seen of it (and drops entries older than FRESH_MS). */
+  private remember(ns: string, name: string, pod: V1Pod): void {
     this.recent.set(`${ns}/${name}`, { pod, at: this.d.clock.now() });
     for (const [k, v] of this.recent) if (this.d.clock.now() - v.at > FRESH_MS) this.recent.delete(k);
-    return pod;
   }
 
   /**
@@ -418,7 +427,10 @@ export class KubeletStrategy implements RestartStrategy {
     if (!where) throw new AgentError('FailedPrecondition', `container "${container}" is no longer in the spec of pod ${ns}/${name}`);
     if (where.container.image === image) return;
     const list = where.init ? 'initContainers' : 'containers';
-    await this.d.api.patchPod(ns, name, { spec: { [list]: [{ name: container, image }] } });
+    const patched = await this.d.api.patchPod(ns, name, { spec: { [list]: [{ name: container, image }] } });
+    // The answer is the pod as now written: remembered, so that a later check of the spec (putting the old image
+    // back within FRESH_MS, say) never sees the pod from before this patch.
+    this.remember(ns, name, patched);
   }
 
   /**
@@ -432,6 +444,19 @@ export class KubeletStrategy implements RestartStrategy {
     let seen: { id: string; since: number } | undefined;
     let reported = '';
     for (;;) {
+      // A cancel: a new instance running now is kept (the operation ends Cancelled and says so); before one runs,
+      // an image change is undone by putting the old image back. A same-image restart has nothing to undo (the
+      // kubelet starts the next instance either way), so it waits to see it running, then keeps it.
+      if (op.cancelRequested && !rollingBack) {
+        if (seen) {
+          this.d.log.info('verification cut short by a cancel; the running new instance is kept', { op: op.id, container: t.name });
+          ctx.cutShort();
+          return seen.id;
+        }
+        if (t.newImage !== t.oldImage) {
+          throw new VerifyFailed(`${Reasons.Cancelled}: cancelled before a new instance of "${t.name}" ran; its old image ${t.oldImage} is put back`, undefined, true);
+        }
+      }
       if (this.d.clock.now() > ctx.deadline) {
         throw new VerifyFailed(`${KubeletReasons.Deadline}: no new instance of "${t.name}" (image ${image}) was verified before the operation's deadline${t.waiting ? `; last seen: ${t.waiting}` : ''}`);
       }

@@ -242,6 +242,33 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
     assert.equal(cond?.reason, 'RolledBack');
   });
 
+  it('cancelled while verifying an image change: ends Cancelled at once, the running new instance and its image kept', async () => {
+    const before = await ready();
+    const cur = before.spec?.containers.find((c) => c.name === 'app')?.image;
+    const next = cur === env.sandbox.images.appV1 ? env.sandbox.images.appV2 : env.sandbox.images.appV1;
+    const began = Date.now();
+    const r = await ctl(agent!.socket, 'restart', `${ns}/${web}`, 'app', '--image', `app=${next}`, '--min-ready', '10m', '--timeout', '20m', '--no-wait');
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    const verifying = await until('the new instance running, in its min-ready window', 60_000, async () => {
+      const op = await lastOp(agent!.socket);
+      return op.containers[0].step === 'Verifying' && op.containers[0].newId ? op : undefined;
+    });
+    const c = await ctl(agent!.socket, 'cancel', verifying.id);
+    assert.equal(c.code, 0, c.stdout + c.stderr);
+    const ended = await until('the operation ended', 30_000, async () => {
+      const op = await lastOp(agent!.socket);
+      return op.finishedAt ? op : undefined;
+    });
+    assert.ok(Date.now() - began < 90_000, 'ended long before the 10 min min-ready window');
+    assert.equal(ended.state, 'Cancelled', ended.error);
+    assert.match(ended.error ?? '', /kept without the full min-ready window: app/);
+    const after = await read();
+    assert.equal(after.spec?.containers.find((x) => x.name === 'app')?.image, next, 'the new image stays in the spec');
+    assert.equal(status(after, 'app')?.containerID?.replace(/^containerd:\/\//, ''), verifying.containers[0].newId, 'the verified instance is the one running');
+    assert.ok(status(after, 'app')?.state?.running);
+    assert.equal(after.status?.conditions?.find((x) => x.type === READY_CONDITION)?.status, 'True');
+  });
+
   it('restartPolicy Never: refused with the reason, nothing stopped', async () => {
     await core.createNamespacedPod({ namespace: ns, body: podSpec('never', 'Never') });
     const before = await ready('never');

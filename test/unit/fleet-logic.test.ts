@@ -1,13 +1,11 @@
 // The fleet pre-warm's pure parts: the stable node order, the summary, who writes it, and create's flags.
 import assert from 'node:assert/strict';
-import type * as k8s from '@kubernetes/client-node';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
 import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
 import { queueWait, seedCheckEvery } from '../../src/fleet/node-part.js';
 import type { SlotLease } from '../../src/fleet/fleet-api.js';
 import { handoffDelay, nextSlotMove, type TryState } from '../../src/fleet/slot-watch.js';
-import { follow } from '../../src/fleet/fleet-api.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { nodePhase } from '../../src/fleet/types.js';
 
@@ -266,58 +264,5 @@ describe('fleet pre-warm: waiting for the seeds', () => {
     assert.equal(seedCheckEvery(1, 2, 300, 30_000), 300);
     assert.equal(seedCheckEvery(2, 2, 300, 30_000), 600);
     assert.equal(seedCheckEvery(500, 20, 3_000, 30_000), 30_000);
-  });
-});
-
-describe('fleet pre-warm: following a watch', () => {
-  /** A stand-in for the client's informer: announces the connection before it lists, as the real one does. */
-  class FakeInformer {
-    items: k8s.KubernetesObject[] = [];
-    private readonly cbs = new Map<string, ((o?: unknown) => void)[]>();
-    listed: k8s.KubernetesObject[] = [];
-    on(verb: string, cb: (o?: unknown) => void): void {
-      this.cbs.set(verb, [...(this.cbs.get(verb) ?? []), cb]);
-    }
-    fire(verb: string, o?: unknown): void {
-      for (const cb of this.cbs.get(verb) ?? []) cb(o);
-    }
-    async start(): Promise<void> {
-      this.fire('connect');
-      await Promise.resolve();
-      for (const o of this.listed) {
-        this.items.push(o);
-        this.fire('add', o);
-      }
-    }
-    list(): k8s.KubernetesObject[] {
-      return [...this.items];
-    }
-    async stop(): Promise<void> {}
-  }
-
-  it('passes nothing on before the first list is in (the cache is empty then: every slot would look free)', async () => {
-    const inf = new FakeInformer();
-    inf.listed = [{ metadata: { name: 'web-slot-0' } }, { metadata: { name: 'web-slot-1' } }];
-    const got: number[] = [];
-    const f = follow(inf as never, (items) => got.push(items.length), () => undefined);
-    await new Promise((r) => setImmediate(r));
-    assert.deepEqual(got, [2]);
-    inf.items.pop();
-    inf.fire('delete');
-    assert.deepEqual(got, [2, 1]);
-    await f.stop();
-  });
-
-  it('passes nothing on after a failure until it has started again', async () => {
-    const inf = new FakeInformer();
-    const got: number[] = [];
-    const errors: unknown[] = [];
-    const f = follow(inf as never, (items) => got.push(items.length), (e) => errors.push(e));
-    await new Promise((r) => setImmediate(r));
-    inf.fire('error', new Error('watch closed'));
-    inf.fire('connect');
-    assert.equal(errors.length, 1);
-    assert.deepEqual(got, [0], 'only the first, listed view');
-    await f.stop();
   });
 });

@@ -14,9 +14,16 @@ export async function resolve(spec, ctx, next) {
   return r;
 }`;
 
+const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOK)}`)});`;
+
+/** The packages resolved by importing moduleFile. */
 function resolvedBy(moduleFile: string): string[] {
-  const register = `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(HOOK)}`)});`;
-  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, '--input-type=module', '-e', `await import(${JSON.stringify(pathToFileURL(moduleFile).href)});`], { encoding: 'utf8' });
+  return resolvedRunning(['--input-type=module', '-e', `await import(${JSON.stringify(pathToFileURL(moduleFile).href)});`]);
+}
+
+/** The packages resolved by running node with these arguments (a script and its arguments). */
+function resolvedRunning(args: string[]): string[] {
+  const r = spawnSync(process.execPath, ['--import', `data:text/javascript,${encodeURIComponent(register)}`, ...args], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   return r.stdout.split('\n').filter((l) => l.startsWith('resolved '));
 }
@@ -26,6 +33,16 @@ describe('kube: the client library is loaded only in Kubernetes mode', () => {
     const urls = resolvedBy(path.resolve(here, '../../src/daemon/daemon.js'));
     assert.ok(urls.some((u) => u.includes('/@grpc/grpc-js/')), `the hook saw the daemon's own dependencies: ${urls.length} lines`);
     assert.deepEqual(urls.filter((u) => u.includes('/@kubernetes/client-node/')), []);
+  });
+
+  it('inplacectl loads it only for commands that talk to the API server (a second less at every start)', () => {
+    const cli = path.resolve(here, '../../src/cli/main.js');
+    const plain = resolvedRunning([cli, '--help']);
+    assert.ok(plain.some((u) => u.includes('/@grpc/grpc-js/')), `the hook saw inplacectl's own dependencies: ${plain.length} lines`);
+    assert.deepEqual(plain.filter((u) => u.includes('/@kubernetes/client-node/')), []);
+    for (const m of ['prewarm-api.js', 'kube-restart-command.js']) {
+      assert.ok(resolvedBy(path.resolve(here, '../../src/cli', m)).some((u) => u.includes('/@kubernetes/client-node/')), `${m} is where it is loaded`);
+    }
   });
 
   it('the Kubernetes wiring the daemon imports when a kubeconfig is found does load it', () => {

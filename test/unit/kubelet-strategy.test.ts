@@ -22,8 +22,11 @@ class FakeApi implements KubeApi {
   specPatches: string[] = [];
   events: CoreV1Event[] = [];
   afterImagePatch?: (image: string) => void;
+  /** Called on every read of the pod, before it is answered. */
+  onRead?: () => void;
   constructor(public pod: V1Pod) {}
   readPod(): Promise<V1Pod> {
+    this.onRead?.();
     return Promise.resolve(structuredClone(this.pod));
   }
   patchPod(_ns: string, _n: string, patch: { spec: { containers: { image: string }[] } }): Promise<V1Pod> {
@@ -93,6 +96,7 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
     containers: [t], createdAt: new Date(clock.now()).toISOString(), updatedAt: '',
   };
   const journaled: ContainerStep[] = [];
+  const cut = { count: 0 };
   const ctx: StepContext = {
     deadline: clock.now() + 60_000,
     old: { state: 'running' } as ContainerDetail,
@@ -107,8 +111,9 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
       t.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
     },
     publish: () => undefined,
+    cutShort: () => void cut.count++,
   };
-  return { clock, api, rt, strategy, t, op, ctx, journaled, pod };
+  return { clock, api, rt, strategy, t, op, ctx, journaled, pod, cut };
 }
 
 describe('kube: the kubelet restart strategy', () => {
@@ -191,6 +196,45 @@ describe('kube: the kubelet restart strategy', () => {
     assert.match(s.t.error ?? '', /holds the next start back until .*after the operation's deadline/);
     assert.ok(s.clock.now() - began < 10_000, 'failed as soon as the back-off was seen, not at the deadline');
     assert.ok(s.api.events.some((e) => e.reason === 'BackOff'));
+  });
+});
+
+describe('kube: the kubelet strategy, cancelled while verifying', () => {
+  it('new image, cancelled before a new instance runs: the old image is put back (whatever the failure policy), RolledBack as Cancelled', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    s.op.request.failurePolicy = 'Fail';
+    s.api.afterImagePatch = (image) => {
+      if (image === 'app:v2') {
+        s.api.pod.status!.containerStatuses = [{ name: 'app', image, imageID: '', ready: false, restartCount: 1, containerID: 'containerd://old', state: { waiting: { reason: 'ContainerCreating' } } }];
+        s.op.cancelRequested = true;
+      } else {
+        s.api.pod.status!.containerStatuses = [running('back', 'app:v1', 2)];
+      }
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.deepEqual(s.api.specPatches, ['app:v2', 'app:v1'], JSON.stringify(s.t));
+    assert.equal(s.t.step, 'RolledBack');
+    assert.equal(s.t.reason, 'Cancelled');
+    assert.equal(s.t.rollbackId, 'back');
+    assert.match(s.t.error ?? '', /cancelled before a new instance of "app" ran; its old image app:v1 is put back/);
+    assert.equal(s.cut.count, 0);
+  });
+
+  it('cancelled with the new instance running: verification ends at once, the instance is kept and the cut is reported', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    s.op.request.minReadyMs = 60_000;
+    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [running('n1', image, 1)]);
+    let readsSeenRunning = 0;
+    s.api.onRead = () => {
+      if (s.t.newId === 'n1' && ++readsSeenRunning === 2) s.op.cancelRequested = true;
+    };
+    const began = s.clock.now();
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.ok(s.clock.now() - began < 60_000, 'ended before the min-ready window');
+    assert.equal(s.cut.count, 1);
+    assert.equal(s.t.step, 'Done');
+    assert.equal(s.t.newId, 'n1');
+    assert.deepEqual(s.api.specPatches, ['app:v2'], 'the new image stays');
   });
 });
 

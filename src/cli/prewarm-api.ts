@@ -1,0 +1,67 @@
+// The API server calls of `inplacectl prewarm`, in a module of their own so that inplacectl loads the Kubernetes
+// client only when a prewarm command runs.
+import * as k8s from '@kubernetes/client-node';
+import { AgentError } from '../errors.js';
+import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
+import { summarize } from '../fleet/summary.js';
+import { targetedNodes } from '../fleet/targets.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
+
+function apiError(err: unknown, what: string): Error {
+  const s = httpStatus(err);
+  const body = (err as { body?: unknown }).body;
+  let msg = '';
+  try {
+    msg = (typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string }))?.message ?? '';
+  } catch {
+    msg = String(body ?? '');
+  }
+  if (s === 404) return new AgentError('NotFound', `${what}: not found`);
+  if (s === 409) return new AgentError('FailedPrecondition', `${what}: already exists`);
+  if (s === 422 || s === 400) return new AgentError('InvalidArgument', `${what}: refused by the API server: ${msg}`);
+  if (s) return new AgentError('Unavailable', `${what}: API server answered ${s}${msg ? ': ' + msg : ''}`);
+  return new AgentError('Unavailable', `${what}: ${(err as Error).message}`);
+}
+
+/** A prewarm's live status: summed up from the per-node records now. */
+export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {
+  const api = new KubeFleetApi(kc);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  let pw: ImagePrewarm;
+  try {
+    pw = (await custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name })) as ImagePrewarm;
+  } catch (err) {
+    throw apiError(err, `ImagePrewarm ${name}`);
+  }
+  const order = await targetedNodes(api, pw);
+  const records: NodePrewarm[] = await api.listNodePrewarms();
+  const status = summarize(pw, order, records);
+  const byNode = new Map(records.map((r) => [r.spec?.nodeName ?? r.metadata.name, r]));
+  const nodes: Record<string, string> = {};
+  for (const n of order) {
+    const e = byNode.get(n)?.status?.prewarms?.[name];
+    nodes[n] = e && e.generation === (pw.metadata.generation ?? 0) ? e.phase : 'Waiting';
+  }
+  return { prewarm: pw, status, nodes };
+}
+
+
+/** Creates the ImagePrewarm. */
+export async function createPrewarm(kc: k8s.KubeConfig, body: object & { metadata: { name: string } }): Promise<void> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  try {
+    await custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body });
+  } catch (err) {
+    throw apiError(err, `ImagePrewarm ${body.metadata.name}`);
+  }
+}
+
+/** Deletes the ImagePrewarm. */
+export async function deletePrewarm(kc: k8s.KubeConfig, name: string): Promise<void> {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  try {
+    await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name });
+  } catch (err) {
+    throw apiError(err, `ImagePrewarm ${name}`);
+  }
+}
