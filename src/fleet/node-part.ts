@@ -97,6 +97,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     entry = freshEntry(pw, now);
     d.record.keep(name, entry);
     d.lastTry.set(name, now); // a node far back waits for its turn from the start, too
+    d.tries.delete(name); // the queue of a new generation starts again
   }
 
   if (terminal(entry)) {

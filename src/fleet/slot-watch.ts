@@ -82,7 +82,8 @@ export class SlotWatches {
  * When this node should try for a slot, and which, after the slots changed: nothing to try when none is free
  * (then: when the first held one expires, if it is not renewed, as `expiresInMs`). Nodes take slots roughly
  * in the stable order, so the waiting nodes just after the furthest holder go first, the k-th of them for the
- * k-th free slot, at once; those after the free slots wait a step each (a step should be longer than a slot
+ * k-th free slot, at once (the furthest holder as far as this node has seen: a holder further along that has
+ * since given its slot back does not move the front back); those after the free slots wait a step each (a step should be longer than a slot
  * write takes to be seen), so that they only go when the ones before them did not. A node behind the furthest
  * holder (it lost a race, or its turn passed) goes one to four steps after the nodes in line: it takes a slot
  * they left. Usually one node tries per free slot.
@@ -95,10 +96,11 @@ export function handoffDelay(
   parallel: number,
   nowMs: number,
   stepMs = 25,
-): { tryInMs?: number; slot?: number; expiresInMs?: number } {
+  frontSeen = -1,
+): { tryInMs?: number; slot?: number; expiresInMs?: number; front: number } {
   const slots = bySlot(prewarm, leases);
   const free: number[] = [];
-  let front = -1;
+  let front = frontSeen;
   let firstExpiry = Infinity;
   for (let i = 0; i < parallel; i++) {
     const l = slots[i];
@@ -110,17 +112,17 @@ export function handoffDelay(
     firstExpiry = Math.min(firstExpiry, l.renewMs + l.durationSeconds * 1000);
   }
   const expiresInMs = Number.isFinite(firstExpiry) ? Math.max(0, firstExpiry - nowMs) : undefined;
-  if (free.length === 0) return { expiresInMs };
+  if (free.length === 0) return { expiresInMs, front };
   const me = index.get(node) ?? 0;
   // A node behind the furthest holder is late (it lost a race, or its turn passed): it goes after the nodes in
   // line, within a few steps (by its name), for a slot of its own choosing by name, as nobody can tell how many
   // such are waiting.
   if (me < front) {
     const k = Number(rankKey(prewarm, node) % 1024n);
-    return { tryInMs: (1 + (k % 4)) * stepMs, slot: free[k % free.length], expiresInMs };
+    return { tryInMs: (1 + (k % 4)) * stepMs, slot: free[k % free.length], expiresInMs, front };
   }
   const rank = me - front - 1;
-  return { tryInMs: Math.min(2000, Math.max(0, rank - free.length + 1) * stepMs), slot: free[rank % free.length], expiresInMs };
+  return { tryInMs: Math.min(2000, Math.max(0, rank - free.length + 1) * stepMs), slot: free[rank % free.length], expiresInMs, front };
 }
 
 /** The slots as a watch shows them: undefined while there is no view (not listed yet, or the watch failed). */
@@ -136,6 +138,8 @@ export interface TryState {
   tryAt?: number;
   /** The free slots tryAt was anchored to. */
   freeSeen?: string;
+  /** The place in the order of the furthest holder seen (see handoffDelay). */
+  front?: number;
   /** The view's version at its last lost try with the view, and when that was (ms). */
   lostVersion?: number;
   lostAt?: number;
@@ -177,7 +181,8 @@ export function nextSlotMove(
     const sinceLost = nowMs - (st.lostAt ?? -Infinity);
     return sinceLost >= o.pollMs ? { try: 'list' } : { wait: o.pollMs - sinceLost };
   }
-  const h = handoffDelay(index, node, prewarm, view.leases, parallel, nowMs, o.stepMs);
+  const h = handoffDelay(index, node, prewarm, view.leases, parallel, nowMs, o.stepMs, st.front);
+  st.front = h.front;
   // A turn counts from when the free slots were seen as they are now: when others take and give back slots
   // meanwhile, the nodes in line change, and a turn computed before would let a node jump the line.
   const free = freeSlots(prewarm, view.leases, parallel, nowMs).join(',');

@@ -209,9 +209,12 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     for (const p of proxies.values()) p.setRate(256 * 1024); // about 4 s a pull
     const { ref } = await image('kill');
     await createPrewarm('kill', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 1 });
-    const holder = await waitFor('a holder of kill-slot-0', async () => {
+    // Killed mid-pull: once it holds the slot and has recorded Pulling (the record is written alongside the pull,
+    // so a kill right after the Lease appears could land before it).
+    const holder = await waitFor('a holder of kill-slot-0 recorded Pulling', async () => {
       const l = await coord.readNamespacedLease({ name: 'kill-slot-0', namespace: NS }).catch(() => undefined);
-      return l?.spec?.holderIdentity || undefined;
+      const h = l?.spec?.holderIdentity;
+      return h && (await entry(h, 'kill'))?.phase === 'Pulling' ? h : undefined;
     }, 30_000);
     agents.get(holder)!.child.kill('SIGKILL');
     await agents.get(holder)!.exited;

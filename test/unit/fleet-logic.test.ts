@@ -238,6 +238,14 @@ describe('fleet pre-warm: when a waiting node near the front tries for a slot', 
     assert.deepEqual(later, { wait: 25 }, 'n5 waits its turn');
   });
 
+  it('a holder further along that gave its slot back does not move the front back: the next waiting node goes at once', () => {
+    const st: TryState = { listedAt: now - 1000 };
+    // n4 and n5 hold the slots; n6 waits.
+    assert.ok('wait' in nextSlotMove(index, 'n6', 'web', { leases: [held(0, 'n4', now), held(1, 'n5', now)], version: 1 }, st, 2, now, o));
+    // n5 finished first: the furthest holder is now n4, but n5 (done) is not in line any more, n6 is.
+    assert.deepEqual(nextSlotMove(index, 'n6', 'web', { leases: [held(0, 'n4', now)], version: 2 }, st, 2, now + 10, o), { try: 'view', slot: 1 });
+  });
+
   it('with no view (not listed yet, or the watch failed) it tries with a list, at most every pollMs', () => {
     assert.deepEqual(nextSlotMove(index, 'n3', 'web', { version: 0 }, { listedAt: now - 1000 }, 2, now, o), { try: 'list' });
     assert.deepEqual(nextSlotMove(index, 'n3', 'web', { version: 0 }, { listedAt: now - 100 }, 2, now, o), { wait: 200 });
