@@ -134,10 +134,8 @@ export interface SlotView {
 
 /** What a waiting node remembers of its tries for one prewarm's slots. */
 export interface TryState {
-  /** When it tries for a free slot it is in line for (anchored when the free slots were first seen as they are), ms. */
-  tryAt?: number;
-  /** The free slots tryAt was anchored to. */
-  freeSeen?: string;
+  /** When each free slot was first seen free (by slot number), ms: a turn counts from then. */
+  freeSince?: Record<number, number>;
   /** The place in the order of the furthest holder seen (see handoffDelay). */
   front?: number;
   /** The view's version at its last lost try with the view, and when that was (ms). */
@@ -155,10 +153,11 @@ export interface TryState {
  * - a slot this node still holds (its agent restarted): a try now (it is renewed);
  * - the view unchanged since a lost try with it: a try with a list once pollMs has passed since;
  * - a free slot (given back, or expired by now) this node is in line for: a try with the view at its turn
- *   (see handoffDelay), counted from when the free slots were first seen as they are;
+ *   (see handoffDelay): at once for the next nodes in line, else once a slot has been seen free that long
+ *   (churn on the other slots meanwhile does not start the count again, nor does a turn outlive its slot);
  * - none free: a wait until the first lease would expire (plus a margin), at most pollMs (checking costs no
  *   request), and a try with a list when the node has not read the slots itself for maxPollMs.
- * Updates st (tryAt) as it decides.
+ * Updates st (freeSince, front) as it decides.
  */
 export function nextSlotMove(
   index: ReadonlyMap<string, number>,
@@ -172,7 +171,7 @@ export function nextSlotMove(
 ): { try: 'view' | 'list'; slot?: number } | { wait: number } {
   const sinceList = nowMs - (st.listedAt ?? -Infinity);
   if (!view.leases) {
-    st.tryAt = undefined;
+    st.freeSince = undefined;
     return sinceList >= o.pollMs ? { try: 'list' } : { wait: o.pollMs - sinceList };
   }
   const mine = view.leases.find((l) => l.holder === node && slotIndex(prewarm, l.name) < parallel);
@@ -183,22 +182,23 @@ export function nextSlotMove(
   }
   const h = handoffDelay(index, node, prewarm, view.leases, parallel, nowMs, o.stepMs, st.front);
   st.front = h.front;
-  // A turn counts from when the free slots were seen as they are now: when others take and give back slots
-  // meanwhile, the nodes in line change, and a turn computed before would let a node jump the line.
-  const free = freeSlots(prewarm, view.leases, parallel, nowMs).join(',');
-  if (st.freeSeen !== free) {
-    st.tryAt = undefined;
-    st.freeSeen = free;
+  const since: Record<number, number> = {};
+  let oldest: number | undefined;
+  for (const i of freeSlots(prewarm, view.leases, parallel, nowMs)) {
+    since[i] = st.freeSince?.[i] ?? nowMs;
+    if (oldest === undefined || since[i]! < since[oldest]!) oldest = i;
   }
-  if (h.tryInMs === undefined) {
+  st.freeSince = since;
+  if (h.tryInMs === undefined || oldest === undefined) {
     if (sinceList >= o.maxPollMs) return { try: 'list' };
     const expiry = h.expiresInMs === undefined ? Infinity : h.expiresInMs + 100;
     return { wait: Math.max(1, Math.min(expiry, o.pollMs, o.maxPollMs - sinceList)) };
   }
-  const at = Math.min(st.tryAt ?? Infinity, nowMs + h.tryInMs);
-  st.tryAt = at;
+  if (h.tryInMs === 0) return { try: 'view', slot: h.slot };
+  // Not next in line: it goes once a slot has stayed free as long as its turn, for that slot.
+  const at = since[oldest]! + h.tryInMs;
   if (at > nowMs) return { wait: at - nowMs };
-  return { try: 'view', slot: h.slot };
+  return { try: 'view', slot: oldest };
 }
 
 /** The numbers of the free slots (given back, never taken, or expired by nowMs). */
