@@ -159,6 +159,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   if (!withView) st.listedAt = now;
   const slot = await d.slots.tryAcquire(name, parallel, withView ? view.leases : undefined, move.slot);
   if (!slot) {
+    st.tryAt = undefined;
     if (withView) Object.assign(st, { lostVersion: view.version, lostAt: now });
     return jitter(d.pollMs); // a change seen through the watch wakes it sooner
   }

@@ -134,8 +134,10 @@ export interface SlotView {
 
 /** What a waiting node remembers of its tries for one prewarm's slots. */
 export interface TryState {
-  /** When each free slot was first seen free (by slot number), ms: a turn counts from then. */
-  freeSince?: Record<number, number>;
+  /** When it tries for a free slot it is in line for (anchored when the free slots were first seen as they are), ms. */
+  tryAt?: number;
+  /** The free slots tryAt was anchored to. */
+  freeSeen?: string;
   /** The place in the order of the furthest holder seen (see handoffDelay). */
   front?: number;
   /** The view's version at its last lost try with the view, and when that was (ms). */
@@ -153,11 +155,10 @@ export interface TryState {
  * - a slot this node still holds (its agent restarted): a try now (it is renewed);
  * - the view unchanged since a lost try with it: a try with a list once pollMs has passed since;
  * - a free slot (given back, or expired by now) this node is in line for: a try with the view at its turn
- *   (see handoffDelay): at once for the next nodes in line, else once a slot has been seen free that long
- *   (churn on the other slots meanwhile does not start the count again, nor does a turn outlive its slot);
+ *   (see handoffDelay), counted from when the free slots were first seen as they are;
  * - none free: a wait until the first lease would expire (plus a margin), at most pollMs (checking costs no
  *   request), and a try with a list when the node has not read the slots itself for maxPollMs.
- * Updates st (freeSince, front) as it decides.
+ * Updates st (tryAt) as it decides.
  */
 export function nextSlotMove(
   index: ReadonlyMap<string, number>,
@@ -171,7 +172,7 @@ export function nextSlotMove(
 ): { try: 'view' | 'list'; slot?: number } | { wait: number } {
   const sinceList = nowMs - (st.listedAt ?? -Infinity);
   if (!view.leases) {
-    st.freeSince = undefined;
+    st.tryAt = undefined;
     return sinceList >= o.pollMs ? { try: 'list' } : { wait: o.pollMs - sinceList };
   }
   const mine = view.leases.find((l) => l.holder === node && slotIndex(prewarm, l.name) < parallel);
@@ -182,23 +183,22 @@ export function nextSlotMove(
   }
   const h = handoffDelay(index, node, prewarm, view.leases, parallel, nowMs, o.stepMs, st.front);
   st.front = h.front;
-  const since: Record<number, number> = {};
-  let oldest: number | undefined;
-  for (const i of freeSlots(prewarm, view.leases, parallel, nowMs)) {
-    since[i] = st.freeSince?.[i] ?? nowMs;
-    if (oldest === undefined || since[i]! < since[oldest]!) oldest = i;
+  // A turn counts from when the free slots were seen as they are now: when others take and give back slots
+  // meanwhile, the nodes in line change, and a turn computed before would let a node jump the line.
+  const free = freeSlots(prewarm, view.leases, parallel, nowMs).join(',');
+  if (st.freeSeen !== free) {
+    st.tryAt = undefined;
+    st.freeSeen = free;
   }
-  st.freeSince = since;
-  if (h.tryInMs === undefined || oldest === undefined) {
+  if (h.tryInMs === undefined) {
     if (sinceList >= o.maxPollMs) return { try: 'list' };
     const expiry = h.expiresInMs === undefined ? Infinity : h.expiresInMs + 100;
     return { wait: Math.max(1, Math.min(expiry, o.pollMs, o.maxPollMs - sinceList)) };
   }
-  if (h.tryInMs === 0) return { try: 'view', slot: h.slot };
-  // Not next in line: it goes once a slot has stayed free as long as its turn, for that slot.
-  const at = since[oldest]! + h.tryInMs;
+  const at = Math.min(st.tryAt ?? Infinity, nowMs + h.tryInMs);
+  st.tryAt = at;
   if (at > nowMs) return { wait: at - nowMs };
-  return { try: 'view', slot: oldest };
+  return { try: 'view', slot: h.slot };
 }
 
 /** The numbers of the free slots (given back, never taken, or expired by nowMs). */

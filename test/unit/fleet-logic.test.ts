@@ -228,18 +228,6 @@ describe('fleet pre-warm: when a waiting node near the front tries for a slot', 
     assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(1, 'n3', now + 30)], version: 3 }, st, 2, now + 40, o), { wait: 25 });
   });
 
-  it('a late node (behind the furthest holder) gets its turn while other slots change hands: the count is per slot', () => {
-    const st: TryState = { listedAt: now - 1000, front: 8 }; // n9 held a slot: n3 is behind it
-    const turn = handoffDelay(index, 'n3', 'web', [held(1, 'n7', now)], 2, now, o.stepMs, 8).tryInMs!;
-    assert.ok(turn > 0, 'after the nodes in line');
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', { leases: [held(1, 'n7', now)], version: 1 }, st, 3, now, o), { wait: turn }, 'slots 0 and 2 free');
-    // Slot 2 is taken and slot 1 given back meanwhile; slot 0 stays free: n3's turn for it is not pushed back.
-    const churn = { leases: [held(2, 'n8', now + 10)], version: 2 };
-    const m = nextSlotMove(index, 'n3', 'web', churn, st, 3, now + 10, o);
-    assert.deepEqual(m, { wait: turn - 10 });
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', churn, st, 3, now + turn, o), { try: 'view', slot: 0 });
-  });
-
   it('a turn computed for an earlier free slot does not let a node jump the line for a later one', () => {
     const st: TryState = { listedAt: now - 1000 };
     // n2 holds slot 0; slot 1 was seen free: n5 is third in line after n2 (two steps).
