@@ -126,15 +126,20 @@ export class KubeletStrategy implements RestartStrategy {
 
   /**
    * The Pulling event, kubelet style, as the executor begins making the new image present, and the Pulled event
-   * once it is; the pull does not wait for them, the spec patch does.
+   * once it is; the pull does not wait for them, the spec patch does. As the kubelet does, Pulling only when the
+   * node does not have the image by that reference (then Pulled says it was already present).
    */
   pulling(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void {
     const [ns, name] = splitName(op.podName);
     const cached = this.recent.get(`${ns}/${name}`)?.pod;
     const pod = cached ? Promise.resolve(cached) : this.read(ns, name);
-    const done = pod.then(
-      async (p) => {
-        const pulling = this.d.events.record(p, t.name, 'Normal', EventReasons.Pulling, `Pulling image "${t.newImage}"`);
+    const present = this.d.runtime.inspectImage(t.newImage).then(
+      (i) => i !== undefined,
+      () => false, // unknown: the download is announced, as it may well happen
+    );
+    const done = Promise.all([pod, present]).then(
+      async ([p, have]) => {
+        const pulling = have ? Promise.resolve() : this.d.events.record(p, t.name, 'Normal', EventReasons.Pulling, `Pulling image "${t.newImage}"`);
         const got = await result.catch(() => undefined); // a failed pull fails the operation, with its own message
         if (got) await this.d.events.record(p, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, got.pulled));
         await pulling;

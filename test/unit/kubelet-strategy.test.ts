@@ -73,6 +73,11 @@ class FakeRuntime {
   containerState() {
     return Promise.resolve(this.state);
   }
+  /** Image references the node has. */
+  images = new Set<string>();
+  inspectImage(ref: string) {
+    return Promise.resolve(this.images.has(ref) ? { id: `sha256:${ref}` } : undefined);
+  }
 }
 
 function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep } = {}) {
@@ -258,6 +263,18 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     assert.equal(s.api.events[1].message, 'Successfully pulled image "app:v2"');
     assert.equal(s.api.events.filter((e) => e.reason === 'Pulled').length, 1, 'Pulled once');
     assert.deepEqual(s.api.specPatches, ['app:v2']);
+  });
+
+  it('new image already on the node: no Pulling (as the kubelet), Pulled says it was already present', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    s.rt.images.add('app:v2');
+    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [running('new', image, 1)]);
+    await s.strategy.claim({ name: 'shop/web' } as never, { name: 'app', current: { labels: { 'io.kubernetes.pod.uid': 'u1' }, image: 'app:v1' } } as never, s.op.request);
+    s.strategy.pulling(s.op, s.t, Promise.resolve({ pulled: false }));
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(s.api.events.map((e) => e.reason).slice(0, 1), ['Pulled']);
+    assert.equal(s.api.events.filter((e) => e.reason === 'Pulling').length, 0);
+    assert.equal(s.api.events[0].message, 'Container image "app:v2" already present on machine');
   });
 
   it('same image on a pod without a readiness gate: the stop does not wait for the condition writes, which still land in order', async () => {
