@@ -4,7 +4,7 @@
 import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
-import { RestartExecutor } from '../../src/engine/restart-executor.js';
+import { RestartExecutor, type ExecutorDeps } from '../../src/engine/restart-executor.js';
 import type { NameSwap, Runtime } from '../../src/runtime/runtime.js';
 import type { Container, ContainerDetail, ContainerSpec, ContainerState } from '../../src/runtime/types.js';
 import { memoryLogger } from './memory-logger.js';
@@ -120,9 +120,9 @@ export class FakeNode {
   }
 }
 
-/** Runs op on the fake node with a restart executor, moving the manual clock until it ends; returns the end state. */
-export async function runOnManualClock(node: FakeNode, clock: ManualClock, op: Operation, afterStep?: (step: string) => void): Promise<Operation> {
-  const executor = new RestartExecutor({
+/** A restart executor on the fake node and the manual clock, with deps overridden where given. */
+export function fakeExecutor(node: FakeNode, clock: ManualClock, deps: Partial<ExecutorDeps> = {}): RestartExecutor {
+  return new RestartExecutor({
     runtime: node.runtime(),
     puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
     clock,
@@ -130,8 +130,13 @@ export async function runOnManualClock(node: FakeNode, clock: ManualClock, op: O
     save: async () => undefined,
     publish: () => undefined,
     draining: () => false,
-    afterStep: afterStep ? (_op, _t, step) => afterStep(step) : undefined,
+    ...deps,
   });
+}
+
+/** Runs op on the fake node with a restart executor, moving the manual clock until it ends; returns the end state. */
+export async function runOnManualClock(node: FakeNode, clock: ManualClock, op: Operation, afterStep?: (step: string) => void): Promise<Operation> {
+  const executor = fakeExecutor(node, clock, { afterStep: afterStep ? (_op, _t, step) => afterStep(step) : undefined });
   let done = false;
   const p = executor.run(op).finally(() => (done = true));
   for (let i = 0; !done && i < 100_000; i++) await clock.advance(50);

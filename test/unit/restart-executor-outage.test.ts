@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
-import { RestartExecutor } from '../../src/engine/restart-executor.js';
-import { FakeNode, runOnManualClock as run } from '../support/executor-fakes.js';
-import { memoryLogger } from '../support/memory-logger.js';
+import { fakeExecutor, FakeNode, runOnManualClock as run } from '../support/executor-fakes.js';
 import { ManualClock } from '../support/pull-fakes.js';
 
 describe('restart executor: a runtime briefly away', () => {
@@ -71,14 +69,8 @@ describe('restart executor: planning again while the runtime is away', () => {
     const backAt = clock.now() + awayMs;
     node.away = () => clock.now() < backAt;
     const rt = node.runtime();
-    const executor = new RestartExecutor({
+    const executor = fakeExecutor(node, clock, {
       runtime: rt,
-      puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
-      clock,
-      log: memoryLogger().logger,
-      save: async () => undefined,
-      publish: () => undefined,
-      draining: () => false,
       // As the engine's replan: the pod and its containers read again.
       replan: async (o) => {
         await rt.getPod(o.podId);
