@@ -266,7 +266,13 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
     assert.equal(after.spec?.containers.find((x) => x.name === 'app')?.image, next, 'the new image stays in the spec');
     assert.equal(status(after, 'app')?.containerID?.replace(/^containerd:\/\//, ''), verifying.containers[0].newId, 'the verified instance is the one running');
     assert.ok(status(after, 'app')?.state?.running);
-    assert.equal(after.status?.conditions?.find((x) => x.type === READY_CONDITION)?.status, 'True');
+    // The condition is written once the operation has ended (after its journal record): read until it lands.
+    let lastCond = '';
+    await until('the condition True again', 15_000, async () => {
+      const c = (await read()).status?.conditions?.find((x) => x.type === READY_CONDITION);
+      lastCond = `${c?.status} ${c?.reason}: ${c?.message}`;
+      return c?.status === 'True' ? c : undefined;
+    }).catch((err: unknown) => assert.fail(`${String(err)}; last: ${lastCond}`));
   });
 
   it('restartPolicy Never: refused with the reason, nothing stopped', async () => {
