@@ -3,19 +3,14 @@
 import * as k8s from '@kubernetes/client-node';
 import { AgentError } from '../errors.js';
 import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
+import { serverMessage } from '../kube/api-error.js';
 import { summarize } from '../fleet/summary.js';
 import { targetedNodes } from '../fleet/targets.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
 
 function apiError(err: unknown, what: string): Error {
   const s = httpStatus(err);
-  const body = (err as { body?: unknown }).body;
-  let msg = '';
-  try {
-    msg = (typeof body === 'string' ? (JSON.parse(body) as { message?: string }) : (body as { message?: string }))?.message ?? '';
-  } catch {
-    msg = String(body ?? '');
-  }
+  const msg = serverMessage(err) ?? '';
   if (s === 404) return new AgentError('NotFound', `${what}: not found`);
   if (s === 409) return new AgentError('FailedPrecondition', `${what}: already exists`);
   if (s === 422 || s === 400) return new AgentError('InvalidArgument', `${what}: refused by the API server: ${msg}`);

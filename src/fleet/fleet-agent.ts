@@ -3,6 +3,7 @@
 // agents coordinate through slot Leases and read each other's NodePrewarm records only for the seeds.
 import type { Clock } from '../clock.js';
 import { asAgentError } from '../errors.js';
+import { kubeError } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
 import type { FleetApi } from './fleet-api.js';
 import type { FleetPuller } from './fleet-puller.js';
@@ -168,7 +169,7 @@ export class FleetAgent {
         } else if (f.status === 404) {
           this.log.warn('fleet pre-warm idle: the ImagePrewarm CRD is not installed (404). Apply deploy/crds/imageprewarm.yaml to use it, or start the agent with --no-fleet-prewarm', { retryIn });
         } else {
-          this.log.warn('watch of ImagePrewarms failed; listing and watching again with back-off', { error: asAgentError(f.error).message, retryIn });
+          this.log.warn('watch of ImagePrewarms failed; listing and watching again with back-off', { error: kubeError(f.error, 'ImagePrewarms').message, retryIn });
         }
       },
     );

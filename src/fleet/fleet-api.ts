@@ -1,6 +1,7 @@
 // What the fleet pre-warm needs from the Kubernetes API, as one small interface, and its implementation on
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
 import * as k8s from '@kubernetes/client-node';
+import { apiStatusCode } from '../kube/api-error.js';
 import { followList, type FollowFailure } from '../kube/list-follower.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
 
@@ -62,8 +63,7 @@ export interface FleetApi {
 
 /** HTTP status of an error from the API client (0 when it is not an HTTP answer). */
 export function httpStatus(err: unknown): number {
-  const code = (err as { code?: unknown }).code;
-  return typeof code === 'number' ? code : 0;
+  return apiStatusCode(err) ?? 0;
 }
 
 const selectorString = (sel: Record<string, string>): string =>

@@ -10,7 +10,7 @@ export function apiStatusCode(err: unknown): number | undefined {
 }
 
 /** The API server's own message (the Status object's), when the body carries one. */
-function serverMessage(err: unknown): string | undefined {
+export function serverMessage(err: unknown): string | undefined {
   let body = (err as { body?: unknown } | undefined)?.body;
   if (typeof body === 'string') {
     try {
