@@ -57,6 +57,10 @@ export interface ContainerView {
   rollbackId?: string;
   /** Absent until the replacement started. */
   downtimeMs?: number;
+  /** Kubernetes mode: what clients behind the pod's Services saw. */
+  traffic?: string;
+  /** Kubernetes mode: longest time a Service of the pod had no ready endpoint (absent: it always had one). */
+  unservedMs?: number;
 }
 
 /** An operation as a client sees it (what inplacectl prints, `-o json` included). */
@@ -129,6 +133,8 @@ export function operationToWire(op: Operation): WireOperation {
       exitCode: c.exitCode ?? 0,
       rollbackId: c.rollbackId,
       downtimeMs: String(c.downtimeMs ?? 0),
+      traffic: c.traffic ?? '',
+      ...(c.unservedMs !== undefined ? { unservedMs: String(c.unservedMs) } : {}),
     })),
   };
 }
@@ -160,7 +166,7 @@ export function operationFromWire(w: WireOperationOut): OperationView {
         oldImage: c.oldImage,
         newImage: c.newImage,
         step: c.step as ContainerStep,
-        steps: c.steps.map((s) => ({ step: s.step as ContainerStep, at: s.at })),
+        steps: c.steps.map((s) => ({ step: s.step as ContainerStep, at: s.at, ...(s.detail ? { detail: s.detail } : {}) })),
       };
       if (c.newId) v.newId = c.newId;
       if (c.error) v.error = c.error;
@@ -168,6 +174,8 @@ export function operationFromWire(w: WireOperationOut): OperationView {
       if (c.hasExitCode) v.exitCode = c.exitCode;
       if (c.rollbackId) v.rollbackId = c.rollbackId;
       if (Number(c.downtimeMs) > 0) v.downtimeMs = Number(c.downtimeMs);
+      if (c.traffic) v.traffic = c.traffic;
+      if (c.unservedMs !== undefined && c.unservedMs !== null) v.unservedMs = Number(c.unservedMs);
       return v;
     }),
     pulls: w.pulls.map((p) => ({ ...p, bytesDone: Number(p.bytesDone), bytesTotal: Number(p.bytesTotal) })),

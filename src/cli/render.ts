@@ -45,6 +45,9 @@ export function renderOperation(op: Operation): string {
     lines.push(`    image ${c.oldImage}${c.newImage !== c.oldImage ? ` -> ${c.newImage}` : ' (same)'}`);
     lines.push(`    id    ${c.oldId.slice(0, 12)} -> ${c.newId ? c.newId.slice(0, 12) : '-'}${c.rollbackId ? `   rolled back to ${c.rollbackId.slice(0, 12)}` : ''}`);
     if (c.downtimeMs !== undefined) lines.push(`    down  ${formatDuration(c.downtimeMs)} (stop call to the replacement's start)`);
+    if (c.traffic) lines.push(`    traffic ${c.traffic}`);
+    if (c.unservedMs !== undefined) lines.push(`    no ready endpoint ${formatDuration(c.unservedMs)} (a Service of the pod had none)`);
+    for (const st of c.steps) if (st.detail) lines.push(`    ${st.step.toLowerCase()}: ${st.detail}`);
     if (c.exitCode !== undefined) lines.push(`    replacement exit code ${c.exitCode}`);
     if (c.error) lines.push(`    error ${c.error}`);
   }

@@ -93,7 +93,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   access.register(registry);
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
-  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
+  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, { proxyMetricsUrl: opts.proxyMetricsUrl, settleMs: opts.drainSettleMs }) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
   const engine = new Engine({

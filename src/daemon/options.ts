@@ -7,6 +7,7 @@ import { asAgentError } from '../errors.js';
 import { LOG_LEVELS, type LogFormat } from '../log.js';
 import { DEFAULT_AGENT_SOCKET } from '../api/address.js';
 import { DOCKER_SOCKET } from '../runtime/detect.js';
+import { DEFAULT_PROXY_METRICS_URL } from '../kube/drain/kube-proxy-metrics.js';
 
 /** Everything the daemon is configured with. */
 export interface DaemonOptions {
@@ -52,6 +53,10 @@ export interface DaemonOptions {
   maxParallelOperations: number;
   /** Longest wait for running operations on SIGTERM before exiting (they resume at the next start), ms. */
   drainTimeoutMs: number;
+  /** Kubernetes mode: kube-proxy's metrics address, read to see the data plane apply a drain ('' : not read). */
+  proxyMetricsUrl: string;
+  /** Kubernetes mode: wait after the slices let an address go when the data plane cannot be observed, ms. */
+  drainSettleMs: number;
   /** Fleet pre-warm (ImagePrewarm objects) in Kubernetes mode. */
   fleetPrewarm: boolean;
   /** Namespace of the fleet pre-warm's slot Leases. */
@@ -115,6 +120,8 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
     .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
     .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'))
+    .addOption(opt('--proxy-metrics-url <url>', 'Kubernetes mode: kube-proxy\'s metrics address; a drain waits until it has applied the change ("none": not read, the settle time is used)', 'proxy-metrics-url').default(DEFAULT_PROXY_METRICS_URL))
+    .addOption(opt('--drain-settle <duration>', 'Kubernetes mode: wait after the EndpointSlices let a pod go when kube-proxy cannot be read (eBPF data planes, no metrics)', 'drain-settle').default('2s'))
     .addOption(opt('--no-fleet-prewarm', 'in Kubernetes mode, do not take part in ImagePrewarm fleet pre-warms', 'fleet-prewarm'))
     .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-system)', 'fleet-namespace'))
     .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
@@ -198,10 +205,25 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     watchNamespace: o.watchNamespace,
     maxParallelOperations: Math.max(1, int('max-parallel-operations', o.maxParallelOperations)),
     drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
+    proxyMetricsUrl: proxyUrl(source('proxy-metrics-url'), o.proxyMetricsUrl as string),
+    drainSettleMs: timeout('drain-settle', o.drainSettle, 'no settle time'),
     fleetPrewarm: (o.fleetPrewarm as unknown) !== false,
     fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? DEFAULT_LEASE_NAMESPACE,
     fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
     fleetPollMs: timeout('fleet-poll', o.fleetPoll),
     fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),
   };
+}
+
+/** The --proxy-metrics-url value checked: an http(s) URL, or '' for "none". */
+function proxyUrl(source: string, v: string): string {
+  if (v === 'none' || v === '') return '';
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    throw new Error(`${source} must be an http:// URL or "none", got "${v}"`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${source} must be an http:// URL or "none", got "${v}"`);
+  return v;
 }

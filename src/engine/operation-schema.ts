@@ -6,7 +6,7 @@ import { ContainerSteps, OperationStates, type Operation } from './operation.js'
 const nonNegative = z.number().finite().nonnegative();
 const isoTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not a date');
 
-const stepRecord = z.looseObject({ step: z.enum(ContainerSteps), at: isoTime });
+const stepRecord = z.looseObject({ step: z.enum(ContainerSteps), at: isoTime, detail: z.string().optional() });
 
 const containerTarget = z.looseObject({
   name: z.string(),
@@ -22,6 +22,8 @@ const containerTarget = z.looseObject({
   exitCode: z.number().optional(),
   error: z.string().optional(),
   downtimeMs: nonNegative.optional(),
+  traffic: z.string().optional(),
+  unservedMs: nonNegative.optional(),
 });
 
 const request = z.looseObject({

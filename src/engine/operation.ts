@@ -71,6 +71,8 @@ export type ContainerStep = (typeof ContainerSteps)[number];
 export interface StepRecord {
   step: ContainerStep;
   at: string;
+  /** What the step waited on and for how long, once it knows (the kubelet strategy's Draining and Verified). */
+  detail?: string;
 }
 
 /** One container being recreated. */
@@ -99,6 +101,10 @@ export interface ContainerTarget {
   downtimeMs?: number;
   /** Why this container failed or was rolled back (a constant of reasons.ts). */
   reason?: string;
+  /** Kubernetes mode: what clients behind a Service saw (drained, the only endpoint, or restarted undrained). */
+  traffic?: string;
+  /** Kubernetes mode: longest time a Service of the pod had no ready endpoint during the restart, ms. */
+  unservedMs?: number;
 }
 
 /** Progress of one image the operation needs. */

@@ -5,6 +5,10 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ConditionWriter } from './condition-writer.js';
+import { DataPlane } from './drain/data-plane.js';
+import { Drainer } from './drain/drainer.js';
+import { KubeProxyMetrics } from './drain/kube-proxy-metrics.js';
+import { watchedSlices } from './drain/slice-feed.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
 import { KubeletStrategy } from './kubelet-strategy.js';
 import { NodePods } from './node-pods.js';
@@ -24,8 +28,15 @@ export interface KubeMode {
   stop(): Promise<void>;
 }
 
+/** How restarts drain a pod (--proxy-metrics-url, --drain-settle). */
+export interface DrainSettings {
+  /** kube-proxy's metrics address ('' : none, the settle time is used). */
+  proxyMetricsUrl: string;
+  settleMs: number;
+}
+
 /** Builds Kubernetes mode for one node. */
-export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger): KubeMode {
+export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drain: DrainSettings): KubeMode {
   const api = new ClientKubeApi(kc);
   const klog = log.child({ component: 'kube' });
   const pods = new NodePods(kc, nodeName, clock, klog);
@@ -33,7 +44,9 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   // One writer of the condition, so that its writes to a pod land in the order they were made.
   const conditions = new ConditionWriter(api, clock, klog);
   const gates = new ReadyGates(conditions, klog);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods }, conditions);
+  const dataPlane = new DataPlane(drain.proxyMetricsUrl ? new KubeProxyMetrics(drain.proxyMetricsUrl) : undefined, drain.settleMs, clock, klog);
+  const drainer = new Drainer(watchedSlices(kc, clock, klog), dataPlane, clock);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, drainer }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

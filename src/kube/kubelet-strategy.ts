@@ -25,12 +25,16 @@ import type { Pod } from '../runtime/types.js';
 import { Reasons } from '../engine/reasons.js';
 import { ConditionWriter } from './condition-writer.js';
 import { containerStatus, observe } from './container-status.js';
-import { waitDrained } from './endpoint-drain.js';
+import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from './drain/data-plane.js';
+import { Drainer } from './drain/drainer.js';
+import { polledSlices } from './drain/slice-feed.js';
+import { drainPod, noteUndrained, releaseDrain, wayBack, type WayBackDeps } from './drain/way-back.js';
 import type { KubeApi } from './kube-api.js';
 import { EventReasons, type PodEvents } from './pod-events.js';
 import { checkPreStop, preStopHandler, runPreStop } from './pre-stop.js';
 import { ConditionReasons, gatesOnCondition, READY_CONDITION } from './ready-condition.js';
 import { kubeletRefusal, specContainer } from './restart-policy.js';
+import { describeRestart, touchedContainers } from './restarted-message.js';
 
 /** Fixed reasons recorded on failures of this strategy. */
 export const KubeletReasons = {
@@ -61,6 +65,8 @@ export interface KubeletStrategyDeps {
   pollMs?: number;
   /** This node's pods (NodePods): emits 'pod' (V1Pod) on every change; verifying then waits on it, not a timer. */
   pods?: Pick<EventEmitter, 'on' | 'off'>;
+  /** Drains addresses (default: slices listed through api, and the settle time as the data plane's wait). */
+  drainer?: Drainer;
 }
 
 /** Thrown inside verification when the next instance failed; carries what the API server showed. */
@@ -84,6 +90,7 @@ export class KubeletStrategy implements RestartStrategy {
   private readonly recent = new Map<string, { pod: V1Pod; at: number }>();
   /** Per operation and container: its Pulling and Pulled events being recorded (the patch follows them). */
   private readonly pullingEvents = new Map<string, Promise<void>>();
+  private readonly way: WayBackDeps;
 
   constructor(
     private readonly d: KubeletStrategyDeps,
@@ -91,6 +98,8 @@ export class KubeletStrategy implements RestartStrategy {
   ) {
     this.conditions = conditions ?? new ConditionWriter(d.api, d.clock, d.log);
     this.pollMs = d.pollMs ?? (d.pods ? WATCHED_POLL_MS : 200);
+    const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
+    this.way = { drainer, conditions: this.conditions, events: d.events, clock: d.clock };
   }
 
   async claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean> {
@@ -185,11 +194,12 @@ export class KubeletStrategy implements RestartStrategy {
           case 'Draining': {
             const restarting = { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` } as const;
             if (this.drains(pod, op)) {
-              pod = await this.drain(op, t, pod, ctx.deadline);
+              pod = await this.drain(op, t, pod, ctx);
               // Written in order after Draining, but the stop or patch does not wait for it.
               this.conditions.post(ns, name, restarting, pod);
             } else {
               const at = pod;
+              noteUndrained(this.way, op, t, pod, spec);
               announce = () => {
                 this.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, at);
                 void this.d.events.record(at, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
@@ -265,6 +275,7 @@ export class KubeletStrategy implements RestartStrategy {
             ctx.mark('Verified');
             break;
           case 'Verified':
+            await wayBack(this.way, op, t, ns, name, pod.status?.podIP ?? op.podIp ?? '', pod.metadata?.uid ?? '', this.name, ctx);
             ctx.mark('Done');
             return true;
           case 'RollingBack': {
@@ -302,11 +313,12 @@ export class KubeletStrategy implements RestartStrategy {
   /** Sets the condition and records events once the operation has ended. */
   async finished(op: Operation): Promise<void> {
     for (const c of op.containers) this.pullingEvents.delete(`${op.id}/${c.name}`);
-    const mine = op.containers.filter((c) => c.strategy === this.name && c.steps.some((s) => s.step === 'Draining'));
+    await releaseDrain(this.way, op);
+    const mine = touchedContainers(op, this.name);
     if (mine.length === 0) return; // nothing was touched: the condition was not changed either
     const [ns, name] = splitName(op.podName);
     const pod = await this.d.api.readPod(ns, name);
-    const describe = (c: ContainerTarget) => `${c.name} (${c.oldImage === c.newImage ? c.newImage : `${c.oldImage} -> ${c.newImage}`}${c.downtimeMs !== undefined ? `, down ${c.downtimeMs} ms` : ''})`;
+    const describe = describeRestart;
     if (op.state === 'Succeeded') {
       const msg = `restarted ${mine.map(describe).join(', ')}`;
       await this.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: msg });
@@ -385,16 +397,16 @@ export class KubeletStrategy implements RestartStrategy {
     return gatesOnCondition(pod) && (pod.status?.podIP ?? op.podIp ?? '') !== '';
   }
 
-  /** Condition False (Draining), then waits until the pod's address left its slices (see drains()). */
-  private async drain(op: Operation, t: ContainerTarget, pod: V1Pod, deadline: number): Promise<V1Pod> {
+  /** Condition False (Draining), then waits until the pod's address left its slices and the data plane (drain/). */
+  private async drain(op: Operation, t: ContainerTarget, pod: V1Pod, ctx: StepContext): Promise<V1Pod> {
     const [ns, name] = splitName(op.podName);
     const ip = pod.status?.podIP ?? op.podIp ?? '';
     const written = await this.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
     void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
-    const bound = Math.max(0, Math.min(op.request.drainMs ?? DEFAULT_DRAIN_MS, deadline - this.d.clock.now()));
-    const res = await waitDrained(this.d.api, ns, ip, written.metadata?.uid ?? '', bound, this.d.clock);
-    if (!res.drained) this.d.log.warn('drain bound reached; going on', { op: op.id, pod: op.podName, boundMs: bound, stillIn: res.left });
-    else this.d.log.info('pod drained', { op: op.id, pod: op.podName, slices: res.slices, waitedMs: res.waitedMs });
+    const bound = Math.max(0, Math.min(op.request.drainMs ?? DEFAULT_DRAIN_MS, ctx.deadline - this.d.clock.now()));
+    const res = await drainPod(this.way, op, t, ns, ip, written.metadata?.uid ?? '', bound, ctx);
+    if (!res.drained) this.d.log.warn('drain cut short; going on', { op: op.id, pod: op.podName, boundMs: bound, detail: res.detail });
+    else this.d.log.info('pod drained', { op: op.id, pod: op.podName, waitedMs: res.waitedMs, detail: res.detail });
     return written;
   }
 

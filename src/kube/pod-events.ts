@@ -20,6 +20,7 @@ export const EventReasons = {
   RestartFailed: 'RestartFailed',
   RolledBack: 'RolledBack',
   BackOff: 'BackOff',
+  RestartedUndrained: 'RestartedUndrained',
 } as const;
 
 /** The component events are reported as. */

@@ -2,16 +2,9 @@ import assert from 'node:assert/strict';
 import type { CoreV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 import { AgentError } from '../../src/errors.js';
 import type { KubeApi } from '../../src/kube/kube-api.js';
-import { slicesHolding, waitDrained } from '../../src/kube/endpoint-drain.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { silentLogger } from '../../src/log.js';
 import { ManualClock } from '../support/manual-clock.js';
-
-const slice = (name: string, ip: string, ready: boolean): V1EndpointSlice => ({
-  metadata: { name },
-  addressType: 'IPv4',
-  endpoints: [{ addresses: [ip], conditions: { ready } }],
-});
 
 /** Serves a scripted sequence of EndpointSlice lists (the last one repeats) and records events. */
 class ScriptedApi implements Partial<KubeApi> {
@@ -34,39 +27,6 @@ class ScriptedApi implements Partial<KubeApi> {
     return Promise.resolve();
   }
 }
-
-describe('kube: drain through the EndpointSlices', () => {
-  it('counts only slices where the address is a ready endpoint', () => {
-    assert.deepEqual(slicesHolding([slice('a', '10.0.0.5', true), slice('b', '10.0.0.5', false), slice('c', '10.0.0.6', true)], '10.0.0.5', ''), ['a']);
-  });
-
-  it('waits until every slice that held the address let it go, polling, not sleeping the bound', async () => {
-    const clock = new ManualClock();
-    const api = new ScriptedApi([
-      [slice('a', '10.0.0.5', true), slice('b', '10.0.0.5', true)],
-      [slice('a', '10.0.0.5', false), slice('b', '10.0.0.5', true)],
-      [slice('a', '10.0.0.5', false), slice('b', '10.0.0.5', false)],
-    ]);
-    const res = await waitDrained(api as unknown as KubeApi, 'shop', '10.0.0.5', '', 5000, clock, 100);
-    assert.equal(res.drained, true);
-    assert.deepEqual(res.slices, ['a', 'b']);
-    assert.equal(res.waitedMs, 200);
-  });
-
-  it('gives up at the bound and says which slices still hold the address', async () => {
-    const clock = new ManualClock();
-    const api = new ScriptedApi([[slice('a', '10.0.0.5', true)]]);
-    const res = await waitDrained(api as unknown as KubeApi, 'shop', '10.0.0.5', '', 1000, clock, 100);
-    assert.equal(res.drained, false);
-    assert.deepEqual(res.left, ['a']);
-    assert.equal(res.waitedMs, 1000);
-  });
-
-  it('does not wait for a pod that no slice holds', async () => {
-    const res = await waitDrained(new ScriptedApi([[]]) as unknown as KubeApi, 'shop', '10.0.0.5', '', 5000, new ManualClock());
-    assert.deepEqual(res, { drained: true, slices: [], left: [], waitedMs: 0 });
-  });
-});
 
 describe('kube: pod events', () => {
   const pod: V1Pod = { metadata: { namespace: 'shop', name: 'web', uid: 'u1' } };

@@ -94,6 +94,8 @@ export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeNam
       newImage: c.newImage || undefined,
       exitCode: c.exitCode,
       downtimeMilliseconds: c.downtimeMs,
+      traffic: c.traffic,
+      unservedMilliseconds: c.unservedMs,
       message: c.error,
     })),
     conditions: [condition(cr.status, cond, now)],

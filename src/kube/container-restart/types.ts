@@ -41,6 +41,10 @@ export interface ContainerRestartContainerStatus {
   newImage?: string;
   exitCode?: number;
   downtimeMilliseconds?: number;
+  /** What clients behind the pod's Services saw (drained, or restarted undrained). */
+  traffic?: string;
+  /** Longest time a Service of the pod had no ready endpoint during the restart (absent: it always had one). */
+  unservedMilliseconds?: number;
   message?: string;
 }
 

@@ -1,0 +1,110 @@
+// After the EndpointSlices let an address go, the node's data plane must apply that before the container
+// stops: kube-proxy applies slice changes at most once per minSyncPeriod. Where kube-proxy's metrics can be
+// read, the wait ends once it has synced after the change was seen AND minSyncPeriod has passed since (every
+// node's proxy applies a change within that period of receiving it). Where nothing can be read (an eBPF data
+// plane, no reachable metrics), it ends after a fixed settle time. Either way it stays within the bound given.
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { KubeProxyMetrics, ProxyConfig } from './kube-proxy-metrics.js';
+
+/** What the wait reads of kube-proxy (KubeProxyMetrics, or a fake). */
+export type ProxyReader = Pick<KubeProxyMetrics, 'url' | 'sample' | 'config'>;
+
+/** Default settle time when the data plane cannot be observed (--drain-settle). */
+export const DEFAULT_DRAIN_SETTLE_MS = 2000;
+
+/** kube-proxy's configuration is read again after this long. */
+const CONFIG_TTL_MS = 60_000;
+
+/** How the data plane was waited for. */
+export type DrainWay = 'kube-proxy' | 'settle';
+
+/** The outcome of one wait. */
+export interface DataPlaneWait {
+  way: DrainWay;
+  /** False when the bound came first. */
+  done: boolean;
+  waitedMs: number;
+  /** What was waited on, for the operation's record. */
+  detail: string;
+}
+
+/** Waits for the node's data plane to apply a slice change. */
+export class DataPlane {
+  private config?: { cfg: ProxyConfig; at: number };
+  private announced = '';
+
+  constructor(
+    private readonly metrics: ProxyReader | undefined,
+    private readonly settleMs: number,
+    private readonly clock: Clock,
+    private readonly log: Logger,
+    private readonly pollMs = 100,
+  ) {}
+
+  /** Waits until the change seen at seenAt (clock ms) is applied, or until `until` (clock ms). */
+  async wait(seenAt: number, until: number): Promise<DataPlaneWait> {
+    const began = this.clock.now();
+    if (!this.metrics) return this.settle(seenAt, until, began, 'no kube-proxy metrics address configured');
+    let cfg: ProxyConfig;
+    try {
+      cfg = await this.proxyConfig();
+      await this.metrics.sample();
+    } catch (err) {
+      return this.settle(seenAt, until, began, `kube-proxy metrics unreadable: ${(err as Error).message}`);
+    }
+    this.announce('kube-proxy', `observing kube-proxy at ${this.metrics.url} (mode ${cfg.mode}, minSyncPeriod ${cfg.minSyncMs} ms)`);
+    let after = seenAt;
+    let bumped = false;
+    for (;;) {
+      const now = this.clock.now();
+      let s;
+      try {
+        s = await this.metrics.sample();
+      } catch (err) {
+        return this.settle(seenAt, until, began, `kube-proxy metrics lost: ${(err as Error).message}`);
+      }
+      if (now - seenAt >= cfg.minSyncMs && s.lastSyncMs > after) {
+        if (s.pending === 0) {
+          const waited = this.clock.now() - began;
+          return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) synced ${Math.round(s.lastSyncMs - seenAt)} ms after the slice change, minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms` };
+        }
+        // Other changes wait too: one more sync, after this reading, covers ours whatever they are.
+        if (!bumped) {
+          bumped = true;
+          after = now;
+        }
+      }
+      const left = until - this.clock.now();
+      if (left <= 0) {
+        const waited = this.clock.now() - began;
+        return { way: 'kube-proxy', done: false, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) not seen synced after the slice change within the drain bound: ${waited} ms` };
+      }
+      await this.clock.sleep(Math.min(this.pollMs, left));
+    }
+  }
+
+  private async proxyConfig(): Promise<ProxyConfig> {
+    const now = this.clock.now();
+    if (this.config && now - this.config.at < CONFIG_TTL_MS) return this.config.cfg;
+    const cfg = await this.metrics!.config();
+    this.config = { cfg, at: now };
+    return cfg;
+  }
+
+  private async settle(seenAt: number, until: number, began: number, why: string): Promise<DataPlaneWait> {
+    this.announce('settle', `settling ${this.settleMs} ms after each slice change (${why})`);
+    const end = Math.min(seenAt + this.settleMs, until);
+    const left = end - this.clock.now();
+    if (left > 0) await this.clock.sleep(left);
+    const waited = this.clock.now() - began;
+    return { way: 'settle', done: seenAt + this.settleMs <= until, waitedMs: waited, detail: `settle ${this.settleMs} ms (${why}): ${waited} ms` };
+  }
+
+  /** Logs which way this node drains, once, and again only when that changes. */
+  private announce(way: DrainWay, text: string): void {
+    if (this.announced === way) return;
+    this.announced = way;
+    this.log.info(`drain: ${text}`, { way });
+  }
+}

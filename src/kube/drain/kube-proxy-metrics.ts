@@ -1,0 +1,96 @@
+// What the node's kube-proxy says about its data plane, read from its metrics address: when it last applied
+// its rules, how many endpoint changes wait to be applied, and (from /configz) the least time it leaves
+// between two syncs. Parsing is pure; reading is one HTTP GET per sample, bounded.
+import { parseDuration } from '../../duration.js';
+
+/** The default metrics address of kube-proxy (its metricsBindAddress). */
+export const DEFAULT_PROXY_METRICS_URL = 'http://127.0.0.1:10249';
+
+/** Metric: epoch seconds of the last successful sync of the rules, one per IP family. */
+const LAST_SYNC = 'kubeproxy_sync_proxy_rules_last_timestamp_seconds';
+/** Metric: endpoint changes received and not yet applied. */
+const PENDING = 'kubeproxy_sync_proxy_rules_endpoint_changes_pending';
+
+/** One reading of kube-proxy's sync metrics. */
+export interface ProxySyncSample {
+  /** Epoch ms of the last sync of every IP family (the oldest of them). */
+  lastSyncMs: number;
+  /** Endpoint changes not yet applied (summed over families). */
+  pending: number;
+}
+
+/** kube-proxy's configuration as far as the drain needs it. */
+export interface ProxyConfig {
+  mode: string;
+  minSyncMs: number;
+}
+
+/** The sync metrics out of a Prometheus text exposition; throws naming what is missing. */
+export function parseSyncMetrics(text: string): ProxySyncSample {
+  const last: number[] = [];
+  let pending: number | undefined;
+  for (const line of text.split('\n')) {
+    if (line.startsWith('#')) continue;
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)/.exec(line);
+    if (!m) continue;
+    const v = Number(m[3]);
+    if (!Number.isFinite(v)) continue;
+    if (m[1] === LAST_SYNC) last.push(v);
+    else if (m[1] === PENDING) pending = (pending ?? 0) + v;
+  }
+  if (last.length === 0) throw new Error(`no ${LAST_SYNC} in the metrics`);
+  return { lastSyncMs: Math.min(...last) * 1000, pending: pending ?? 0 };
+}
+
+/** Go duration text ("1s", "500ms", "1m0s") in ms. */
+function goDuration(v: unknown): number | undefined {
+  if (typeof v === 'number') return v / 1e6; // nanoseconds
+  if (typeof v !== 'string' || v === '') return undefined;
+  try {
+    return parseDuration(v.replace(/(\d)m0s$/, '$1m'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** Mode and minSyncPeriod out of kube-proxy's /configz answer; throws naming what is missing. */
+export function parseConfigz(body: unknown): ProxyConfig {
+  const root = (body as Record<string, unknown> | null) ?? {};
+  const cfg = (root['kubeproxy.config.k8s.io'] ?? root) as Record<string, unknown>;
+  const mode = typeof cfg.mode === 'string' && cfg.mode !== '' ? cfg.mode : 'iptables';
+  const byMode = cfg[mode] as Record<string, unknown> | undefined;
+  const min = goDuration(cfg.minSyncPeriod) ?? goDuration(byMode?.minSyncPeriod);
+  if (min === undefined) throw new Error(`no minSyncPeriod for mode ${mode} in /configz`);
+  return { mode, minSyncMs: min };
+}
+
+/** Reads kube-proxy's metrics address. */
+export class KubeProxyMetrics {
+  constructor(
+    readonly url: string,
+    private readonly timeoutMs = 500,
+  ) {}
+
+  /** The current sync metrics; throws saying why they cannot be read. */
+  async sample(): Promise<ProxySyncSample> {
+    return parseSyncMetrics(await this.get('/metrics', (r) => r.text()));
+  }
+
+  /** kube-proxy's mode and minSyncPeriod; throws saying why they cannot be read. */
+  async config(): Promise<ProxyConfig> {
+    return parseConfigz(await this.get('/configz', (r) => r.json()));
+  }
+
+  private async get<T>(path: string, body: (r: Response) => Promise<T>): Promise<T> {
+    const url = new URL(path, this.url).toString();
+    let res: Response;
+    try {
+      res = await fetch(url, { signal: AbortSignal.timeout(this.timeoutMs) });
+    } catch (err) {
+      const cause = (err as { cause?: { code?: string } }).cause?.code;
+      throw new Error(`${url}: ${cause ?? (err instanceof Error ? err.message : String(err))}`);
+    }
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    return body(res);
+  }
+}

@@ -1,0 +1,197 @@
+import assert from 'node:assert/strict';
+import type { V1EndpointSlice } from '@kubernetes/client-node';
+import type { KubeApi } from '../../src/kube/kube-api.js';
+import { DataPlane, type ProxyReader } from '../../src/kube/drain/data-plane.js';
+import { Drainer } from '../../src/kube/drain/drainer.js';
+import { readyOthers, servicesListing, slicesHolding } from '../../src/kube/drain/endpoints.js';
+import { parseConfigz, parseSyncMetrics, type ProxySyncSample } from '../../src/kube/drain/kube-proxy-metrics.js';
+import { polledSlices } from '../../src/kube/drain/slice-feed.js';
+import { silentLogger } from '../../src/log.js';
+import { ManualClock } from '../support/manual-clock.js';
+
+const A = { ip: '10.0.0.5', podUid: 'u5' };
+
+/** A slice of Service svc with the given endpoints (ip, ready). */
+const slice = (name: string, svc: string, eps: [string, boolean][]): V1EndpointSlice => ({
+  metadata: { name, labels: { 'kubernetes.io/service-name': svc } },
+  addressType: 'IPv4',
+  endpoints: eps.map(([ip, ready]) => ({ addresses: [ip], conditions: { ready } })),
+});
+
+/** Serves a scripted sequence of slice lists, one per list call (the last repeats). */
+function scriptedApi(script: V1EndpointSlice[][]): KubeApi & { lists: number } {
+  const api = {
+    lists: 0,
+    listEndpointSlices: () => Promise.resolve(script[Math.min(api.lists++, script.length - 1)]),
+  };
+  return api as unknown as KubeApi & { lists: number };
+}
+
+/** kube-proxy as a function of the clock: it syncs at the given times (epoch ms), pending as scripted. */
+class FakeProxy implements ProxyReader {
+  url = 'http://127.0.0.1:10249';
+  down = false;
+  constructor(
+    private readonly clock: ManualClock,
+    private readonly syncs: number[],
+    private readonly minSyncMs = 1000,
+    private readonly pendingUntil = 0,
+  ) {}
+  sample(): Promise<ProxySyncSample> {
+    if (this.down) return Promise.reject(new Error(`${this.url}/metrics: ECONNREFUSED`));
+    const now = this.clock.now();
+    const last = Math.max(0, ...this.syncs.filter((t) => t <= now));
+    return Promise.resolve({ lastSyncMs: last, pending: now < this.pendingUntil ? 1 : 0 });
+  }
+  config() {
+    if (this.down) return Promise.reject(new Error(`${this.url}/configz: ECONNREFUSED`));
+    return Promise.resolve({ mode: 'iptables', minSyncMs: this.minSyncMs });
+  }
+}
+
+describe('drain: what the EndpointSlices say', () => {
+  it('counts only slices where the address is a ready endpoint, by IP or by Pod UID', () => {
+    const s = [slice('a', 'web', [['10.0.0.5', true]]), slice('b', 'web', [['10.0.0.5', false]]), slice('c', 'api', [['10.0.0.6', true]])];
+    assert.deepEqual(slicesHolding(s, A), ['a']);
+    const byUid: V1EndpointSlice = { metadata: { name: 'd' }, addressType: 'IPv4', endpoints: [{ addresses: ['10.9.9.9'], targetRef: { kind: 'Pod', uid: 'u5' } }] };
+    assert.deepEqual(slicesHolding([byUid], A), ['d'], 'no conditions: ready, as the API says');
+  });
+
+  it('counts the other ready endpoints of each Service that lists the address', () => {
+    const s = [slice('a', 'web', [['10.0.0.5', true], ['10.0.0.7', false]]), slice('b', 'web', [['10.0.0.8', true]]), slice('c', 'solo', [['10.0.0.5', true]])];
+    assert.deepEqual(servicesListing(s, A).sort(), ['solo', 'web']);
+    assert.deepEqual([...readyOthers(s, ['web', 'solo'], A)], [['web', 1], ['solo', 0]]);
+  });
+});
+
+describe('drain: kube-proxy metrics', () => {
+  it('reads the last sync (oldest family) and pending changes from the exposition', () => {
+    const text = [
+      '# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds [ALPHA] The last time proxy rules were successfully synced',
+      '# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge',
+      'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.7646e+09',
+      'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} 1.7645e+09',
+      'kubeproxy_sync_proxy_rules_endpoint_changes_pending 2',
+    ].join('\n');
+    assert.deepEqual(parseSyncMetrics(text), { lastSyncMs: 1.7645e12, pending: 2 });
+    assert.throws(() => parseSyncMetrics('up 1\n'), /no kubeproxy_sync_proxy_rules_last_timestamp_seconds/);
+  });
+
+  it('reads minSyncPeriod from /configz, top-level or under the mode', () => {
+    assert.deepEqual(parseConfigz({ 'kubeproxy.config.k8s.io': { mode: 'iptables', iptables: { minSyncPeriod: '1s' } } }), { mode: 'iptables', minSyncMs: 1000 });
+    assert.deepEqual(parseConfigz({ 'kubeproxy.config.k8s.io': { mode: 'nftables', minSyncPeriod: '1m0s' } }), { mode: 'nftables', minSyncMs: 60_000 });
+    assert.deepEqual(parseConfigz({ 'kubeproxy.config.k8s.io': { mode: 'ipvs', ipvs: { minSyncPeriod: '500ms' } } }), { mode: 'ipvs', minSyncMs: 500 });
+    assert.throws(() => parseConfigz({ 'kubeproxy.config.k8s.io': { mode: 'iptables' } }), /no minSyncPeriod/);
+  });
+});
+
+describe('drain: waiting for the data plane', () => {
+  it('ends once kube-proxy synced after the change and minSyncPeriod passed since it was seen', async () => {
+    const clock = new ManualClock();
+    const seen = clock.now();
+    // A sync just before the change (it must not count), then one 1.3 s after it.
+    const dp = new DataPlane(new FakeProxy(clock, [seen - 10, seen + 1300]), 2000, clock, silentLogger());
+    const w = await dp.wait(seen, seen + 5000);
+    assert.equal(w.way, 'kube-proxy');
+    assert.equal(w.done, true);
+    assert.ok(clock.now() - seen >= 1300 && clock.now() - seen < 1500, `ended ${clock.now() - seen} ms after the change`);
+    assert.match(w.detail, /kube-proxy \(iptables\) synced 1300 ms after the slice change/);
+  });
+
+  it('a sync soon after the change still waits out minSyncPeriod (the other nodes apply it within that)', async () => {
+    const clock = new ManualClock();
+    const seen = clock.now();
+    const dp = new DataPlane(new FakeProxy(clock, [seen + 50]), 2000, clock, silentLogger());
+    await dp.wait(seen, seen + 5000);
+    assert.ok(clock.now() - seen >= 1000 && clock.now() - seen < 1200, `ended ${clock.now() - seen} ms after the change`);
+  });
+
+  it('with changes still pending at that sync, waits for one more sync', async () => {
+    const clock = new ManualClock();
+    const seen = clock.now();
+    const dp = new DataPlane(new FakeProxy(clock, [seen + 100, seen + 2100], 1000, seen + 1500), 2000, clock, silentLogger());
+    await dp.wait(seen, seen + 5000);
+    assert.ok(clock.now() - seen >= 2100 && clock.now() - seen < 2300, `ended ${clock.now() - seen} ms after the change`);
+  });
+
+  it('stops at the bound and says so', async () => {
+    const clock = new ManualClock();
+    const seen = clock.now();
+    const w = await new DataPlane(new FakeProxy(clock, [seen - 10]), 2000, clock, silentLogger()).wait(seen, seen + 700);
+    assert.equal(w.done, false);
+    assert.equal(clock.now() - seen, 700);
+    assert.match(w.detail, /not seen synced/);
+  });
+
+  it('falls back to the settle time when kube-proxy cannot be read, and says why', async () => {
+    const clock = new ManualClock();
+    const seen = clock.now();
+    const proxy = new FakeProxy(clock, []);
+    proxy.down = true;
+    const w = await new DataPlane(proxy, 2000, clock, silentLogger()).wait(seen, seen + 5000);
+    assert.equal(w.way, 'settle');
+    assert.equal(clock.now() - seen, 2000);
+    assert.match(w.detail, /settle 2000 ms \(kube-proxy metrics unreadable: .*ECONNREFUSED\)/);
+    const none = await new DataPlane(undefined, 300, clock, silentLogger()).wait(clock.now(), clock.now() + 5000);
+    assert.equal(none.way, 'settle');
+    assert.equal(none.waitedMs, 300);
+  });
+});
+
+describe('drain: the Drainer', () => {
+  const settle = (clock: ManualClock, ms = 1000) => new DataPlane(undefined, ms, clock, silentLogger());
+
+  it('waits until the slices let the address go, then for the data plane, within the bound', async () => {
+    const clock = new ManualClock();
+    const api = scriptedApi([
+      [slice('a', 'web', [['10.0.0.5', true], ['10.0.0.6', true]])],
+      [slice('a', 'web', [['10.0.0.5', true], ['10.0.0.6', true]])],
+      [slice('a', 'web', [['10.0.0.5', false], ['10.0.0.6', true]])],
+    ]);
+    const d = new Drainer(polledSlices(api, clock), settle(clock), clock);
+    const began = clock.now();
+    const r = await d.drain('op1/', 'shop', A, 5000);
+    assert.equal(r.drained, true);
+    assert.equal(clock.now() - began, 200 + 1000, 'two looks at the slices, then the settle time');
+    assert.match(r.detail, /^EndpointSlices a let the address go: 200 ms; settle 1000 ms/);
+    await d.release('op1/');
+  });
+
+  it('does not wait for the only ready endpoint of its Service, and measures the window without one', async () => {
+    const clock = new ManualClock();
+    const script = [
+      [slice('a', 'solo', [['10.0.0.5', true]])],
+      [slice('a', 'solo', [['10.0.0.5', false]])],
+      [slice('a', 'solo', [['10.0.0.5', false]])],
+      [slice('a', 'solo', [['10.0.0.5', true]])],
+    ];
+    const api = scriptedApi(script);
+    const d = new Drainer(polledSlices(api, clock), settle(clock), clock);
+    const began = clock.now();
+    const r = await d.drain('op1/', 'shop', A, 5000);
+    assert.equal(clock.now(), began, 'nothing waited for');
+    assert.match(r.detail, /the only ready endpoint of solo/);
+    const back = await d.readyAgain('op1/', 'shop', A, 10_000);
+    assert.equal(back.ready, true);
+    assert.deepEqual(back.unserved, ['solo']);
+    assert.equal(back.unservedMs, 200, 'from the first view without a ready endpoint to the first with one');
+    assert.match(back.detail, /a ready endpoint again after 200 ms; solo had no ready endpoint for 200ms/);
+  });
+
+  it('says when the address is not ready again within the bound', async () => {
+    const clock = new ManualClock();
+    const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.5', false], ['10.0.0.6', true]])]]), clock), settle(clock), clock);
+    const back = await d.readyAgain('op2/', 'shop', A, 1000);
+    assert.equal(back.ready, false);
+    assert.equal(back.unservedMs, undefined);
+    assert.match(back.detail, /not a ready endpoint again within 1000 ms/);
+  });
+
+  it('drain 0 waits for nothing', async () => {
+    const clock = new ManualClock();
+    const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.5', true]])]]), clock), settle(clock), clock);
+    const r = await d.drain('op3/', 'shop', A, 0);
+    assert.deepEqual(r, { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for' });
+    await d.release('op3/');
+  });
+});
