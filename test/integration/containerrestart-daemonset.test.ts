@@ -14,6 +14,7 @@ import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { retag } from '../support/registry-retag.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
@@ -24,23 +25,6 @@ const SIBLINGS = ['sidecar', 'logger'];
 
 /** Exits 0 on SIGTERM (so the kubelet starts the next instance of a same-image restart). */
 const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
-
-/**
- * Gives an image in the loopback registry a second tag (its manifest put again under that tag), so the node has
- * it under no such reference and a restart to it is a real pull, with the kubelet-style Pulling event.
- */
-async function retag(registry: string, ref: string, tag: string): Promise<string> {
-  const m = ref.slice(registry.length + 1).match(/^(.+):([^:/]+)$/);
-  if (!m) throw new Error(`not a tagged reference in ${registry}: ${ref}`);
-  const [, repo, from] = m;
-  const accept = ['application/vnd.oci.image.manifest.v1+json', 'application/vnd.docker.distribution.manifest.v2+json', 'application/vnd.oci.image.index.v1+json'].join(', ');
-  const got = await fetch(`http://${registry}/v2/${repo}/manifests/${from}`, { headers: { accept } });
-  if (!got.ok) throw new Error(`GET manifest ${ref}: ${got.status}`);
-  const type = got.headers.get('content-type') ?? 'application/vnd.oci.image.manifest.v1+json';
-  const put = await fetch(`http://${registry}/v2/${repo}/manifests/${tag}`, { method: 'PUT', headers: { 'content-type': type }, body: Buffer.from(await got.arrayBuffer()) });
-  if (!put.ok) throw new Error(`PUT manifest ${repo}:${tag}: ${put.status} ${await put.text()}`);
-  return `${registry}/${repo}:${tag}`;
-}
 
 /** Polls probe until it returns a value; fails after ms with what was last seen. */
 async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, last: () => string = () => ''): Promise<T> {

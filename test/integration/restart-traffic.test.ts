@@ -1,0 +1,157 @@
+// Restarts that clients behind a Service cannot see (issue 16), on the real cluster with its real kube-proxy,
+// through ContainerRestart objects handled by the DaemonSet's agent (scripts/kube-deploy-agent, hostNetwork,
+// reading this cluster's kube-proxy metrics). Four gated replicas of a small HTTP server behind a NodePort
+// Service; during each restart (and 2 s before and after) one client opens a new connection every 10 ms to the
+// ClusterIP, one to the NodePort on the node's address, and one reuses keep-alive connections. The failures
+// are counted; `drain: 0` shows the count is real. A one-replica Service has its window without a ready
+// endpoint measured by the agent.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { AgentClient } from '../../src/api/client.js';
+import type { OperationView } from '../../src/api/convert.js';
+import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { retag } from '../support/registry-retag.js';
+import { requireRuntime } from '../support/require-runtime.js';
+import { agentImage, createService, serverPod, waitReadyEndpoints, type ServiceAddress } from '../support/traffic-fixture.js';
+import { describeTallies, failedOf, keepAliveClient, newConnectionClient, withTraffic, type Tally } from '../support/traffic.js';
+
+const env = kubeEnv();
+const REPLICAS = 4;
+const MARGIN_MS = 2000;
+
+describe('restarts behind a Service: what clients see (real cluster, real kube-proxy)', function () {
+  this.timeout(300_000);
+  const kc = new KubeConfig();
+  let core: CoreV1Api;
+  let crs: ContainerRestartApi;
+  let ns: string | undefined;
+  let image = '';
+  let web: ServiceAddress;
+  let solo: ServiceAddress;
+  let agentSocket = '';
+  let n = 0;
+
+  const clients = (svc: ServiceAddress) => ({
+    clusterIp: () => newConnectionClient({ host: svc.clusterIp, port: svc.port }),
+    nodePort: () => newConnectionClient({ host: svc.nodeIp, port: svc.nodePort }),
+    keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port }, 2),
+  });
+
+  /** Creates one ContainerRestart per pod, `gapMs` apart, and waits until each has ended; returns them. */
+  const restart = async (pods: string[], gapMs: number, strategy: ContainerRestart['spec']['strategy'] = {}, newImage?: string): Promise<ContainerRestart[]> => {
+    const names: string[] = [];
+    for (const [i, pod] of pods.entries()) {
+      if (i > 0) await new Promise((r) => setTimeout(r, gapMs));
+      const name = `r${++n}-${pod}`;
+      await crs.create(containerRestart(ns as string, name, { podName: pod, containers: [{ name: 'app', ...(newImage ? { image: newImage } : {}) }], strategy: { minReadySeconds: 0, ...strategy } }));
+      names.push(name);
+    }
+    return Promise.all(names.map((name) => waitForStatus(crs, ns as string, name, (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed', 120_000)));
+  };
+  const operation = async (cr: ContainerRestart): Promise<OperationView> => {
+    const c = new AgentClient(`unix://${agentSocket}`);
+    try {
+      return await c.getOperation(cr.status?.operationId ?? '');
+    } finally {
+      c.close();
+    }
+  };
+  const succeeded = (done: ContainerRestart[]) => {
+    for (const cr of done) assert.equal(cr.status?.phase, 'Succeeded', `${cr.metadata.name}: ${JSON.stringify(cr.status)}`);
+  };
+  const noFailures = (tallies: Record<string, Tally>) => {
+    const text = describeTallies(tallies);
+    console.log(`      traffic: ${text}`);
+    for (const t of Object.values(tallies)) assert.ok(t.ok > 100, `the clients got answers: ${text}`);
+    assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
+  };
+  const settled = () => waitReadyEndpoints(kc, ns as string, 'web', REPLICAS);
+
+  before(async function () {
+    await requireRuntime(this, `the agent's DaemonSet inplace-system/inplace-agent on the test cluster (scripts/kube-deploy-agent)`, async () => {
+      kc.loadFromFile(env.kubeconfig);
+      core = kc.makeApiClient(CoreV1Api);
+      image = await agentImage(kc);
+      const ds = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'inplace-agent', namespace: 'inplace-system' });
+      const run = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'agent-run')?.hostPath?.path;
+      if (!run) throw new Error('the DaemonSet has no hostPath volume "agent-run"');
+      agentSocket = path.join(run, 'agent.sock');
+    });
+    crs = new ContainerRestartApi(kc);
+    ns = await createNamespace(kc, 'ktraffic');
+    for (let i = 0; i < REPLICAS; i++) await core.createNamespacedPod({ namespace: ns, body: serverPod(ns, `web-${i}`, 'web', image) });
+    await core.createNamespacedPod({ namespace: ns, body: serverPod(ns, 'solo-0', 'solo', image) });
+    web = await createService(kc, ns, 'web', 'web');
+    solo = await createService(kc, ns, 'solo', 'solo');
+    await settled();
+    await waitReadyEndpoints(kc, ns, 'solo', 1);
+  });
+
+  after(async () => {
+    if (ns) await deleteNamespace(kc, ns);
+  });
+
+  it('one restart, same image: 0 failed; the drain waited for kube-proxy and saw the address back', async () => {
+    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-0'], 0));
+    succeeded(result);
+    noFailures(tallies);
+    const op = await operation(result[0]);
+    const c = op.containers[0];
+    const draining = c.steps.find((s) => s.step === 'Draining')?.detail ?? '';
+    assert.match(draining, /^EndpointSlices \S+ let the address go: \d+ ms; kube-proxy \(iptables\) synced \d+ ms after the slice change, minSyncPeriod 1000 ms/, draining);
+    assert.match(c.steps.find((s) => s.step === 'Verified')?.detail ?? '', /^a ready endpoint again after \d+ ms$/);
+    assert.equal(c.unservedMs, undefined, 'three other replicas served meanwhile');
+    assert.equal(result[0].status?.containers?.[0]?.traffic, c.traffic, 'the ContainerRestart shows the same traffic note');
+    await settled();
+  });
+
+  it('one image change: 0 failed', async () => {
+    const next = await retag(env.sandbox.registry, image, `traffic-${randomBytes(3).toString('hex')}`);
+    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-1'], 0, {}, next));
+    succeeded(result);
+    assert.equal(result[0].status?.containers?.[0]?.newImage, next);
+    noFailures(tallies);
+    await settled();
+  });
+
+  it('three restarts started 300 ms apart on 4 replicas: 0 failed', async () => {
+    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-0', 'web-2', 'web-3'], 300));
+    succeeded(result);
+    noFailures(tallies);
+    await settled();
+  });
+
+  it('drain 0 (no drain): the same three restarts fail requests, and the clients count them', async () => {
+    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-1', 'web-2', 'web-3'], 300, { drainSeconds: 0 }));
+    succeeded(result);
+    const text = describeTallies(tallies);
+    console.log(`      traffic: ${text}`);
+    assert.ok(failedOf(tallies) > 0, `requests failed without a drain: ${text}`);
+    assert.equal((await operation(result[0])).containers[0].steps.find((s) => s.step === 'Draining')?.detail, 'drain 0: nothing waited for');
+    await settled();
+  });
+
+  it('one replica: the window without a ready endpoint is measured and reported, within stop + start + readiness', async () => {
+    const { result, tallies } = await withTraffic({ clusterIp: clients(solo).clusterIp }, MARGIN_MS, () => restart(['solo-0'], 0));
+    succeeded(result);
+    const op = await operation(result[0]);
+    const c = op.containers[0];
+    console.log(`      one replica: ${c.traffic}; traffic: ${describeTallies(tallies)}`);
+    assert.match(c.steps.find((s) => s.step === 'Draining')?.detail ?? '', /the only ready endpoint of solo: not waited for/);
+    assert.ok(c.unservedMs !== undefined && c.unservedMs > 0, `a window was measured: ${c.traffic}`);
+    assert.equal(result[0].status?.containers?.[0]?.unservedMilliseconds, c.unservedMs, 'the ContainerRestart reports it');
+    // Stop + start + readiness: from the stop call to the kubelet reporting the new instance ready (minReady 0),
+    // plus one round of condition -> Ready -> EndpointSlice at each end.
+    const at = (step: string) => Date.parse(c.steps.find((s) => s.step === step)?.at ?? '');
+    const ownMs = at('Verified') - at('Stopping');
+    assert.ok(c.unservedMs <= ownMs + 1500, `window ${c.unservedMs} ms, the container's own stop + start + readiness ${ownMs} ms`);
+    assert.ok(failedOf(tallies) > 0, 'with one replica the restart is seen (the window is real)');
+  });
+});
+

@@ -1,0 +1,156 @@
+// Clients that send HTTP requests to a Service for as long as a restart runs and count what failed: one opens
+// a new connection for every request (as a client behind a load balancer), one keeps connections alive and
+// reuses them (Node's http Agent with keepAlive). Both are bounded in time and count and stop by themselves.
+// Targets are the test cluster's own addresses (a ClusterIP, a NodePort on the node's address) or loopback.
+import http from 'node:http';
+
+/** What a client saw. */
+export interface Tally {
+  ok: number;
+  failed: number;
+  /** Failures by error code (ECONNREFUSED, ECONNRESET, timeout, HTTP 503...). */
+  errors: Record<string, number>;
+  /** Longest time between two successful responses, ms. */
+  longestGapMs: number;
+}
+
+/** A running client. */
+export interface TrafficClient {
+  /** Stops sending, waits for the requests in flight, and returns the tally. */
+  stop(): Promise<Tally>;
+}
+
+/** Where and how often to send. */
+export interface TrafficTarget {
+  host: string;
+  port: number;
+  /** Time between two requests (of one lane), ms (default 10). */
+  everyMs?: number;
+  /** The client stops by itself after this long (default 120 s) or this many requests (default 20,000). */
+  maxMs?: number;
+  maxRequests?: number;
+  /** A request with no answer after this long counts as failed (default 2 s). */
+  timeoutMs?: number;
+}
+
+class Counter {
+  ok = 0;
+  failed = 0;
+  errors: Record<string, number> = {};
+  private last = 0;
+  private longest = 0;
+  sent = 0;
+
+  success(): void {
+    const now = performance.now();
+    if (this.last > 0) this.longest = Math.max(this.longest, now - this.last);
+    this.last = now;
+    this.ok++;
+  }
+
+  failure(code: string): void {
+    this.failed++;
+    this.errors[code] = (this.errors[code] ?? 0) + 1;
+  }
+
+  tally(): Tally {
+    return { ok: this.ok, failed: this.failed, errors: { ...this.errors }, longestGapMs: Math.round(this.longest) };
+  }
+}
+
+/** One GET; resolves when it succeeded or failed (never rejects). */
+function get(t: TrafficTarget, agent: http.Agent | false, c: Counter): Promise<void> {
+  return new Promise((resolve) => {
+    let settled = false;
+    const done = (code?: string) => {
+      if (settled) return;
+      settled = true;
+      if (code === undefined) c.success();
+      else c.failure(code);
+      resolve();
+    };
+    const req = http.get({ host: t.host, port: t.port, path: '/', agent, timeout: t.timeoutMs ?? 2000 }, (res) => {
+      res.resume();
+      res.once('end', () => done(res.statusCode === 200 ? undefined : `HTTP ${res.statusCode}`));
+      res.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'response error'));
+    });
+    req.once('timeout', () => {
+      req.destroy();
+      done('timeout');
+    });
+    req.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
+  });
+}
+
+/** A new connection for every request, one request every everyMs whatever the answers take. */
+export function newConnectionClient(t: TrafficTarget): TrafficClient {
+  const c = new Counter();
+  const inflight = new Set<Promise<void>>();
+  const began = Date.now();
+  const timer = setInterval(() => {
+    if (c.sent >= (t.maxRequests ?? 20_000) || Date.now() - began > (t.maxMs ?? 120_000)) return clearInterval(timer);
+    c.sent++;
+    const p = get(t, false, c).then(() => void inflight.delete(p));
+    inflight.add(p);
+  }, t.everyMs ?? 10);
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await Promise.all([...inflight]);
+      return c.tally();
+    },
+  };
+}
+
+/** `lanes` connections kept alive and reused, each sending its next request everyMs after the last answer. */
+export function keepAliveClient(t: TrafficTarget, lanes = 2): TrafficClient {
+  const c = new Counter();
+  let running = true;
+  const began = Date.now();
+  const agents: http.Agent[] = [];
+  const lane = async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    agents.push(agent);
+    while (running && c.sent < (t.maxRequests ?? 20_000) && Date.now() - began <= (t.maxMs ?? 120_000)) {
+      c.sent++;
+      await get(t, agent, c);
+      await new Promise((r) => setTimeout(r, t.everyMs ?? 10));
+    }
+  };
+  const all = Promise.all(Array.from({ length: lanes }, lane));
+  return {
+    stop: async () => {
+      running = false;
+      await all;
+      for (const a of agents) a.destroy();
+      return c.tally();
+    },
+  };
+}
+
+/** Runs the clients around fn: starts them, waits `marginMs`, runs fn, waits `marginMs`, stops them. */
+export async function withTraffic<T>(clients: Record<string, () => TrafficClient>, marginMs: number, fn: () => Promise<T>): Promise<{ result: T; tallies: Record<string, Tally> }> {
+  const running = Object.entries(clients).map(([k, make]) => [k, make()] as const);
+  const tallies: Record<string, Tally> = {};
+  let result: T;
+  try {
+    await new Promise((r) => setTimeout(r, marginMs));
+    result = await fn();
+    await new Promise((r) => setTimeout(r, marginMs));
+  } finally {
+    for (const [k, cl] of running) tallies[k] = await cl.stop();
+  }
+  return { result, tallies };
+}
+
+/** Sum of failed requests over tallies. */
+export function failedOf(tallies: Record<string, Tally>): number {
+  return Object.values(tallies).reduce((n, t) => n + t.failed, 0);
+}
+
+/** One line per client: ok, failed (by code), longest gap. */
+export function describeTallies(tallies: Record<string, Tally>): string {
+  return Object.entries(tallies)
+    .map(([k, t]) => `${k}: ${t.ok} ok, ${t.failed} failed${t.failed ? ` (${Object.entries(t.errors).map(([e, n]) => `${e} ${n}`).join(', ')})` : ''}, longest gap ${t.longestGapMs} ms`)
+    .join('; ');
+}
