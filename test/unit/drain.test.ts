@@ -1,11 +1,14 @@
 import assert from 'node:assert/strict';
-import type { V1EndpointSlice } from '@kubernetes/client-node';
+import type { CoreV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
+import type { ContainerTarget, Operation } from '../../src/engine/operation.js';
 import type { KubeApi } from '../../src/kube/kube-api.js';
 import { DataPlane, type ProxyReader } from '../../src/kube/drain/data-plane.js';
 import { Drainer } from '../../src/kube/drain/drainer.js';
 import { readyOthers, servicesListing, slicesHolding } from '../../src/kube/drain/endpoints.js';
 import { parseConfigz, parseSyncMetrics, type ProxySyncSample } from '../../src/kube/drain/kube-proxy-metrics.js';
 import { polledSlices } from '../../src/kube/drain/slice-feed.js';
+import { noteUndrained, type WayBackDeps } from '../../src/kube/drain/way-back.js';
+import { PodEvents } from '../../src/kube/pod-events.js';
 import { silentLogger } from '../../src/log.js';
 import { ManualClock } from '../support/manual-clock.js';
 
@@ -193,5 +196,35 @@ describe('drain: the Drainer', () => {
     const r = await d.drain('op3/', 'shop', A, 0);
     assert.deepEqual(r, { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for' });
     await d.release('op3/');
+  });
+});
+
+describe('drain: a pod that cannot be drained', () => {
+  const setup = () => {
+    const clock = new ManualClock();
+    const events: CoreV1Event[] = [];
+    const api = { createEvent: (_ns: string, e: CoreV1Event) => (events.push(e), Promise.resolve()) } as unknown as KubeApi;
+    const d = { events: new PodEvents(api, 'node1', clock, silentLogger()) } as unknown as WayBackDeps;
+    const t = { name: 'app', oldImage: 'app:v1', newImage: 'app:v1' } as ContainerTarget;
+    const op = { request: {} } as Operation;
+    const pod: V1Pod = { metadata: { namespace: 'shop', name: 'web', uid: 'u1' } };
+    return { d, t, op, pod, events };
+  };
+
+  it('with no preStop hook: "restarted undrained" in the result and a Warning event', async () => {
+    const s = setup();
+    noteUndrained(s.d, s.op, s.t, s.pod, { name: 'app' });
+    await new Promise((r) => setImmediate(r));
+    assert.match(s.t.traffic ?? '', /^restarted undrained: the pod has no readiness gate on inplace-agent.io\/ready and container app has no preStop hook/);
+    assert.equal(s.events[0]?.reason, 'RestartedUndrained');
+    assert.equal(s.events[0]?.type, 'Warning');
+  });
+
+  it('with a preStop hook: runs it as before, no event', async () => {
+    const s = setup();
+    noteUndrained(s.d, s.op, s.t, s.pod, { name: 'app', lifecycle: { preStop: { exec: { command: ['sleep', '1'] } } } });
+    await new Promise((r) => setImmediate(r));
+    assert.match(s.t.traffic ?? '', /its preStop hook ran before the stop/);
+    assert.equal(s.events.length, 0);
   });
 });

@@ -99,9 +99,12 @@ export class Drainer {
   async drain(key: string, namespace: string, a: PodAddress, boundMs: number): Promise<DrainRecord> {
     const began = this.clock.now();
     const until = began + boundMs;
-    await this.sessions.get(key)?.close();
-    const session = new Session(this.slices(namespace));
-    this.sessions.set(key, session);
+    // A second container of the same operation keeps the feed (and the windows) the first one opened.
+    let session = this.sessions.get(key);
+    if (!session) {
+      session = new Session(this.slices(namespace));
+      this.sessions.set(key, session);
+    }
     if (boundMs <= 0) {
       void session.feed.started.then(() => this.trackFirst(session, a), () => undefined);
       return { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for' };
@@ -201,6 +204,7 @@ export class Drainer {
   }
 
   private trackFirst(session: Session, a: PodAddress): string[] {
+    if (session.services.length > 0) return session.services;
     const view = session.feed.current() ?? [];
     const services = servicesListing(view, a);
     session.track(services, view, this.clock.now());
