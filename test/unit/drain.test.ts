@@ -5,7 +5,7 @@ import type { KubeApi } from '../../src/kube/kube-api.js';
 import { DataPlane, type ProxyReader } from '../../src/kube/drain/data-plane.js';
 import { Drainer } from '../../src/kube/drain/drainer.js';
 import { readyOthers, servicesListing, slicesHolding } from '../../src/kube/drain/endpoints.js';
-import { parseConfigz, parseSyncMetrics, type ProxySyncSample } from '../../src/kube/drain/kube-proxy-metrics.js';
+import { lastSyncOf, parseConfigz, parseSyncMetrics, type ProxySyncSample } from '../../src/kube/drain/kube-proxy-metrics.js';
 import { polledSlices } from '../../src/kube/drain/slice-feed.js';
 import { noteUndrained, type WayBackDeps } from '../../src/kube/drain/way-back.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
@@ -44,7 +44,7 @@ class FakeProxy implements ProxyReader {
     if (this.down) return Promise.reject(new Error(`${this.url}/metrics: ECONNREFUSED`));
     const now = this.clock.now();
     const last = Math.max(0, ...this.syncs.filter((t) => t <= now));
-    return Promise.resolve({ lastSyncMs: last, pending: now < this.pendingUntil ? 1 : 0 });
+    return Promise.resolve({ lastSyncMs: { IPv4: last }, pending: now < this.pendingUntil ? 1 : 0 });
   }
   config() {
     if (this.down) return Promise.reject(new Error(`${this.url}/configz: ECONNREFUSED`));
@@ -68,7 +68,7 @@ describe('drain: what the EndpointSlices say', () => {
 });
 
 describe('drain: kube-proxy metrics', () => {
-  it('reads the last sync (oldest family) and pending changes from the exposition', () => {
+  it('reads the last sync per IP family and pending changes from the exposition', () => {
     const text = [
       '# HELP kubeproxy_sync_proxy_rules_last_timestamp_seconds [ALPHA] The last time proxy rules were successfully synced',
       '# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge',
@@ -76,7 +76,10 @@ describe('drain: kube-proxy metrics', () => {
       'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} 1.7645e+09',
       'kubeproxy_sync_proxy_rules_endpoint_changes_pending 2',
     ].join('\n');
-    assert.deepEqual(parseSyncMetrics(text), { lastSyncMs: 1.7645e12, pending: 2 });
+    const sample = parseSyncMetrics(text);
+    assert.deepEqual(sample, { lastSyncMs: { IPv4: 1.7646e12, IPv6: 1.7645e12 }, pending: 2 });
+    assert.equal(lastSyncOf(sample, 'IPv4'), 1.7646e12, 'a family is judged by its own sync (the other syncs only when it changes)');
+    assert.equal(lastSyncOf({ lastSyncMs: { '': 5 }, pending: 0 }, 'IPv6'), 5);
     assert.throws(() => parseSyncMetrics('up 1\n'), /no kubeproxy_sync_proxy_rules_last_timestamp_seconds/);
   });
 

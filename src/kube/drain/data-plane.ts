@@ -5,7 +5,7 @@
 // plane, no reachable metrics), it ends after a fixed settle time. Either way it stays within the bound given.
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import type { KubeProxyMetrics, ProxyConfig } from './kube-proxy-metrics.js';
+import { lastSyncOf, type IpFamily, type KubeProxyMetrics, type ProxyConfig } from './kube-proxy-metrics.js';
 
 /** What the wait reads of kube-proxy (KubeProxyMetrics, or a fake). */
 export type ProxyReader = Pick<KubeProxyMetrics, 'url' | 'sample' | 'config'>;
@@ -42,8 +42,8 @@ export class DataPlane {
     private readonly pollMs = 100,
   ) {}
 
-  /** Waits until the change seen at seenAt (clock ms) is applied, or until `until` (clock ms). */
-  async wait(seenAt: number, until: number): Promise<DataPlaneWait> {
+  /** Waits until the change seen at seenAt (clock ms) to an address of `family` is applied, or until `until` (clock ms). */
+  async wait(seenAt: number, until: number, family: IpFamily = 'IPv4'): Promise<DataPlaneWait> {
     const began = this.clock.now();
     if (!this.metrics) return this.settle(seenAt, until, began, 'no kube-proxy metrics address configured');
     let cfg: ProxyConfig;
@@ -64,10 +64,11 @@ export class DataPlane {
       } catch (err) {
         return this.settle(seenAt, until, began, `kube-proxy metrics lost: ${(err as Error).message}`);
       }
-      if (now - seenAt >= cfg.minSyncMs && s.lastSyncMs > after) {
+      const last = lastSyncOf(s, family);
+      if (now - seenAt >= cfg.minSyncMs && last > after) {
         if (s.pending === 0) {
           const waited = this.clock.now() - began;
-          return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) synced ${Math.round(s.lastSyncMs - seenAt)} ms after the slice change, minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms` };
+          return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) synced ${Math.round(last - seenAt)} ms after the slice change, minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms` };
         }
         // Other changes wait too: one more sync, after this reading, covers ours whatever they are.
         if (!bumped) {

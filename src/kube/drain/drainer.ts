@@ -133,7 +133,7 @@ export class Drainer {
     const seenAt = this.clock.now();
     const slicesMs = seenAt - began;
     // 2. The data plane applies it.
-    const dp = await this.dataPlane.wait(seenAt, until);
+    const dp = await this.dataPlane.wait(seenAt, until, a.ip.includes(':') ? 'IPv6' : 'IPv4');
     return {
       drained: dp.done,
       waitedMs: this.clock.now() - began,

@@ -11,10 +11,16 @@ const LAST_SYNC = 'kubeproxy_sync_proxy_rules_last_timestamp_seconds';
 /** Metric: endpoint changes received and not yet applied. */
 const PENDING = 'kubeproxy_sync_proxy_rules_endpoint_changes_pending';
 
+/** An IP family as kube-proxy's metrics label it. */
+export type IpFamily = 'IPv4' | 'IPv6';
+
 /** One reading of kube-proxy's sync metrics. */
 export interface ProxySyncSample {
-  /** Epoch ms of the last sync of every IP family (the oldest of them). */
-  lastSyncMs: number;
+  /**
+   * Epoch ms of the last sync, per IP family (a dual-stack kube-proxy syncs a family only when something of it
+   * changed); '' holds a reading without the label.
+   */
+  lastSyncMs: Record<string, number>;
   /** Endpoint changes not yet applied (summed over families). */
   pending: number;
 }
@@ -27,7 +33,7 @@ export interface ProxyConfig {
 
 /** The sync metrics out of a Prometheus text exposition; throws naming what is missing. */
 export function parseSyncMetrics(text: string): ProxySyncSample {
-  const last: number[] = [];
+  const last: Record<string, number> = {};
   let pending: number | undefined;
   for (const line of text.split('\n')) {
     if (line.startsWith('#')) continue;
@@ -35,11 +41,16 @@ export function parseSyncMetrics(text: string): ProxySyncSample {
     if (!m) continue;
     const v = Number(m[3]);
     if (!Number.isFinite(v)) continue;
-    if (m[1] === LAST_SYNC) last.push(v);
+    if (m[1] === LAST_SYNC) last[/ip_family="([^"]*)"/.exec(m[2] ?? '')?.[1] ?? ''] = v * 1000;
     else if (m[1] === PENDING) pending = (pending ?? 0) + v;
   }
-  if (last.length === 0) throw new Error(`no ${LAST_SYNC} in the metrics`);
-  return { lastSyncMs: Math.min(...last) * 1000, pending: pending ?? 0 };
+  if (Object.keys(last).length === 0) throw new Error(`no ${LAST_SYNC} in the metrics`);
+  return { lastSyncMs: last, pending: pending ?? 0 };
+}
+
+/** The last sync of a family: its own reading, else (no such label) the latest of any. */
+export function lastSyncOf(s: ProxySyncSample, family: IpFamily): number {
+  return s.lastSyncMs[family] ?? Math.max(...Object.values(s.lastSyncMs));
 }
 
 /** Go duration text ("1s", "500ms", "1m0s") in ms. */
