@@ -20,7 +20,8 @@ export interface TemplateDiff {
   other: string[];
 }
 
-function sameJson(a: unknown, b: unknown): boolean {
+/** Whether two JSON values say the same (key order and absent-vs-null aside). */
+export function sameJson(a: unknown, b: unknown): boolean {
   return canonical(a) === canonical(b);
 }
 
