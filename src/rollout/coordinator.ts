@@ -49,6 +49,7 @@ export class RolloutCoordinator {
   private loop?: Promise<void>;
   private nap?: AbortController;
   private watchWarned = false;
+  private failing = false;
 
   constructor(
     private readonly api: RolloutApi,
@@ -101,8 +102,12 @@ export class RolloutCoordinator {
       try {
         await this.elect();
         if (this.leading()) busy = await this.coordinate();
+        if (this.failing) this.log.info('rollout coordination works again');
+        this.failing = false;
       } catch (err) {
-        this.log.warn('rollout coordination round failed; trying again', { error: asAgentError(err).message });
+        // One line per streak of failures (no RBAC for rollouts, no CRD, the API server away), not one per round.
+        if (!this.failing) this.log.warn('rollout coordination round failed; trying again each round, quietly', { error: asAgentError(err).message });
+        this.failing = true;
       }
       this.nap = new AbortController();
       try {
