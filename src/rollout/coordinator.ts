@@ -50,6 +50,8 @@ export class RolloutCoordinator {
   private nap?: AbortController;
   private watchWarned = false;
   private failing = false;
+  /** Rollouts whose last round failed (said once per streak). */
+  private readonly failingRollouts = new Set<string>();
 
   constructor(
     private readonly api: RolloutApi,
@@ -156,9 +158,12 @@ export class RolloutCoordinator {
       try {
         const plan = await reconcileRollout({ api: this.api, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log }, r);
         busy ||= plan.status.phase === 'Progressing' || plan.status.phase === 'Prewarming' || !finished(r);
+        this.failingRollouts.delete(r.metadata.uid ?? '');
       } catch (err) {
         busy = true;
-        this.log.warn('rollout round failed; trying again', { rollout: `${r.metadata.namespace}/${r.metadata.name}`, error: asAgentError(err).message });
+        const level = this.failingRollouts.has(r.metadata.uid ?? '') ? 'debug' : 'warn';
+        this.failingRollouts.add(r.metadata.uid ?? '');
+        this.log.log(level, 'rollout round failed; trying again', { rollout: `${r.metadata.namespace}/${r.metadata.name}`, error: asAgentError(err).message });
       }
     }
     return busy;
