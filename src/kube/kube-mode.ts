@@ -10,7 +10,7 @@ import { Drainer } from './drain/drainer.js';
 import { KubeProxyMetrics } from './drain/kube-proxy-metrics.js';
 import { watchedSlices } from './drain/slice-feed.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
-import { KubeletStrategy } from './kubelet-strategy.js';
+import { KubeletStrategy } from './kubelet/strategy.js';
 import { NodePods } from './node-pods.js';
 import { PodEvents } from './pod-events.js';
 import { ReadyGates } from './ready-gates.js';
