@@ -11,8 +11,14 @@
 //   (e) one pod deleted and created again under its name;
 //   (f) a Deployment's own rolling update of the same image change (4 replicas, default surge/unavailable).
 // Needs scripts/kube-sandbox up and scripts/kube-deploy-agent. Traffic goes only to the cluster's Service IPs.
+// BENCH_AGENT_SOCKET=PATH sends (a)-(c) to the agent on that socket (RestartRequest over gRPC, drain 5 s)
+// instead of through ContainerRestart objects, to compare two builds of the agent run on the host side by
+// side with the DaemonSet's (run them with --watch-namespace inplace-bench-traffic).
+// BENCH_SCENARIOS=abc picks scenarios.
 import { randomBytes } from 'node:crypto';
 import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
+import { AgentClient } from '../src/api/client.js';
+import { isTerminal } from '../src/engine/operation.js';
 import { ContainerRestartApi } from '../src/kube/container-restart/api.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../test/support/container-restarts.js';
@@ -22,6 +28,7 @@ import { keepAliveClient, newConnectionClient, withTraffic, type Tally } from '.
 
 const env = kubeEnv();
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const SOCKET = process.env.BENCH_AGENT_SOCKET;
 const NS = 'inplace-bench-traffic';
 const REPLICAS = 4;
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
@@ -74,7 +81,33 @@ async function main(): Promise<void> {
   for (const s of ['gated', 'plain', 'dep']) await waitReadyEndpoints(kc, NS, s, REPLICAS, 180_000);
 
   let n = 0;
+  /** The same restarts through an agent's socket: each op waited for until it ends. */
+  const socketRestart = async (pods: string[], gapMs: number, image?: (pod: string) => Promise<string>) => {
+    const c = new AgentClient(`unix://${SOCKET}`);
+    try {
+      const ids: string[] = [];
+      for (const [k, pod] of pods.entries()) {
+        if (k > 0) await sleep(gapMs);
+        const img = image ? await image(pod) : undefined;
+        ids.push((await c.restart({ pod: `${NS}/${pod}`, containers: ['app'], images: img ? { app: img } : {}, minReadyMs: 0, minReadySet: true })).id);
+      }
+      for (const id of ids) {
+        for (;;) {
+          const op = await c.getOperation(id);
+          if (isTerminal(op.state)) {
+            if (op.state !== 'Succeeded') throw new Error(`operation ${id}: ${op.state} ${op.error ?? ''}`);
+            break;
+          }
+          await sleep(100);
+        }
+      }
+    } finally {
+      c.close();
+    }
+    await waitReadyEndpoints(kc, NS, 'gated', REPLICAS);
+  };
   const agentRestart = async (pods: string[], gapMs: number, image?: (pod: string) => Promise<string>) => {
+    if (SOCKET) return socketRestart(pods, gapMs, image);
     const names: string[] = [];
     for (const [k, pod] of pods.entries()) {
       if (k > 0) await sleep(gapMs);
@@ -161,7 +194,7 @@ async function main(): Promise<void> {
 
   const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
   const base = results.get('d');
-  console.log(`\nrestart traffic, ${ROUNDS} rounds each, new connections every 10 ms + 2 keep-alive connections, 4 replicas`);
+  console.log(`\nrestart traffic${SOCKET ? ` (agent at ${SOCKET})` : ''}, ${ROUNDS} rounds each, new connections every 10 ms + 2 keep-alive connections, 4 replicas`);
   console.log('| scenario | failed requests per round | rounds with 0 failed | longest gap, median (max) | gap vs (d) |');
   console.log('|---|---|---|---|---|');
   for (const s of chosen) {

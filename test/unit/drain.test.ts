@@ -5,7 +5,7 @@ import type { KubeApi } from '../../src/kube/kube-api.js';
 import { DataPlane, type ProxyReader } from '../../src/kube/drain/data-plane.js';
 import { Drainer } from '../../src/kube/drain/drainer.js';
 import { readyOthers, servicesListing, slicesHolding } from '../../src/kube/drain/endpoints.js';
-import { lastSyncOf, parseConfigz, parseSyncMetrics, type ProxySyncSample } from '../../src/kube/drain/kube-proxy-metrics.js';
+import { appliedAll, lastSyncOf, parseConfigz, parseSyncMetrics, type ProxySyncSample } from '../../src/kube/drain/kube-proxy-metrics.js';
 import { polledSlices } from '../../src/kube/drain/slice-feed.js';
 import { noteUndrained, type WayBackDeps } from '../../src/kube/drain/way-back.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
@@ -30,21 +30,22 @@ function scriptedApi(script: V1EndpointSlice[][]): KubeApi & { lists: number } {
   return api as unknown as KubeApi & { lists: number };
 }
 
-/** kube-proxy as a function of the clock: it syncs at the given times (epoch ms), pending as scripted. */
+/** kube-proxy as a function of the clock: it receives changes at `queued` and syncs at `syncs` (epoch ms). */
 class FakeProxy implements ProxyReader {
   url = 'http://127.0.0.1:10249';
   down = false;
   constructor(
     private readonly clock: ManualClock,
+    private readonly queued: number[],
     private readonly syncs: number[],
     private readonly minSyncMs = 1000,
-    private readonly pendingUntil = 0,
   ) {}
   sample(): Promise<ProxySyncSample> {
     if (this.down) return Promise.reject(new Error(`${this.url}/metrics: ECONNREFUSED`));
     const now = this.clock.now();
     const last = Math.max(0, ...this.syncs.filter((t) => t <= now));
-    return Promise.resolve({ lastSyncMs: { IPv4: last }, pending: now < this.pendingUntil ? 1 : 0 });
+    const queued = this.queued.filter((t) => t <= now);
+    return Promise.resolve({ lastSyncMs: { IPv4: last }, lastQueuedMs: { IPv4: Math.max(0, ...queued) }, pending: queued.filter((t) => t > last).length });
   }
   config() {
     if (this.down) return Promise.reject(new Error(`${this.url}/configz: ECONNREFUSED`));
@@ -74,12 +75,16 @@ describe('drain: kube-proxy metrics', () => {
       '# TYPE kubeproxy_sync_proxy_rules_last_timestamp_seconds gauge',
       'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv4"} 1.7646e+09',
       'kubeproxy_sync_proxy_rules_last_timestamp_seconds{ip_family="IPv6"} 1.7645e+09',
+      'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds{ip_family="IPv4"} 1.76459e+09',
       'kubeproxy_sync_proxy_rules_endpoint_changes_pending 2',
     ].join('\n');
     const sample = parseSyncMetrics(text);
-    assert.deepEqual(sample, { lastSyncMs: { IPv4: 1.7646e12, IPv6: 1.7645e12 }, pending: 2 });
+    assert.deepEqual(sample, { lastSyncMs: { IPv4: 1.7646e12, IPv6: 1.7645e12 }, lastQueuedMs: { IPv4: 1.76459e12 }, pending: 2 });
+    assert.equal(appliedAll(sample, 'IPv4'), false, 'changes pending');
+    assert.equal(appliedAll({ ...sample, pending: 0 }, 'IPv4'), true);
+    assert.equal(appliedAll({ ...sample, pending: 0, lastQueuedMs: { IPv4: 1.7647e12 } }, 'IPv4'), false, 'a change queued after the last sync');
     assert.equal(lastSyncOf(sample, 'IPv4'), 1.7646e12, 'a family is judged by its own sync (the other syncs only when it changes)');
-    assert.equal(lastSyncOf({ lastSyncMs: { '': 5 }, pending: 0 }, 'IPv6'), 5);
+    assert.equal(lastSyncOf({ lastSyncMs: { '': 5 }, lastQueuedMs: {}, pending: 0 }, 'IPv6'), 5);
     assert.throws(() => parseSyncMetrics('up 1\n'), /no kubeproxy_sync_proxy_rules_last_timestamp_seconds/);
   });
 
@@ -92,51 +97,55 @@ describe('drain: kube-proxy metrics', () => {
 });
 
 describe('drain: waiting for the data plane', () => {
-  it('ends once kube-proxy synced after the change and minSyncPeriod passed since it was seen', async () => {
+  const since = (clock: ManualClock, t: number) => clock.now() - t;
+
+  it('ends once kube-proxy applied the change it received after it was seen, and minSyncPeriod passed', async () => {
     const clock = new ManualClock();
     const seen = clock.now();
-    // A sync just before the change (it must not count), then one 1.3 s after it.
-    const dp = new DataPlane(new FakeProxy(clock, [seen - 10, seen + 1300]), 2000, clock, silentLogger());
+    // Received 20 ms after the agent saw it; applied 1.3 s after (the previous sync held it back).
+    const dp = new DataPlane(new FakeProxy(clock, [seen + 20], [seen - 300, seen + 1300]), 2000, clock, silentLogger());
     const w = await dp.wait(seen, seen + 5000);
     assert.equal(w.way, 'kube-proxy');
     assert.equal(w.done, true);
-    assert.ok(clock.now() - seen >= 1300 && clock.now() - seen < 1500, `ended ${clock.now() - seen} ms after the change`);
-    assert.match(w.detail, /kube-proxy \(iptables\) synced 1300 ms after the slice change/);
+    assert.ok(since(clock, seen) >= 1300 && since(clock, seen) < 1500, `ended ${since(clock, seen)} ms after the change`);
+    assert.match(w.detail, /kube-proxy \(iptables\) applied every change \(last sync \+1300 ms from the slice change\), minSyncPeriod 1000 ms/);
   });
 
-  it('a sync soon after the change still waits out minSyncPeriod (the other nodes apply it within that)', async () => {
+  it('kube-proxy that applied the change before the agent saw it: ends after minSyncPeriod (no sync will come)', async () => {
     const clock = new ManualClock();
     const seen = clock.now();
-    const dp = new DataPlane(new FakeProxy(clock, [seen + 50]), 2000, clock, silentLogger());
-    await dp.wait(seen, seen + 5000);
-    assert.ok(clock.now() - seen >= 1000 && clock.now() - seen < 1200, `ended ${clock.now() - seen} ms after the change`);
+    const dp = new DataPlane(new FakeProxy(clock, [seen - 40], [seen - 10]), 2000, clock, silentLogger());
+    const w = await dp.wait(seen, seen + 5000);
+    assert.equal(w.done, true);
+    assert.ok(since(clock, seen) >= 1000 && since(clock, seen) < 1200, `ended ${since(clock, seen)} ms after the change`);
+    assert.match(w.detail, /last sync -10 ms/);
   });
 
-  it('with changes still pending at that sync, waits for one more sync', async () => {
+  it('with a change still pending when minSyncPeriod is over, waits for the sync that applies it', async () => {
     const clock = new ManualClock();
     const seen = clock.now();
-    const dp = new DataPlane(new FakeProxy(clock, [seen + 100, seen + 2100], 1000, seen + 1500), 2000, clock, silentLogger());
+    const dp = new DataPlane(new FakeProxy(clock, [seen + 10, seen + 900], [seen + 100, seen + 2100]), 2000, clock, silentLogger());
     await dp.wait(seen, seen + 5000);
-    assert.ok(clock.now() - seen >= 2100 && clock.now() - seen < 2300, `ended ${clock.now() - seen} ms after the change`);
+    assert.ok(since(clock, seen) >= 2100 && since(clock, seen) < 2300, `ended ${since(clock, seen)} ms after the change`);
   });
 
   it('stops at the bound and says so', async () => {
     const clock = new ManualClock();
     const seen = clock.now();
-    const w = await new DataPlane(new FakeProxy(clock, [seen - 10]), 2000, clock, silentLogger()).wait(seen, seen + 700);
+    const w = await new DataPlane(new FakeProxy(clock, [seen + 10], [seen - 10]), 2000, clock, silentLogger()).wait(seen, seen + 700);
     assert.equal(w.done, false);
-    assert.equal(clock.now() - seen, 700);
-    assert.match(w.detail, /not seen synced/);
+    assert.equal(since(clock, seen), 700);
+    assert.match(w.detail, /still had changes to apply at the drain bound/);
   });
 
   it('falls back to the settle time when kube-proxy cannot be read, and says why', async () => {
     const clock = new ManualClock();
     const seen = clock.now();
-    const proxy = new FakeProxy(clock, []);
+    const proxy = new FakeProxy(clock, [], []);
     proxy.down = true;
     const w = await new DataPlane(proxy, 2000, clock, silentLogger()).wait(seen, seen + 5000);
     assert.equal(w.way, 'settle');
-    assert.equal(clock.now() - seen, 2000);
+    assert.equal(since(clock, seen), 2000);
     assert.match(w.detail, /settle 2000 ms \(kube-proxy metrics unreadable: .*ECONNREFUSED\)/);
     const none = await new DataPlane(undefined, 300, clock, silentLogger()).wait(clock.now(), clock.now() + 5000);
     assert.equal(none.way, 'settle');
@@ -160,6 +169,17 @@ describe('drain: the Drainer', () => {
     assert.equal(r.drained, true);
     assert.equal(clock.now() - began, 200 + 1000, 'two looks at the slices, then the settle time');
     assert.match(r.detail, /^EndpointSlices a let the address go: 200 ms; settle 1000 ms/);
+    await d.release('op1/');
+  });
+
+  it('a first view that already shows the address not ready (the condition was quicker) still waits for the data plane', async () => {
+    const clock = new ManualClock();
+    const api = scriptedApi([[slice('a', 'web', [['10.0.0.5', false], ['10.0.0.6', true]])]]);
+    const d = new Drainer(polledSlices(api, clock), settle(clock), clock);
+    const began = clock.now();
+    const r = await d.drain('op1/', 'shop', A, 5000);
+    assert.equal(clock.now() - began, 1000, 'the settle time, from the first view');
+    assert.match(r.detail, /^EndpointSlices a let the address go: 0 ms; settle 1000 ms/);
     await d.release('op1/');
   });
 

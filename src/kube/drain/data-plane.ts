@@ -1,11 +1,14 @@
 // After the EndpointSlices let an address go, the node's data plane must apply that before the container
 // stops: kube-proxy applies slice changes at most once per minSyncPeriod. Where kube-proxy's metrics can be
-// read, the wait ends once it has synced after the change was seen AND minSyncPeriod has passed since (every
-// node's proxy applies a change within that period of receiving it). Where nothing can be read (an eBPF data
-// plane, no reachable metrics), it ends after a fixed settle time. Either way it stays within the bound given.
+// read, the wait ends once minSyncPeriod has passed since the change was seen (every node's proxy applies a
+// change within that period of receiving it) AND the local kube-proxy has applied every change it received:
+// nothing pending, its last sync after the last change it queued. (It may well have received and applied the
+// change before the agent's own watch showed it: then it does not sync again, and "a sync after the change
+// was seen" would never come.) Where nothing can be read (an eBPF data plane, no reachable metrics), it ends
+// after a fixed settle time. Either way it stays within the bound given.
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import { lastSyncOf, type IpFamily, type KubeProxyMetrics, type ProxyConfig } from './kube-proxy-metrics.js';
+import { appliedAll, lastSyncOf, type IpFamily, type KubeProxyMetrics, type ProxyConfig } from './kube-proxy-metrics.js';
 
 /** What the wait reads of kube-proxy (KubeProxyMetrics, or a fake). */
 export type ProxyReader = Pick<KubeProxyMetrics, 'url' | 'sample' | 'config'>;
@@ -54,8 +57,6 @@ export class DataPlane {
       return this.settle(seenAt, until, began, `kube-proxy metrics unreadable: ${(err as Error).message}`);
     }
     this.announce('kube-proxy', `observing kube-proxy at ${this.metrics.url} (mode ${cfg.mode}, minSyncPeriod ${cfg.minSyncMs} ms)`);
-    let after = seenAt;
-    let bumped = false;
     for (;;) {
       const now = this.clock.now();
       let s;
@@ -64,22 +65,15 @@ export class DataPlane {
       } catch (err) {
         return this.settle(seenAt, until, began, `kube-proxy metrics lost: ${(err as Error).message}`);
       }
-      const last = lastSyncOf(s, family);
-      if (now - seenAt >= cfg.minSyncMs && last > after) {
-        if (s.pending === 0) {
-          const waited = this.clock.now() - began;
-          return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) synced ${Math.round(last - seenAt)} ms after the slice change, minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms` };
-        }
-        // Other changes wait too: one more sync, after this reading, covers ours whatever they are.
-        if (!bumped) {
-          bumped = true;
-          after = now;
-        }
+      if (now - seenAt >= cfg.minSyncMs && appliedAll(s, family)) {
+        const waited = this.clock.now() - began;
+        const last = Math.round(lastSyncOf(s, family) - seenAt);
+        return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) applied every change (last sync ${last >= 0 ? '+' : ''}${last} ms from the slice change), minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms` };
       }
       const left = until - this.clock.now();
       if (left <= 0) {
         const waited = this.clock.now() - began;
-        return { way: 'kube-proxy', done: false, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) not seen synced after the slice change within the drain bound: ${waited} ms` };
+        return { way: 'kube-proxy', done: false, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) still had changes to apply at the drain bound: ${waited} ms` };
       }
       await this.clock.sleep(Math.min(this.pollMs, left));
     }

@@ -13,7 +13,7 @@ import type { V1EndpointSlice } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.js';
 import { formatDuration } from '../../duration.js';
 import type { DataPlane } from './data-plane.js';
-import { readyCounts, readyOthers, servicesListing, slicesHolding, type PodAddress } from './endpoints.js';
+import { readyCounts, readyOthers, servicesListing, slicesHolding, slicesListing, type PodAddress } from './endpoints.js';
 import type { SliceFeed, SliceFeedFactory } from './slice-feed.js';
 
 /** What a drain did, for the operation's record. */
@@ -99,21 +99,19 @@ export class Drainer {
   async drain(key: string, namespace: string, a: PodAddress, boundMs: number): Promise<DrainRecord> {
     const began = this.clock.now();
     const until = began + boundMs;
-    // A second container of the same operation keeps the feed (and the windows) the first one opened.
-    let session = this.sessions.get(key);
-    if (!session) {
-      session = new Session(this.slices(namespace));
-      this.sessions.set(key, session);
-    }
+    const session = this.session(key, namespace);
     if (boundMs <= 0) {
       void session.feed.started.then(() => this.trackFirst(session, a), () => undefined);
       return { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for' };
     }
     const first = await this.firstView(session, until);
     if (!first) return { drained: false, waitedMs: this.clock.now() - began, detail: `EndpointSlices of ${namespace} not listed within the drain bound` };
+    // The first view may come after the condition already took the address out (the feed is opened as it is
+    // written): a slice that lists it, ready or not, held it; one that still has it ready is waited for.
+    const listed = slicesListing(first, a);
     const held = slicesHolding(first, a);
     const services = this.trackFirst(session, a);
-    if (held.length === 0) return { drained: true, waitedMs: this.clock.now() - began, detail: 'not a ready endpoint of any EndpointSlice: nothing to drain' };
+    if (listed.length === 0) return { drained: true, waitedMs: this.clock.now() - began, detail: 'not an endpoint of any EndpointSlice: nothing to drain' };
     const others = readyOthers(first, services, a);
     if (services.length > 0 && [...others.values()].every((n) => n === 0)) {
       return { drained: true, waitedMs: this.clock.now() - began, detail: `the only ready endpoint of ${services.join(', ')}: not waited for (nowhere else to send traffic)` };
@@ -137,8 +135,26 @@ export class Drainer {
     return {
       drained: dp.done,
       waitedMs: this.clock.now() - began,
-      detail: `EndpointSlices ${held.join(', ')} let the address go: ${slicesMs} ms; ${dp.detail}`,
+      detail: `EndpointSlices ${listed.join(', ')} let the address go: ${slicesMs} ms; ${dp.detail}`,
     };
+  }
+
+  /**
+   * Opens the feed of a drain (before the condition that takes the address out is written, so that its first
+   * view comes as early as can be); a second container of the same operation keeps the feed, and the windows,
+   * that the first one opened.
+   */
+  open(key: string, namespace: string): void {
+    this.session(key, namespace);
+  }
+
+  private session(key: string, namespace: string): Session {
+    let session = this.sessions.get(key);
+    if (!session) {
+      session = new Session(this.slices(namespace));
+      this.sessions.set(key, session);
+    }
+    return session;
   }
 
   /**

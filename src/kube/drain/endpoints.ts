@@ -27,6 +27,11 @@ export function slicesHolding(slices: V1EndpointSlice[], a: PodAddress): string[
   return slices.filter((s) => (s.endpoints ?? []).some((e) => isReady(e) && isPod(e, a))).map((s) => s.metadata?.name ?? '');
 }
 
+/** Names of the slices that list the pod at all (ready or not). */
+export function slicesListing(slices: V1EndpointSlice[], a: PodAddress): string[] {
+  return slices.filter((s) => (s.endpoints ?? []).some((e) => isPod(e, a))).map((s) => s.metadata?.name ?? '');
+}
+
 /** Names of the Services whose slices list the pod at all (ready or not). */
 export function servicesListing(slices: V1EndpointSlice[], a: PodAddress): string[] {
   const names = new Set<string>();

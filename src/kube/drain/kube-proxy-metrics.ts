@@ -1,6 +1,6 @@
 // What the node's kube-proxy says about its data plane, read from its metrics address: when it last applied
-// its rules, how many endpoint changes wait to be applied, and (from /configz) the least time it leaves
-// between two syncs. Parsing is pure; reading is one HTTP GET per sample, bounded.
+// its rules, when it last received a change to apply, how many endpoint changes wait to be applied, and (from
+// /configz) the least time it leaves between two syncs. Parsing is pure; reading is one HTTP GET per sample.
 import { parseDuration } from '../../duration.js';
 
 /** The default metrics address of kube-proxy (its metricsBindAddress). */
@@ -8,6 +8,8 @@ export const DEFAULT_PROXY_METRICS_URL = 'http://127.0.0.1:10249';
 
 /** Metric: epoch seconds of the last successful sync of the rules, one per IP family. */
 const LAST_SYNC = 'kubeproxy_sync_proxy_rules_last_timestamp_seconds';
+/** Metric: epoch seconds of the last change received (a sync queued), one per IP family. */
+const LAST_QUEUED = 'kubeproxy_sync_proxy_rules_last_queued_timestamp_seconds';
 /** Metric: endpoint changes received and not yet applied. */
 const PENDING = 'kubeproxy_sync_proxy_rules_endpoint_changes_pending';
 
@@ -21,6 +23,8 @@ export interface ProxySyncSample {
    * changed); '' holds a reading without the label.
    */
   lastSyncMs: Record<string, number>;
+  /** Epoch ms of the last change received, per IP family (as lastSyncMs). */
+  lastQueuedMs: Record<string, number>;
   /** Endpoint changes not yet applied (summed over families). */
   pending: number;
 }
@@ -34,6 +38,7 @@ export interface ProxyConfig {
 /** The sync metrics out of a Prometheus text exposition; throws naming what is missing. */
 export function parseSyncMetrics(text: string): ProxySyncSample {
   const last: Record<string, number> = {};
+  const queued: Record<string, number> = {};
   let pending: number | undefined;
   for (const line of text.split('\n')) {
     if (line.startsWith('#')) continue;
@@ -41,16 +46,27 @@ export function parseSyncMetrics(text: string): ProxySyncSample {
     if (!m) continue;
     const v = Number(m[3]);
     if (!Number.isFinite(v)) continue;
-    if (m[1] === LAST_SYNC) last[/ip_family="([^"]*)"/.exec(m[2] ?? '')?.[1] ?? ''] = v * 1000;
+    const family = /ip_family="([^"]*)"/.exec(m[2] ?? '')?.[1] ?? '';
+    if (m[1] === LAST_SYNC) last[family] = v * 1000;
+    else if (m[1] === LAST_QUEUED) queued[family] = v * 1000;
     else if (m[1] === PENDING) pending = (pending ?? 0) + v;
   }
   if (Object.keys(last).length === 0) throw new Error(`no ${LAST_SYNC} in the metrics`);
-  return { lastSyncMs: last, pending: pending ?? 0 };
+  return { lastSyncMs: last, lastQueuedMs: queued, pending: pending ?? 0 };
 }
 
 /** The last sync of a family: its own reading, else (no such label) the latest of any. */
 export function lastSyncOf(s: ProxySyncSample, family: IpFamily): number {
   return s.lastSyncMs[family] ?? Math.max(...Object.values(s.lastSyncMs));
+}
+
+/**
+ * Whether kube-proxy has applied every change it received for a family: nothing pending, and its last sync
+ * came after the last change it queued (a change that arrives during a sync shows as pending).
+ */
+export function appliedAll(s: ProxySyncSample, family: IpFamily): boolean {
+  const queued = s.lastQueuedMs[family] ?? (Object.keys(s.lastQueuedMs).length > 0 ? Math.max(...Object.values(s.lastQueuedMs)) : 0);
+  return s.pending === 0 && lastSyncOf(s, family) >= queued;
 }
 
 /** Go duration text ("1s", "500ms", "1m0s") in ms. */

@@ -32,6 +32,11 @@ function lastStep(t: ContainerTarget, step: StepRecord['step']): StepRecord | un
   return [...t.steps].reverse().find((s) => s.step === step);
 }
 
+/** Opens the drain's slice feed of an operation, before the condition that takes the address out is written. */
+export function openDrain(d: WayBackDeps, op: Operation, ns: string): void {
+  d.drainer.open(keyOf(op), ns);
+}
+
 /** Drains the pod's address for container t, within boundMs, and records what was waited on in its Draining step. */
 export async function drainPod(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, ip: string, podUid: string, boundMs: number, ctx: Pick<StepContext, 'publish'>): Promise<DrainRecord> {
   const rec = await d.drainer.drain(keyOf(op), ns, { ip, podUid }, boundMs);

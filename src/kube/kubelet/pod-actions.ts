@@ -8,7 +8,7 @@ import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
-import { drainPod, type WayBackDeps } from '../drain/way-back.js';
+import { drainPod, openDrain, type WayBackDeps } from '../drain/way-back.js';
 import type { KubeApi } from '../kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { gatesOnCondition } from '../ready-condition.js';
@@ -46,6 +46,7 @@ export class PodActions {
   async drain(op: Operation, t: ContainerTarget, pod: V1Pod, ctx: Pick<StepContext, 'deadline' | 'publish'>): Promise<V1Pod> {
     const [ns] = splitName(op.podName);
     const ip = pod.status?.podIP ?? op.podIp ?? '';
+    openDrain(this.d.way, op, ns);
     const written = await this.d.report.draining(pod, t);
     const bound = Math.max(0, Math.min(kubeletOptions(op.request).drainMs, ctx.deadline - this.d.clock.now()));
     const res = await drainPod(this.d.way, op, t, ns, ip, written.metadata?.uid ?? '', bound, ctx);
