@@ -50,8 +50,9 @@ known_extra_nodes() {
   for d in "$NODES_DIR"/"$NODE"-* "$K/nodes/$NODE"-*; do
     [[ -d $d ]] || continue
     n=${d##*/"$NODE"-}
-    [[ $n =~ ^[2-9]$ ]] && echo "$n"
+    if [[ $n =~ ^[2-9]$ ]]; then echo "$n"; fi
   done | sort -u
+  return 0
 }
 
 # the v1 cgroup hierarchies (or the v2 root) below which node N's kubelet puts its pods: cgroupRoot /node-N
@@ -230,7 +231,9 @@ nodes_list_write() { # node 1, then every extra node whose kubelet runs
   local n
   {
     echo "$NODE"
-    for n in $(known_extra_nodes); do [[ -n $(node_kubelet_pids "$n") ]] && node_name "$n"; done
+    for n in $(known_extra_nodes); do
+      if [[ -n $(node_kubelet_pids "$n") ]]; then node_name "$n"; fi
+    done
   } >"$NODES_LIST"
 }
 
