@@ -166,6 +166,7 @@ node_start() {
   mapfile -t pids < <(node_kubelet_pids "$n")
   if ((${#pids[@]})) && node_kubelet_ok "$n" && [[ $(cat "$kd/config.sha256" 2>/dev/null) == "$key" ]]; then
     say "node $name: kubelet already running (pid ${pids[*]})"
+    rm -f "$kd/kubelet.started"
     return 0
   fi
   ((${#pids[@]})) && stop_pids 15 "${pids[@]}"
@@ -175,15 +176,17 @@ node_start() {
     --root-dir "$kd/kubelet")
   echo "$pid" >"$kd/kubelet.pid"
   echo "$key" >"$kd/config.sha256"
+  echo "${EPOCHREALTIME/,/.}" >"$kd/kubelet.started"
 }
 
 # node_wait N: until its kubelet answers and its Node is Ready
 node_wait() {
-  local n=$1 name kd i t0=${EPOCHREALTIME/,/.}
+  local n=$1 name kd i t0
   name=$(node_name "$n") kd=$(node_kubedir "$n")
+  t0=$(cat "$kd/kubelet.started" 2>/dev/null || true)
   for ((i = 0; i < TIMEOUT * 10; i++)); do
     if node_kubelet_ok "$n" && node_ready_named "$name"; then
-      say "node $name Ready ($(elapsed "$t0") s after its kubelet's start was requested)"
+      if [[ -n $t0 ]]; then say "node $name Ready ($(elapsed "$t0") s after its kubelet started)"; else say "node $name Ready"; fi
       return 0
     fi
     alive "$(cat "$kd/kubelet.pid" 2>/dev/null || echo 0)" || { log_tail "$kd/kubelet.log"; die "node $name's kubelet exited"; }
