@@ -29,6 +29,7 @@ import { waitDrained } from './endpoint-drain.js';
 import type { KubeApi } from './kube-api.js';
 import { EventReasons, type PodEvents } from './pod-events.js';
 import { checkPreStop, preStopHandler, runPreStop } from './pre-stop.js';
+import { DrainParts, type DrainMetrics } from './drain-metrics.js';
 import { ConditionReasons, gatesOnCondition, READY_CONDITION } from './ready-condition.js';
 import { kubeletRefusal, specContainer } from './restart-policy.js';
 
@@ -61,6 +62,8 @@ export interface KubeletStrategyDeps {
   pollMs?: number;
   /** This node's pods (NodePods): emits 'pod' (V1Pod) on every change; verifying then waits on it, not a timer. */
   pods?: Pick<EventEmitter, 'on' | 'off'>;
+  /** Where each part of a drain reports how long it took (inplace_drain_duration_seconds). */
+  drainMetrics?: DrainMetrics;
 }
 
 /** Thrown inside verification when the next instance failed; carries what the API server showed. */
@@ -393,6 +396,7 @@ export class KubeletStrategy implements RestartStrategy {
     void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
     const bound = Math.max(0, Math.min(op.request.drainMs ?? DEFAULT_DRAIN_MS, deadline - this.d.clock.now()));
     const res = await waitDrained(this.d.api, ns, ip, written.metadata?.uid ?? '', bound, this.d.clock);
+    this.d.drainMetrics?.observe(DrainParts.Slices, res.waitedMs / 1000, res.drained);
     if (!res.drained) this.d.log.warn('drain bound reached; going on', { op: op.id, pod: op.podName, boundMs: bound, stillIn: res.left });
     else this.d.log.info('pod drained', { op: op.id, pod: op.podName, slices: res.slices, waitedMs: res.waitedMs });
     return written;
