@@ -5,3 +5,4 @@ export { createKubeMode } from '../kube/kube-mode.js';
 export { startContainerRestarts } from './container-restart-wiring.js';
 export { startFleet } from './fleet-wiring.js';
 export { kubeMetrics } from './kube-metrics.js';
+export { startRollouts } from './rollout-wiring.js';

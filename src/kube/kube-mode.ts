@@ -7,7 +7,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { ConditionWriter } from './condition-writer.js';
 import type { DrainMetrics } from './drain-metrics.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
-import { KubeletStrategy } from './kubelet-strategy.js';
+import { KubeletStrategy } from './kubelet/strategy.js';
 import { NodePods } from './node-pods.js';
 import { PodEvents } from './pod-events.js';
 import { ReadyGates } from './ready-gates.js';
