@@ -9,6 +9,7 @@ import { DataPlane } from './drain/data-plane.js';
 import { Drainer } from './drain/drainer.js';
 import { KubeProxyMetrics } from './drain/kube-proxy-metrics.js';
 import { watchedSlices } from './drain/slice-feed.js';
+import type { DrainMetrics } from './drain-metrics.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
 import { KubeletStrategy } from './kubelet/strategy.js';
 import { NodePods } from './node-pods.js';
@@ -35,8 +36,8 @@ export interface DrainSettings {
   settleMs: number;
 }
 
-/** Builds Kubernetes mode for one node. */
-export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drain: DrainSettings): KubeMode {
+/** Builds Kubernetes mode for one node; drainMetrics receives the drain's parts. */
+export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drain: DrainSettings, drainMetrics?: DrainMetrics): KubeMode {
   const api = new ClientKubeApi(kc);
   const klog = log.child({ component: 'kube' });
   const pods = new NodePods(kc, nodeName, clock, klog);
@@ -46,7 +47,7 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   const gates = new ReadyGates(conditions, klog);
   const dataPlane = new DataPlane(drain.proxyMetricsUrl ? new KubeProxyMetrics(drain.proxyMetricsUrl) : undefined, drain.settleMs, clock, klog);
   const drainer = new Drainer(watchedSlices(kc, clock, klog), dataPlane, clock);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, drainer }, conditions);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, drainer, drainMetrics }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

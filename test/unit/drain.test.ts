@@ -169,6 +169,7 @@ describe('drain: the Drainer', () => {
     assert.equal(r.drained, true);
     assert.equal(clock.now() - began, 200 + 1000, 'two looks at the slices, then the settle time');
     assert.match(r.detail, /^EndpointSlices a let the address go: 200 ms; settle 1000 ms/);
+    assert.deepEqual(r.parts, [{ part: 'slices', ms: 200, done: true }, { part: 'dataplane', ms: 1000, done: true }]);
     await d.release('op1/');
   });
 
@@ -217,7 +218,7 @@ describe('drain: the Drainer', () => {
     const clock = new ManualClock();
     const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.5', true]])]]), clock), settle(clock), clock);
     const r = await d.drain('op3/', 'shop', A, 0);
-    assert.deepEqual(r, { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for' });
+    assert.deepEqual(r, { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for', parts: [] });
     await d.release('op3/');
   });
 });

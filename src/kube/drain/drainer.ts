@@ -12,6 +12,7 @@
 import type { V1EndpointSlice } from '@kubernetes/client-node';
 import type { Clock } from '../../clock.js';
 import { formatDuration } from '../../duration.js';
+import { DrainParts, type DrainPart } from '../drain-metrics.js';
 import type { DataPlane } from './data-plane.js';
 import { readyCounts, readyOthers, servicesListing, slicesHolding, slicesListing, type PodAddress } from './endpoints.js';
 import type { SliceFeed, SliceFeedFactory } from './slice-feed.js';
@@ -23,6 +24,8 @@ export interface DrainRecord {
   waitedMs: number;
   /** What was waited on and for how long. */
   detail: string;
+  /** The parts waited for (slices, then the data plane), each with how long and whether it completed. */
+  parts: { part: DrainPart; ms: number; done: boolean }[];
 }
 
 /** What the way back showed. */
@@ -102,19 +105,22 @@ export class Drainer {
     const session = this.session(key, namespace);
     if (boundMs <= 0) {
       void session.feed.started.then(() => this.trackFirst(session, a), () => undefined);
-      return { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for' };
+      return { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for', parts: [] };
     }
     const first = await this.firstView(session, until);
-    if (!first) return { drained: false, waitedMs: this.clock.now() - began, detail: `EndpointSlices of ${namespace} not listed within the drain bound` };
+    if (!first) {
+      const waited = this.clock.now() - began;
+      return { drained: false, waitedMs: waited, detail: `EndpointSlices of ${namespace} not listed within the drain bound`, parts: [{ part: DrainParts.Slices, ms: waited, done: false }] };
+    }
     // The first view may come after the condition already took the address out (the feed is opened as it is
     // written): a slice that lists it, ready or not, held it; one that still has it ready is waited for.
     const listed = slicesListing(first, a);
     const held = slicesHolding(first, a);
     const services = this.trackFirst(session, a);
-    if (listed.length === 0) return { drained: true, waitedMs: this.clock.now() - began, detail: 'not an endpoint of any EndpointSlice: nothing to drain' };
+    if (listed.length === 0) return { drained: true, waitedMs: this.clock.now() - began, detail: 'not an endpoint of any EndpointSlice: nothing to drain', parts: [] };
     const others = readyOthers(first, services, a);
     if (services.length > 0 && [...others.values()].every((n) => n === 0)) {
-      return { drained: true, waitedMs: this.clock.now() - began, detail: `the only ready endpoint of ${services.join(', ')}: not waited for (nowhere else to send traffic)` };
+      return { drained: true, waitedMs: this.clock.now() - began, detail: `the only ready endpoint of ${services.join(', ')}: not waited for (nowhere else to send traffic)`, parts: [] };
     }
     // 1. The slices: every one that held the address lets it go.
     let left = held;
@@ -122,7 +128,7 @@ export class Drainer {
       const rest = until - this.clock.now();
       if (rest <= 0) {
         const waited = this.clock.now() - began;
-        return { drained: false, waitedMs: waited, detail: `EndpointSlices ${left.join(', ')} still held the address at the drain bound: ${waited} ms` };
+        return { drained: false, waitedMs: waited, detail: `EndpointSlices ${left.join(', ')} still held the address at the drain bound: ${waited} ms`, parts: [{ part: DrainParts.Slices, ms: waited, done: false }] };
       }
       await session.feed.changed(Math.min(RECHECK_MS, rest));
       const now = slicesHolding(session.feed.current() ?? [], a);
@@ -136,6 +142,10 @@ export class Drainer {
       drained: dp.done,
       waitedMs: this.clock.now() - began,
       detail: `EndpointSlices ${listed.join(', ')} let the address go: ${slicesMs} ms; ${dp.detail}`,
+      parts: [
+        { part: DrainParts.Slices, ms: slicesMs, done: true },
+        { part: DrainParts.DataPlane, ms: dp.waitedMs, done: dp.done },
+      ],
     };
   }
 

@@ -8,6 +8,7 @@ import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import type { DrainMetrics } from '../drain-metrics.js';
 import { drainPod, openDrain, type WayBackDeps } from '../drain/way-back.js';
 import type { KubeApi } from '../kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
@@ -31,6 +32,8 @@ export interface PodActionsDeps {
   pollMs: number;
   /** The drain (src/kube/drain/). */
   way: WayBackDeps;
+  /** Where each part of a drain reports how long it took. */
+  drainMetrics?: DrainMetrics;
 }
 
 /** Drain, stop and patch, for one container of a pod. */
@@ -50,6 +53,7 @@ export class PodActions {
     const written = await this.d.report.draining(pod, t);
     const bound = Math.max(0, Math.min(kubeletOptions(op.request).drainMs, ctx.deadline - this.d.clock.now()));
     const res = await drainPod(this.d.way, op, t, ns, ip, written.metadata?.uid ?? '', bound, ctx);
+    for (const p of res.parts) this.d.drainMetrics?.observe(p.part, p.ms / 1000, p.done);
     if (!res.drained) this.d.log.warn('drain cut short; going on', { op: op.id, pod: op.podName, boundMs: bound, detail: res.detail });
     else this.d.log.info('pod drained', { op: op.id, pod: op.podName, waitedMs: res.waitedMs, detail: res.detail });
     return written;
