@@ -19,7 +19,7 @@ import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { agentImage, createService, serverPod, waitReadyEndpoints, type ServiceAddress } from '../support/traffic-fixture.js';
-import { describeTallies, failedOf, keepAliveClient, newConnectionClient, withTraffic, type Tally } from '../support/traffic.js';
+import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../support/traffic.js';
 
 const env = kubeEnv();
 const REPLICAS = 4;
@@ -81,7 +81,10 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
       const ds = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'inplace-agent', namespace: 'inplace-system' });
       const run = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'agent-run')?.hostPath?.path;
       if (!run) throw new Error('the DaemonSet has no hostPath volume "agent-run"');
-      agentSocket = path.join(run, 'agent.sock');
+      // The test cluster's overlay gives each node's agent its own subdirectory (its nodes share this machine).
+      const mount = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent')?.volumeMounts?.find((m) => m.name === 'agent-run');
+      const sub = mount?.subPathExpr === '$(NODE_NAME)' ? env.nodeName : (mount?.subPath ?? '');
+      agentSocket = path.join(run, sub, 'agent.sock');
     });
     crs = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'ktraffic');
@@ -91,6 +94,9 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
     solo = await createService(kc, ns, 'solo', 'solo');
     await settled();
     await waitReadyEndpoints(kc, ns, 'solo', 1);
+    // Ready endpoints in the slices are not yet rules in kube-proxy: wait until the clients are answered.
+    await waitServing(clients(web));
+    await waitServing({ clusterIp: clients(solo).clusterIp });
   });
 
   after(async () => {
@@ -143,7 +149,7 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
     const op = await operation(result[0]);
     const c = op.containers[0];
     console.log(`      one replica: ${c.traffic}; traffic: ${describeTallies(tallies)}`);
-    assert.match(c.steps.find((s) => s.step === 'Draining')?.detail ?? '', /the only ready endpoint of solo: not waited for/);
+    assert.match(c.steps.find((s) => s.step === 'Draining')?.detail ?? '', /the only ready endpoint of solo: not drained/);
     assert.ok(c.unservedMs !== undefined && c.unservedMs > 0, `a window was measured: ${c.traffic}`);
     assert.equal(result[0].status?.containers?.[0]?.unservedMilliseconds, c.unservedMs, 'the ContainerRestart reports it');
     // Stop + start + readiness: from the stop call to the kubelet reporting the new instance ready (minReady 0),

@@ -143,6 +143,21 @@ export async function withTraffic<T>(clients: Record<string, () => TrafficClient
   return { result, tallies };
 }
 
+/**
+ * Waits (at most ms) until every client gets every request answered for one second in a row: a new Service's
+ * endpoints are in its slices before they are in kube-proxy's rules.
+ */
+export async function waitServing(clients: Record<string, () => TrafficClient>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const running = Object.values(clients).map((make) => make());
+    await new Promise((r) => setTimeout(r, 1000));
+    const tallies = await Promise.all(running.map((c) => c.stop()));
+    if (tallies.every((t) => t.failed === 0 && t.ok > 0)) return;
+    if (Date.now() > deadline) throw new Error(`the Service does not answer every request after ${ms} ms: ${JSON.stringify(tallies)}`);
+  }
+}
+
 /** Sum of failed requests over tallies. */
 export function failedOf(tallies: Record<string, Tally>): number {
   return Object.values(tallies).reduce((n, t) => n + t.failed, 0);

@@ -150,6 +150,19 @@ export class Drainer {
   }
 
   /**
+   * The Services of which the address is the only ready endpoint, when that holds for every Service that lists
+   * it (from the feed's first view, waited for at most boundMs); undefined otherwise.
+   */
+  async soleOf(key: string, namespace: string, a: PodAddress, boundMs: number): Promise<string[] | undefined> {
+    const session = this.session(key, namespace);
+    const first = await this.firstView(session, this.clock.now() + boundMs);
+    if (!first || slicesHolding(first, a).length === 0) return undefined;
+    const services = this.trackFirst(session, a);
+    const others = readyOthers(first, services, a);
+    return services.length > 0 && [...others.values()].every((n) => n === 0) ? services : undefined;
+  }
+
+  /**
    * Opens the feed of a drain (before the condition that takes the address out is written, so that its first
    * view comes as early as can be); a second container of the same operation keeps the feed, and the windows,
    * that the first one opened.

@@ -37,6 +37,22 @@ export function openDrain(d: WayBackDeps, op: Operation, ns: string): void {
   d.drainer.open(keyOf(op), ns);
 }
 
+/**
+ * Whether the pod is the only ready endpoint of every Service that lists it (from the drain's first view of the
+ * slices, waited for at most boundMs): then it is not drained, which t's Draining step and traffic note say.
+ */
+export async function soleEndpoint(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, ip: string, podUid: string, boundMs: number, ctx: Pick<StepContext, 'publish'>): Promise<boolean> {
+  if (boundMs <= 0) return false;
+  const services = await d.drainer.soleOf(keyOf(op), ns, { ip, podUid }, boundMs);
+  if (!services) return false;
+  const step = lastStep(t, 'Draining');
+  const note = `the only ready endpoint of ${services.join(', ')}: not drained (nowhere else to send traffic); its readiness follows the container's`;
+  if (step) step.detail = note;
+  t.traffic = note;
+  ctx.publish();
+  return true;
+}
+
 /** Drains the pod's address for container t, within boundMs, and records what was waited on in its Draining step. */
 export async function drainPod(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, ip: string, podUid: string, boundMs: number, ctx: Pick<StepContext, 'publish'>): Promise<DrainRecord> {
   const rec = await d.drainer.drain(keyOf(op), ns, { ip, podUid }, boundMs);
@@ -63,6 +79,7 @@ export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget,
   if (step) step.detail = back.detail;
   if (back.unservedMs !== undefined) t.unservedMs = back.unservedMs;
   t.traffic = `${t.traffic ?? 'drained'}; ${back.detail}`;
+  // (A pod left True all along, the only endpoint, sees the message change only.)
   ctx.publish();
 }
 

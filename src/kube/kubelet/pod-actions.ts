@@ -9,7 +9,7 @@ import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { DrainMetrics } from '../drain-metrics.js';
-import { drainPod, openDrain, type WayBackDeps } from '../drain/way-back.js';
+import { drainPod, openDrain, soleEndpoint, type WayBackDeps } from '../drain/way-back.js';
 import type { KubeApi } from '../kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { gatesOnCondition } from '../ready-condition.js';
@@ -45,17 +45,27 @@ export class PodActions {
     return gatesOnCondition(pod) && (pod.status?.podIP ?? op.podIp ?? '') !== '';
   }
 
-  /** Condition False (Draining), then waits until the pod's address left its slices and the data plane (drain/). */
+  /**
+   * Condition False (Draining), then waits until the pod's address left its slices and the data plane (drain/),
+   * then condition False (Restarting), posted. The only ready endpoint of its Services is not taken out at all:
+   * its readiness follows the container's, so the time without an endpoint is the container's own.
+   */
   async drain(op: Operation, t: ContainerTarget, pod: V1Pod, ctx: Pick<StepContext, 'deadline' | 'publish'>): Promise<V1Pod> {
     const [ns] = splitName(op.podName);
     const ip = pod.status?.podIP ?? op.podIp ?? '';
-    openDrain(this.d.way, op, ns);
-    const written = await this.d.report.draining(pod, t);
     const bound = Math.max(0, Math.min(kubeletOptions(op.request).drainMs, ctx.deadline - this.d.clock.now()));
+    openDrain(this.d.way, op, ns);
+    if (await soleEndpoint(this.d.way, op, t, ns, ip, pod.metadata?.uid ?? '', bound, ctx)) {
+      this.d.log.info('not drained: the only ready endpoint of its Services', { op: op.id, pod: op.podName, detail: t.traffic });
+      return pod;
+    }
+    const written = await this.d.report.draining(pod, t);
     const res = await drainPod(this.d.way, op, t, ns, ip, written.metadata?.uid ?? '', bound, ctx);
     for (const p of res.parts) this.d.drainMetrics?.observe(p.part, p.ms / 1000, p.done);
     if (!res.drained) this.d.log.warn('drain cut short; going on', { op: op.id, pod: op.podName, boundMs: bound, detail: res.detail });
     else this.d.log.info('pod drained', { op: op.id, pod: op.podName, waitedMs: res.waitedMs, detail: res.detail });
+    // Written in order after Draining, but the stop or patch does not wait for it.
+    this.d.report.restarting(written, t);
     return written;
   }
 

@@ -124,8 +124,6 @@ export class KubeletStrategy implements RestartStrategy {
           case 'Draining': {
             if (this.actions.drains(pod, op)) {
               pod = await this.actions.drain(op, t, pod, ctx);
-              // Written in order after Draining, but the stop or patch does not wait for it.
-              this.report.restarting(pod, t);
             } else {
               const at = pod;
               noteUndrained(this.way, op, t, pod, spec);
