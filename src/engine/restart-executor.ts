@@ -12,6 +12,7 @@ import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, ty
 import { OPERATION_LABEL, preStopCommand, remainingGrace } from './restart-plan.js';
 import { readPodAfter } from './pod-after.js';
 import { Reasons } from './reasons.js';
+import { pullFailureCause } from '../pull/pull-errors.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
 import { isTransient, retryDelay, whileUnavailable } from './runtime-wait.js';
 
@@ -213,7 +214,8 @@ export class RestartExecutor {
             const e = asAgentError(err);
             abort.abort(e);
             if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled while pulling ${p.image}; nothing was stopped`, { reason: Reasons.Cancelled });
-            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
+            // One sentence: the subject once, then the cause; the reason is a field of its own.
+            throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `image "${p.image}" could not be pulled: ${pullFailureCause(e, p.image)}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
           }
         }),
       );
