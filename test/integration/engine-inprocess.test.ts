@@ -259,8 +259,9 @@ for (const f of flavours) {
       let rollingAt = 0;
       h.hooks.set('RollingBack', () => (rollingAt = h.clock.now()));
       // The deadline holds min-ready and grace (a shorter one is refused at plan time), but the replacement
-      // starts 15 s in: its 30 s of min-ready would end past the 40 s deadline.
-      h.hooks.set('Started', () => void h.clock.advance(15_000));
+      // is created 15 s in (time moves while the runtime creates it): its 30 s of min-ready would end past the
+      // 40 s deadline.
+      h.hooks.set('Creating', () => void h.clock.advance(15_000));
       const op = await h.engine.restart({ ...request(p, 'app', f.env.images.appV2, 30_000), timeoutMs: 40_000 });
       const deadline = Date.parse(op.createdAt) + 40_000;
       const end = await h.runToEnd(op.id);
