@@ -12,6 +12,7 @@ import { renderOperation, renderOperations, renderPlan, renderPods, restartSumma
 import { ProgressPrinter } from './progress.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
+import { addRolloutCommand, RolloutUsageError } from './rollout-command.js';
 import { checkOperationId, checkRestartArgs, collect, durationFlag, parseImageFlags, UsageError } from './args.js';
 import { CANCEL_HELP, cancelEffect } from './cancel-text.js';
 import { completionScript, SHELLS } from './completion.js';
@@ -68,9 +69,14 @@ async function follow(g: Globals, c: AgentClient, first: Operation, joined: bool
   return last;
 }
 
+/** Whether err is bad usage found by inplacectl itself. */
+function isUsage(err: unknown): err is Error {
+  return err instanceof UsageError || err instanceof PrewarmUsageError || err instanceof RolloutUsageError;
+}
+
 /** The exit status for an error: 2 for bad usage and for the agent's InvalidArgument about the request itself. */
 export function exitStatusOf(err: unknown): number {
-  if (err instanceof UsageError || err instanceof PrewarmUsageError) return EXIT.usage;
+  if (isUsage(err)) return EXIT.usage;
   const e = asAgentError(err);
   // An invalid preStop hook is the container's label, not the request: the request was fine.
   if (e.kind === 'InvalidArgument' && e.reason !== RefusalReasons.InvalidPreStopHook) return EXIT.usage;
@@ -121,7 +127,8 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
   const globals = () => prog.opts<Globals>();
   prog.hook('preAction', (_prog, action) => {
     const allowed = ['restart', 'completion'];
-    if (globals().kubeconfig && !allowed.includes(action.name()) && action.parent?.name() !== 'prewarm') throw new UsageError(`--kubeconfig works with restart and prewarm only; ${action.name()} talks to the agent socket (--agent)`);
+    const kube = ['prewarm', 'rollout'];
+    if (globals().kubeconfig && !allowed.includes(action.name()) && !kube.includes(action.parent?.name() ?? '')) throw new UsageError(`--kubeconfig works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
   });
 
   prog
@@ -332,6 +339,7 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     });
 
   addPrewarmCommand(prog, globals);
+  addRolloutCommand(prog, globals);
 
   prog
     .command('completion')
@@ -365,7 +373,7 @@ export async function main(argv: string[]): Promise<number> {
       return EXIT.usage;
     }
     const code = exitStatusOf(err);
-    const e = err instanceof UsageError || err instanceof PrewarmUsageError ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
+    const e = isUsage(err) ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
     process.stderr.write(`inplacectl: ${e.message}\n`);
     if (json()) process.stdout.write(JSON.stringify(jsonError(e, code), null, 2) + '\n');
     return code;
