@@ -89,7 +89,8 @@ describe('inplacectl as a new user meets it (containerd 1.6 CRI, real agent)', f
     const p = await pod('watch');
     const c = new AgentClient(`unix://${agent.socket}`);
     try {
-      const op = await c.restart({ pod: p.name, containers: ['app'], images: {}, minReadyMs: '2000', minReadySet: true, timeoutMs: '0', graceSeconds: 0, graceSet: false });
+      // Long enough a min-ready that inplacectl (a new node process, on a loaded machine) joins while it runs.
+      const op = await c.restart({ pod: p.name, containers: ['app'], images: {}, minReadyMs: '10000', minReadySet: true, timeoutMs: '0', graceSeconds: 0, graceSet: false });
       for await (const o of c.watchOperation(op.id)) if (o.state === 'Verifying') break;
       const res = await ctl(agent.socket, 'watch', op.id.slice(0, 8));
       assert.equal(res.code, 0, res.stdout + res.stderr);
@@ -110,7 +111,10 @@ describe('inplacectl as a new user meets it (containerd 1.6 CRI, real agent)', f
     const c = new AgentClient(`unix://${agent.socket}`);
     try {
       let id = '';
-      while (!id) id = (await c.listOperations(p.name))[0]?.id ?? '';
+      while (!id) {
+        id = (await c.listOperations(p.name).catch(() => []))[0]?.id ?? '';
+        if (!id) await new Promise((r) => setTimeout(r, 50));
+      }
       for await (const o of c.watchOperation(id)) if (o.state === 'Verifying') break;
       const cancel = await ctl(agent.socket, 'cancel', id);
       assert.equal(cancel.code, 0, cancel.stderr);
