@@ -312,7 +312,7 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
       const c = client(g);
       try {
         const op = await c.cancelOperation(id);
-        print(g, op, `cancel requested for operation ${op.id} (${op.state}): ${cancelEffect(op)}. \`inplacectl watch ${op.id.slice(0, 8)}\` shows how it ends.`);
+        print(g, op, `cancel requested for operation ${op.id}: ${cancelEffect(op)}. \`inplacectl watch ${op.id.slice(0, 8)}\` shows how it ends.`);
       } finally {
         c.close();
       }

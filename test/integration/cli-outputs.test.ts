@@ -118,7 +118,7 @@ describe('inplacectl as a new user meets it (containerd 1.6 CRI, real agent)', f
       for await (const o of c.watchOperation(id)) if (o.state === 'Verifying') break;
       const cancel = await ctl(agent.socket, 'cancel', id);
       assert.equal(cancel.code, 0, cancel.stderr);
-      assert.match(cancel.stdout, /^cancel requested for operation \S+ \(Verifying\): the replacement of app is kept once it is seen running \(the min-ready wait is cut short\) and the old container removed\./);
+      assert.match(cancel.stdout, /^cancel requested for operation \S+: the replacement of app is kept once it is seen running \(the min-ready wait is cut short\) and the old container removed\./);
       const res = await restart;
       assert.equal(res.code, 1, res.stdout + res.stderr);
       assert.match(res.stdout, /app: verification cut short by the cancel after [0-9.]+m?s of the 30\.0s min-ready; the running replacement is kept/);
