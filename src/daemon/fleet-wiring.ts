@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
+import { SubjectAccessReviewer } from '../kube/access-review.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
@@ -26,6 +27,8 @@ export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions
     },
     clock,
     log.child({ component: 'fleet' }),
+    // Each prewarm's creator is checked before a Secret it names is read (the admission policy may be missing).
+    new SubjectAccessReviewer(kc),
   );
   fleet.start();
   log.info('fleet pre-warm on: following ImagePrewarm objects', { node: nodeName, leaseNamespace: opts.fleetNamespace });

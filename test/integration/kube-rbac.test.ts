@@ -30,6 +30,7 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['inplace-agent.io', 'containerrestarts', '', ['get', 'list', 'watch', 'delete']],
   ['inplace-agent.io', 'containerrestarts', 'status', ['patch', 'update']],
   ['discovery.k8s.io', 'endpointslices', '', ['get', 'list', 'watch']],
+  ['authorization.k8s.io', 'subjectaccessreviews', '', ['create']],
 ];
 const REFUSED_EVERYWHERE: [string, string, string][] = [
   ['', 'secrets', ''],

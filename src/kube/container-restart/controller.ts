@@ -15,7 +15,9 @@ import type { Operation } from '../../engine/operation.js';
 import { Backoff } from '../../pull/backoff.js';
 import { kubeError } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
+import { REASON_FORBIDDEN, type AccessReviewer } from '../access-review.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
+import { checkRequester, type SelfPod } from './requester-check.js';
 import { claimedStatus, refusedStatus, statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
@@ -39,6 +41,10 @@ export interface ContainerRestartControllerDeps {
   defaults: RestartDefaults;
   /** Whether the pod namespace/name runs on this node. */
   hasPod(namespace: string, name: string): Promise<boolean>;
+  /** Checks the recorded requester's own rights before a request is taken (requester-check.ts). */
+  access: AccessReviewer;
+  /** The agent's own pod, which no request may target. */
+  selfPod?: SelfPod;
   clock: Clock;
   log: Logger;
 }
@@ -172,8 +178,11 @@ export class ContainerRestartController {
       if (!(await this.d.hasPod(ns, cr.spec.podName))) return;
       let req: ReturnType<typeof restartRequestFor>;
       try {
+        // Before the claim: a request its creator could not make themselves is refused, nothing touched.
+        await checkRequester(cr, this.d.access, this.d.selfPod);
         req = restartRequestFor(cr, this.d.defaults);
       } catch (err) {
+        if (AgentError.is(err, 'Unavailable')) throw err;
         return this.refuse(cr, err);
       }
       // The claim is written while the engine plans the request; the engine records and runs it only once the
@@ -234,7 +243,9 @@ export class ContainerRestartController {
     const message = err instanceof Error ? err.message : String(err);
     this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason: message });
     const uid = cr.metadata.uid;
-    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now()) : undefined));
+    // A refusal for the creator's missing rights says so in its reason; every other refusal is Refused.
+    const reason = AgentError.is(err) && err.reason === REASON_FORBIDDEN ? REASON_FORBIDDEN : undefined;
+    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
