@@ -233,8 +233,8 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
       const forbidden = e.reason === REASON_FORBIDDEN;
       for (const img of entry.images) {
         if (img.phase === 'Succeeded') continue;
-        if (forbidden) img.attempts = Math.max(img.attempts, (pw.spec.backoffLimit ?? SPEC_DEFAULTS.backoffLimit) + 1);
-        fail(d, pw, entry, img, forbidden ? `${REASON_FORBIDDEN}: ${e.message}` : `pull secret: ${e.message}`);
+        if (forbidden) Object.assign(img, { phase: 'Failed', message: `${REASON_FORBIDDEN}: ${e.message}`, attempts: Math.max(1, img.attempts), completionTime: iso(d.clock.now()) });
+        else fail(d, pw, entry, img, `pull secret: ${e.message}`);
       }
       await settle(d, pw, entry);
       return;
