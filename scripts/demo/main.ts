@@ -22,7 +22,7 @@ function step(text: string): void {
 
 async function main(): Promise<number> {
   if (process.getuid?.() !== 0) {
-    process.stderr.write('demo: the sandbox runs containerd and dockerd, which need root: run `sudo npm run demo`\n');
+    process.stderr.write('demo: the sandbox runs containerd and dockerd, which need root: run `npm run demo` as root\n');
     return 1;
   }
   step('starting the runtime sandbox (containerd + CRI, dockerd, registry on 127.0.0.1)');
@@ -93,7 +93,7 @@ async function main(): Promise<number> {
       printNextSteps(sock, agent.pid ?? 0, agentLog, lastOp.slice(0, 8));
       return 0;
     }
-    process.stdout.write('\nThe sandbox is still up: `sudo scripts/sandbox down` stops it. `npm run demo -- --keep` leaves the agent and the pod running to try inplacectl on.\n');
+    process.stdout.write('\nThe sandbox is still up: `scripts/sandbox down` (as root) stops it. `npm run demo -- --keep` leaves the agent and the pod running to try inplacectl on.\n');
     return 0;
   } finally {
     if (!kept) {
@@ -120,7 +120,7 @@ function printNextSteps(sock: string, pid: number, log: string, opId: string): v
     `  ${cli} -o json get ${opId || 'OPERATION_ID'}`,
     `  ${cli} pull ${env.images.busybox} --pin`,
     `(\`npm link\` once puts inplacectl and inplace-agent on PATH.)`,
-    `Stop them: kill ${pid}; sudo scripts/sandbox down (removes the pod with the sandbox).`,
+    `Stop them: kill ${pid}; scripts/sandbox down (removes the pod with the sandbox).`,
   ];
   process.stdout.write(lines.join('\n') + '\n');
 }

@@ -12,6 +12,7 @@ import { isTerminal } from '../engine/operation.js';
 import { progressLine, renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
+import { addRolloutCommand, RolloutUsageError } from './rollout-command.js';
 
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -122,7 +123,7 @@ function program(): Command {
     .exitOverride();
   const globals = () => prog.opts<Globals>();
   prog.hook('preAction', (_prog, action) => {
-    if (globals().kubeconfig && action.name() !== 'restart' && action.parent?.name() !== 'prewarm') throw new UsageError(`--kubeconfig works with restart only; ${action.name()} talks to the agent socket (--agent)`);
+    if (globals().kubeconfig && action.name() !== 'restart' && action.parent?.name() !== 'prewarm' && action.parent?.name() !== 'rollout') throw new UsageError(`--kubeconfig works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
   });
 
   prog
@@ -308,6 +309,7 @@ function program(): Command {
     });
 
   addPrewarmCommand(prog, globals);
+  addRolloutCommand(prog, globals);
   return prog;
 }
 
@@ -322,7 +324,7 @@ export async function main(argv: string[]): Promise<number> {
       // --help and --version exit 0; everything else commander rejects (including no command) is bad usage.
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
-    if (err instanceof UsageError || err instanceof PrewarmUsageError) {
+    if (err instanceof UsageError || err instanceof PrewarmUsageError || err instanceof RolloutUsageError) {
       process.stderr.write(`inplacectl: ${err.message}\n`);
       return EXIT.usage;
     }

@@ -139,6 +139,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     : undefined;
   prewarm?.start();
   const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log) : undefined;
+  const rollouts = k8s && kc && opts.nodeName ? k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
@@ -174,6 +175,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
         await fleet?.stop();
+        await rollouts?.stop();
         await restarts?.stop();
         const left = await engine.drain(opts.drainTimeoutMs);
         if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });

@@ -12,14 +12,15 @@ import type { ImagePuller } from './image-puller.js';
 import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
 import { OperationSlots } from './operation-slots.js';
-import { isTerminal, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
+import { isTerminal, type ContainerTarget, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
 import { resolvePod } from './pod-resolver.js';
 import { MIN_ID_PREFIX } from '../runtime/types.js';
 import { RefusalReasons, Reasons } from './reasons.js';
-import { OPERATION_LABEL, planRestart, preStopCommand } from './restart-plan.js';
-import { Paused, RestartExecutor, type ExecutorDeps } from './restart-executor.js';
-import type { RestartStrategy, StrategyName } from './restart-strategy.js';
-import type { PlannedTarget } from './restart-plan.js';
+import { OPERATION_LABEL, planRestart } from './restart-plan.js';
+import { Paused } from './paused.js';
+import { RestartExecutor, type ExecutorDeps } from './restart-executor.js';
+import type { RestartStrategy } from './restart-strategy.js';
+import { StandaloneStrategy } from './standalone-strategy.js';
 
 /** Construction parameters of the engine. */
 export interface EngineDeps {
@@ -38,11 +39,10 @@ export interface EngineDeps {
   onCorruptRecord?: (file: string, reason: string, movedTo: string | undefined) => void;
   /** Called at start with the containers an operation labelled that no journal record explains. */
   onOrphans?: (orphans: Container[]) => void;
-  /** Accept kubelet-managed containers (Kubernetes mode). */
-  allowKubelet?: boolean;
   /**
    * Strategies tried, in order, for each planned container before the standalone one (Kubernetes mode: the
-   * kubelet strategy, which claims every kubelet-managed container).
+   * kubelet strategy, which claims every kubelet-managed container). With any, the plan may name
+   * kubelet-managed containers.
    */
   strategies?: RestartStrategy[];
   /** Called after each container step is journaled. */
@@ -75,6 +75,8 @@ export class Engine extends EventEmitter {
   private readonly retention: number;
   private readonly slots: OperationSlots;
   private readonly maxUnfinished: number;
+  /** Every strategy, in the order they are asked to claim a container: the given ones, then standalone. */
+  private readonly strategies: RestartStrategy[];
 
   constructor(private readonly d: EngineDeps) {
     super();
@@ -84,6 +86,8 @@ export class Engine extends EventEmitter {
     this.retention = d.retention ?? 500;
     this.slots = new OperationSlots(d.maxParallel ?? 4);
     this.maxUnfinished = d.maxUnfinished ?? 256;
+    const draining = () => this.isDraining;
+    this.strategies = [...(d.strategies ?? []), new StandaloneStrategy({ runtime: d.runtime, clock: d.clock, log: d.log, draining, drainSignal: this.drainAbort.signal })];
     this.executor = new RestartExecutor({
       runtime: d.runtime,
       puller: d.puller,
@@ -91,12 +95,12 @@ export class Engine extends EventEmitter {
       log: d.log,
       save: (op, sync) => this.persistOrDie(op, sync),
       publish: (op) => this.emit('change', structuredClone(op)),
-      draining: () => this.isDraining,
+      draining,
       drainSignal: this.drainAbort.signal,
       replan: (op) => this.replan(op),
       afterStep: d.afterStep,
       cancelSignal: (op) => this.cancelController(op.id).signal,
-      strategies: d.strategies,
+      strategies: this.strategies,
     });
   }
 
@@ -171,13 +175,8 @@ export class Engine extends EventEmitter {
       throw new AgentError('ResourceExhausted', `${unfinished} operations are unfinished on this node, the most it queues; try again when some have ended`);
     }
     const pod = resolvePod(pods, req.pod);
-    // Only this pod's containers: on CRI each listed container costs a status call.
-    const containers = await this.d.runtime.listContainers({ podId: pod.id });
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
-    const busy = this.queue.depth(pod.id) > 0;
-    const planned = planRestart(pod, containers, req, { allowKubelet: this.allowKubelet, busy });
-    const strategies = await this.strategiesFor(pod, planned, req);
-    if (!req.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
+    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0);
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
       id: opts.id ?? randomUUID(),
@@ -187,19 +186,7 @@ export class Engine extends EventEmitter {
       state: 'Pending',
       request: { ...req, pod: req.pod },
       requested: opts.requested,
-      containers: planned.map((p, i) => ({
-        name: p.name,
-        strategy: strategies[i],
-        oldId: p.current.id,
-        oldRuntimeName: p.current.runtimeName ?? '',
-        oldImage: p.current.image,
-        newImage: p.newImage,
-        newAttempt: p.newAttempt,
-        newId: '',
-        rollbackId: '',
-        step: 'Waiting',
-        steps: [{ step: 'Waiting', at: now }],
-      })),
+      containers,
       createdAt: now,
       updatedAt: now,
     };
@@ -355,39 +342,46 @@ export class Engine extends EventEmitter {
       if (!AgentError.is(err, 'NotFound')) throw err;
       return resolvePod(await this.d.runtime.listPods({ withIp: false }), op.podName);
     });
+    const containers = await this.plan(pod, op.request, false);
     op.podId = pod.id;
+    // The history of each container (its Waiting since the submit) is kept.
+    op.containers = containers.map((t, i) => ({ ...t, steps: op.containers[i]?.steps ?? t.steps }));
+  }
+
+  /**
+   * The one planning path, of a new request and of a queued one planned again: the pod's containers checked
+   * against the request (restart-plan.ts), each claimed by the first strategy that takes it, and each checked
+   * by its strategy. Refusals throw, touching nothing.
+   */
+  private async plan(pod: Pod, req: RestartRequest, busy: boolean): Promise<ContainerTarget[]> {
+    // Only this pod's containers: on CRI each listed container costs a status call.
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
-    const planned = planRestart(pod, containers, op.request, { allowKubelet: this.allowKubelet });
-    const strategies = await this.strategiesFor(pod, planned, op.request);
-    if (!op.request.skipPreStop) planned.forEach((p, i) => strategies[i] === 'standalone' && preStopCommand(p.current.labels, p.current.annotations));
-    op.containers.forEach((t, i) => {
-      const p = planned[i];
-      t.strategy = strategies[i];
-      t.oldId = p.current.id;
-      t.oldRuntimeName = p.current.runtimeName ?? '';
-      t.oldImage = p.current.image;
-      t.newImage = p.newImage;
-      t.newAttempt = p.newAttempt;
-    });
-  }
-
-  /** With a strategy that claims kubelet-managed containers, the plan may name them. */
-  private get allowKubelet(): boolean {
-    return Boolean(this.d.allowKubelet) || (this.d.strategies?.length ?? 0) > 0;
-  }
-
-  /** The strategy of each planned container: the first that claims it, else standalone. Refusals throw. */
-  private async strategiesFor(pod: Pod, planned: PlannedTarget[], req: RestartRequest): Promise<StrategyName[]> {
-    const out: StrategyName[] = [];
+    const planned = planRestart(pod, containers, req, { allowKubelet: (this.d.strategies?.length ?? 0) > 0, busy });
+    const now = new Date(this.d.clock.now()).toISOString();
+    const out: ContainerTarget[] = [];
     for (const p of planned) {
-      let chosen: StrategyName = 'standalone';
-      for (const s of this.d.strategies ?? []) {
+      let chosen: RestartStrategy | undefined;
+      for (const s of this.strategies) {
         if (await s.claim(pod, p, req)) {
-          chosen = s.name;
+          chosen = s;
           break;
         }
       }
-      out.push(chosen);
+      if (!chosen) throw new AgentError('Internal', `no strategy claimed container "${p.name}"`);
+      out.push({
+        name: p.name,
+        strategy: chosen.name,
+        oldId: p.current.id,
+        oldRuntimeName: p.current.runtimeName ?? '',
+        oldImage: p.current.image,
+        newImage: p.newImage,
+        newAttempt: p.newAttempt,
+        newId: '',
+        rollbackId: '',
+        step: 'Waiting',
+        steps: [{ step: 'Waiting', at: now }],
+      });
+      chosen.check?.(p, req);
     }
     return out;
   }

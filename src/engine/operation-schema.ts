@@ -1,28 +1,40 @@
 // The shape of an operation record as the journal stores it: what start-up accepts before resuming anything.
 // Unknown fields are kept (a newer agent may have added some); a wrong or missing known field is refused.
+// A standalone container's steps are checked here; another strategy's are its own, checked by the executor
+// against that strategy when the operation resumes.
 import { z } from 'zod';
-import { ContainerSteps, OperationStates, type Operation } from './operation.js';
+import { OperationStates, type Operation } from './operation.js';
+import { StandaloneSteps } from './standalone-strategy.js';
 
 const nonNegative = z.number().finite().nonnegative();
 const isoTime = z.string().refine((s) => !Number.isNaN(Date.parse(s)), 'not a date');
 
-const stepRecord = z.looseObject({ step: z.enum(ContainerSteps), at: isoTime });
+const step = z.string().regex(/^[A-Za-z]{1,40}$/, 'not a step');
+const stepRecord = z.looseObject({ step, at: isoTime });
+const standaloneSteps: ReadonlySet<string> = new Set(StandaloneSteps);
 
-const containerTarget = z.looseObject({
-  name: z.string(),
-  oldId: z.string(),
-  oldRuntimeName: z.string(),
-  oldImage: z.string(),
-  newImage: z.string(),
-  newAttempt: nonNegative,
-  newId: z.string(),
-  rollbackId: z.string(),
-  step: z.enum(ContainerSteps),
-  steps: z.array(stepRecord),
-  exitCode: z.number().optional(),
-  error: z.string().optional(),
-  downtimeMs: nonNegative.optional(),
-});
+const containerTarget = z
+  .looseObject({
+    name: z.string(),
+    strategy: z.enum(['standalone', 'kubelet']).optional(),
+    oldId: z.string(),
+    oldRuntimeName: z.string(),
+    oldImage: z.string(),
+    newImage: z.string(),
+    newAttempt: nonNegative,
+    newId: z.string(),
+    rollbackId: z.string(),
+    step,
+    steps: z.array(stepRecord),
+    exitCode: z.number().optional(),
+    error: z.string().optional(),
+    downtimeMs: nonNegative.optional(),
+    reason: z.string().optional(),
+  })
+  .refine((t) => (t.strategy ?? 'standalone') !== 'standalone' || (standaloneSteps.has(t.step) && t.steps.every((r) => standaloneSteps.has(r.step))), {
+    message: 'not a step of the standalone strategy',
+    path: ['step'],
+  });
 
 const request = z.looseObject({
   pod: z.string(),

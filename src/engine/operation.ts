@@ -17,15 +17,10 @@
 //                 v
 //             Succeeded
 //
-// Per container (one at a time, in the order given):
-//   Waiting -> Creating -> Created -> PreStop -> Stopping -> Stopped -> Starting -> Started
-//           -> Verifying -> Verified -> RemovingOld -> Done
-//   any step after Created -> RollingBack -> RolledBack | Failed
-// With the kubelet strategy (src/kube/kubelet-strategy.ts) the kubelet makes the next instance:
-//   Waiting -> Draining -> PreStop -> Stopping -> Stopped -> Verifying -> Verified -> Done        (same image)
-//   Waiting -> Draining -> Patching -> Patched -> Verifying -> Verified -> Done                   (new image)
-//   Verifying -> RollingBack -> RolledBack | Failed
-// Each step is journaled before its side effect; recovery reads the step and the runtime's facts.
+// Per container (one at a time, in the order given), the strategy the container was planned with moves it
+// from Waiting to one of its ends (Done, RolledBack, Failed); the steps between are the strategy's own
+// (standalone-strategy.ts here, src/kube/kubelet/ for the kubelet's). Each step is journaled before its side
+// effect; recovery reads the step and the runtime's facts.
 
 import type { StrategyName } from './restart-strategy.js';
 
@@ -43,29 +38,15 @@ export const OperationStates = [
 /** One of OperationStates. */
 export type OperationState = (typeof OperationStates)[number];
 
-/** Per-container steps, in execution order, then the rollback ones, then the kubelet strategy's own. */
-export const ContainerSteps = [
-  'Waiting',
-  'Creating',
-  'Created',
-  'PreStop',
-  'Stopping',
-  'Stopped',
-  'Starting',
-  'Started',
-  'Verifying',
-  'Verified',
-  'RemovingOld',
-  'Done',
-  'RollingBack',
-  'RolledBack',
-  'Failed',
-  'Draining',
-  'Patching',
-  'Patched',
-] as const;
-/** One of ContainerSteps. */
-export type ContainerStep = (typeof ContainerSteps)[number];
+/**
+ * The per-container steps every strategy has: where a container begins, the verification the executor shows
+ * as the operation's Verifying state, and the ends. A strategy adds its own (RestartStrategy.steps).
+ */
+export const CommonSteps = ['Waiting', 'Verifying', 'Verified', 'Done', 'RollingBack', 'RolledBack', 'Failed'] as const;
+/** One of CommonSteps. */
+export type CommonStep = (typeof CommonSteps)[number];
+/** A container's step: one of CommonSteps or one of its strategy's own. */
+export type ContainerStep = string;
 
 /** A step and when it was entered. */
 export interface StepRecord {
@@ -79,7 +60,7 @@ export interface ContainerTarget {
   name: string;
   /** Who makes the next instance, chosen when the plan is made; absent means standalone. */
   strategy?: StrategyName;
-  /** What the kubelet last reported while the agent waited (a back-off with its next start, a pull error). */
+  /** What the strategy last saw while it waited for the next instance (the kubelet's back-off, say). */
   waiting?: string;
   oldId: string;
   /** Docker container name of the old one (for renames); '' on CRI. */
@@ -111,7 +92,10 @@ export interface ImagePull {
   pulled: boolean;
 }
 
-/** What a caller asked for. */
+/**
+ * What a caller asked for. A strategy may read fields of its own that its caller adds (the kubelet's:
+ * src/kube/kubelet/options.ts); the journal keeps them with the rest.
+ */
 export interface RestartRequest {
   /** Pod as given: ns/name, sandbox id or prefix, docker/<name>. */
   pod: string;
@@ -123,14 +107,7 @@ export interface RestartRequest {
   timeoutMs: number;
   /** Stop without running the preStop hook (it is hung, or the container is being replaced because of it). */
   skipPreStop?: boolean;
-  /** Kubernetes mode: what a failed image change leads to (default Rollback: the old image is patched back). */
-  failurePolicy?: FailurePolicy;
-  /** Kubernetes mode: longest wait for the pod's address to leave its EndpointSlices (default 5 s). */
-  drainMs?: number;
 }
-
-/** What a failed image change leads to: Rollback patches the old image back; Fail and Ignore leave it. */
-export type FailurePolicy = 'Fail' | 'Ignore' | 'Rollback';
 
 /** An operation record: what is stored in the journal and returned by the API. */
 export interface Operation {

@@ -1,7 +1,8 @@
 // The seam between planning and doing a restart: per container, who brings the next instance up. The
-// standalone strategy (the agent recreates the container itself, restart-executor.ts) and the kubelet
-// strategy (the agent stops the container or patches its image, and the kubelet recreates it, src/kube/) are
-// the two implementations. Which one handles a container is decided when the plan is made and journaled with it.
+// standalone strategy (the agent recreates the container itself, standalone-strategy.ts) and the kubelet
+// strategy (the agent stops the container or patches its image, and the kubelet recreates it, src/kube/kubelet/)
+// are the two implementations, of equal rank. Which one handles a container is decided when the plan is made
+// and journaled with it. The executor (restart-executor.ts) runs the loop around them.
 import type { ContainerDetail, Pod } from '../runtime/types.js';
 import type { ContainerStep, ContainerTarget, Operation, RestartRequest } from './operation.js';
 import type { PlannedTarget } from './restart-plan.js';
@@ -13,14 +14,25 @@ export type StrategyName = 'standalone' | 'kubelet';
 export interface StepContext {
   /** Epoch ms after which the operation has run out of time. */
   deadline: number;
-  /** The old container with its creation config, read at the start; undefined when gone or unreadable. */
+  /**
+   * The old container with its creation config, read at the start; undefined when gone or unreadable. At
+   * Waiting the executor has already checked that it runs (a container that no longer runs never reaches a
+   * strategy).
+   */
   old: ContainerDetail | undefined;
-  /** Enters a step and journals it before the side effect it announces. */
-  step(step: ContainerStep): Promise<void>;
+  /**
+   * Enters a step and journals it before the side effect it announces. sync false skips the directory fsync
+   * (for a step whose recovery repeats idempotent calls, when a power loss brings back the record before it).
+   */
+  step(step: ContainerStep, opts?: { sync?: boolean }): Promise<void>;
   /** Enters a step that records a finished side effect: published now, journaled with the next step. */
   mark(step: ContainerStep): void;
+  /** Journals the record as it is now (a changed id, say). */
+  save(): Promise<void>;
   /** Publishes a change of the record to watchers without journaling it. */
   publish(): void;
+  /** Shows the operation as Verifying (true) or back to Recreating (false) while this container is verified. */
+  verifying(on: boolean): void;
   /**
    * Says that a cancel ended this container's verification early with its replacement running and kept: the
    * operation then ends Cancelled (saying so), never Succeeded.
@@ -31,6 +43,8 @@ export interface StepContext {
 /** One way of restarting a container. */
 export interface RestartStrategy {
   readonly name: StrategyName;
+  /** Every step a container of this strategy can be at, CommonSteps among them; a journal record is held to it. */
+  readonly steps: readonly ContainerStep[];
   /**
    * Whether this strategy handles a planned container. Throws an AgentError (touching nothing) for a container
    * it must handle but cannot restart, saying why. May rewrite the target's images to the references its
@@ -38,8 +52,14 @@ export interface RestartStrategy {
    */
   claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean>;
   /**
+   * Checks, before anything is recorded, what the strategy will need of a container it claimed (a preStop
+   * hook it can parse, say); throws an AgentError (touching nothing) saying what is wrong.
+   */
+  check?(target: PlannedTarget, req: RestartRequest): void;
+  /**
    * Moves one container forward from its journaled step to an end (Done, RolledBack or Failed); safe to call
-   * again after a crash at any point. Returns false when the container failed or was rolled back.
+   * again after a crash at any point. Returns false when the container failed or was rolled back, with its
+   * reason set (a constant of reasons.ts).
    */
   advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean>;
   /**

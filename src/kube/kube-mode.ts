@@ -6,7 +6,7 @@ import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ConditionWriter } from './condition-writer.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
-import { KubeletStrategy } from './kubelet-strategy.js';
+import { KubeletStrategy } from './kubelet/strategy.js';
 import { NodePods } from './node-pods.js';
 import { PodEvents } from './pod-events.js';
 import { ReadyGates } from './ready-gates.js';

@@ -9,7 +9,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { AppsV1Api, CoreV1Api, KubeConfig, Watch, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
-import { imageMatches } from '../../src/kube/kubelet-strategy.js';
+import { imageMatches } from '../../src/kube/kubelet/verify.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';

@@ -5,6 +5,7 @@ import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
 import { RestartExecutor, type ExecutorDeps } from '../../src/engine/restart-executor.js';
+import { StandaloneStrategy } from '../../src/engine/standalone-strategy.js';
 import type { NameSwap, Runtime } from '../../src/runtime/runtime.js';
 import type { Container, ContainerDetail, ContainerSpec, ContainerState } from '../../src/runtime/types.js';
 import { memoryLogger } from './memory-logger.js';
@@ -122,14 +123,18 @@ export class FakeNode {
 
 /** A restart executor on the fake node and the manual clock, with deps overridden where given. */
 export function fakeExecutor(node: FakeNode, clock: ManualClock, deps: Partial<ExecutorDeps> = {}): RestartExecutor {
+  const runtime = deps.runtime ?? node.runtime();
+  const log = deps.log ?? memoryLogger().logger;
+  const draining = deps.draining ?? (() => false);
   return new RestartExecutor({
-    runtime: node.runtime(),
+    runtime,
     puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
     clock,
-    log: memoryLogger().logger,
+    log,
     save: async () => undefined,
     publish: () => undefined,
-    draining: () => false,
+    draining,
+    strategies: [new StandaloneStrategy({ runtime, clock, log, draining, drainSignal: deps.drainSignal })],
     ...deps,
   });
 }

@@ -1,6 +1,6 @@
 // Mocha global fixture: when the sandbox's runtimes are not answering and we are root, start the sandbox
 // (scripts/sandbox up) before any test, and likewise the test cluster (scripts/kube-sandbox up, which builds
-// Kubernetes first when it is missing), so `sudo npm test` on a fresh machine runs every test for real; the
+// Kubernetes first when it is missing), so `npm test` as root on a fresh machine runs every test for real; the
 // containerd 2.x sandbox too (INPLACE_SANDBOX_CONTAINERD=2), when scripts/build-deps has built containerd 2.
 // When they are already up (CI starts them first), this costs one quick check each.
 import { spawnSync } from 'node:child_process';
@@ -62,7 +62,7 @@ export async function mochaGlobalSetup(): Promise<void> {
   const up2 = await answers(ctrd2.containerdAddress);
   if (up && kubeUp && up2) return;
   if (process.getuid?.() !== 0) {
-    process.stderr.write('test: the runtime sandbox or test cluster is not running and starting it needs root (sudo npm test); integration tests will skip or fail\n');
+    process.stderr.write('test: the runtime sandbox or test cluster is not running and starting it needs root (run npm test as root); integration tests will skip or fail\n');
     return;
   }
   if (!up) {

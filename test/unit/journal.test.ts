@@ -1,3 +1,4 @@
+import type { KubeletRequest } from '../../src/kube/kubelet/options.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -99,7 +100,7 @@ describe('Journal', () => {
     await j.open();
     for (const step of ['Draining', 'Patching', 'Patched', 'Stopping', 'Verifying'] as const) {
       const k = op(`k-${step}`, '2026-01-01T00:00:00Z', 'Recreating');
-      k.request = { ...k.request, failurePolicy: 'Rollback', drainMs: 5000 };
+      k.request = { ...k.request, failurePolicy: 'Rollback', drainMs: 5000 } as KubeletRequest;
       k.containers = [{ name: 'c', strategy: 'kubelet', oldId: 'o', oldRuntimeName: 'c', oldImage: 'r/a:1', newImage: 'r/a:2', newAttempt: 1, newId: '', rollbackId: '', step, steps: [{ step, at: '2026-01-01T00:00:00Z' }] }];
       await j.write(k);
     }

@@ -1,9 +1,10 @@
+import type { KubeletRequest } from '../../src/kube/kubelet/options.js';
 import assert from 'node:assert/strict';
 import type { CoreV1Event, V1ContainerStatus, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 import type { ContainerStep, ContainerTarget, Operation } from '../../src/engine/operation.js';
 import type { StepContext } from '../../src/engine/restart-strategy.js';
 import type { KubeApi } from '../../src/kube/kube-api.js';
-import { KubeletStrategy } from '../../src/kube/kubelet-strategy.js';
+import { KubeletStrategy } from '../../src/kube/kubelet/strategy.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { AgentError } from '../../src/errors.js';
@@ -115,7 +116,9 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
       t.step = s;
       t.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
     },
+    save: () => Promise.resolve(),
     publish: () => undefined,
+    verifying: () => undefined,
     cutShort: () => void cut.count++,
   };
   return { clock, api, rt, strategy, t, op, ctx, journaled, pod, cut };
@@ -207,7 +210,7 @@ describe('kube: the kubelet restart strategy', () => {
 describe('kube: the kubelet strategy, cancelled while verifying', () => {
   it('new image, cancelled before a new instance runs: the old image is put back (whatever the failure policy), RolledBack as Cancelled', async () => {
     const s = setup({ newImage: 'app:v2' });
-    s.op.request.failurePolicy = 'Fail';
+    (s.op.request as KubeletRequest).failurePolicy = 'Fail';
     s.api.afterImagePatch = (image) => {
       if (image === 'app:v2') {
         s.api.pod.status!.containerStatuses = [{ name: 'app', image, imageID: '', ready: false, restartCount: 1, containerID: 'containerd://old', state: { waiting: { reason: 'ContainerCreating' } } }];

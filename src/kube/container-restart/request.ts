@@ -1,6 +1,6 @@
 // From a ContainerRestart's spec to the engine's RestartRequest: the same request an RPC restart makes.
 import { AgentError } from '../../errors.js';
-import type { RestartRequest } from '../../engine/operation.js';
+import type { KubeletRequest } from '../kubelet/options.js';
 import { parseImageRef } from '../../runtime/image-ref.js';
 import type { ContainerRestart } from './types.js';
 
@@ -15,7 +15,7 @@ export interface RestartDefaults {
  * The engine request for a ContainerRestart; InvalidArgument for what the schema lets through but the agent
  * cannot honour (an unparsable image, a strategy it does not implement), before anything is touched.
  */
-export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefaults): RestartRequest {
+export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefaults): KubeletRequest {
   const { spec } = cr;
   const s = spec.strategy ?? {};
   // The engine restarts one container after the other: a request for anything else is refused rather than

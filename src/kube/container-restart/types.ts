@@ -1,4 +1,5 @@
 // The ContainerRestart custom resource (deploy/crds/containerrestart.yaml), as plain TypeScript types.
+import type { FailurePolicy } from '../kubelet/options.js';
 import type { Requester } from '../requester.js';
 
 /** API group, version and plural of the resource. */
@@ -10,8 +11,8 @@ export const CR_PLURAL = 'containerrestarts';
 /** Kind of the resource. */
 export const CR_KIND = 'ContainerRestart';
 
-/** What to do when a container fails. */
-export type FailurePolicy = 'Fail' | 'Ignore' | 'Rollback';
+/** What to do when a container fails (the kubelet strategy's own field). */
+export type { FailurePolicy };
 
 /** The request: immutable once created. */
 export interface ContainerRestartSpec {

@@ -1,0 +1,30 @@
+// A drain of the agent stops a running operation only at a safe point: the operation stays in the journal,
+// and the next agent resumes it from its last journaled step.
+import { whileUnavailable, isTransient, type RuntimeWaitOptions } from './runtime-wait.js';
+
+/** Thrown at a safe point when the agent is draining: the operation stays in the journal and resumes later. */
+export class Paused extends Error {
+  constructor() {
+    super('agent is shutting down; operation paused at a safe point');
+  }
+}
+
+/** What a pausable runtime call needs besides the wait's own options. */
+export interface PausableWait extends RuntimeWaitOptions {
+  /** True once the agent is draining. */
+  draining(): boolean;
+}
+
+/**
+ * Runs a runtime call that is safe to repeat, waiting for a runtime that is briefly away (see
+ * runtime-wait.ts). A wait that the agent's drain cut short throws Paused: the journaled intent is repeated
+ * by the next agent.
+ */
+export async function pausable<T>(call: (attempt: number) => Promise<T>, opts: PausableWait): Promise<T> {
+  try {
+    return await whileUnavailable(call, opts);
+  } catch (err) {
+    if (isTransient(err) && opts.draining()) throw new Paused();
+    throw err;
+  }
+}

@@ -1,0 +1,111 @@
+// Which containers the kubelet strategy takes, and the Pulling/Pulled events it records for them while the
+// executor makes their new images present (the kubelet records these when it pulls; here the agent pulls).
+import type { V1Pod } from '@kubernetes/client-node';
+import { AgentError, asAgentError } from '../../errors.js';
+import type { Logger } from '../../log.js';
+import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';
+import { KUBELET_POD_UID_LABEL, type PlannedTarget } from '../../engine/restart-plan.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { Pod } from '../../runtime/types.js';
+import { EventReasons, type PodEvents } from '../pod-events.js';
+import { checkPreStop } from '../pre-stop.js';
+import { kubeletRefusal, specContainer } from '../restart-policy.js';
+import type { PodCache } from './pod-cache.js';
+import { splitName } from './pod-name.js';
+
+/** What claiming needs. */
+export interface ClaimDeps {
+  cache: PodCache;
+  runtime: Runtime;
+  events: PodEvents;
+  log: Logger;
+}
+
+/** Claims kubelet-managed containers, and records the pull events of the operations that change their images. */
+export class KubeletClaims {
+  /** Per operation and container: its Pulling and Pulled events being recorded (the patch follows them). */
+  private readonly pullEvents = new Map<string, Promise<void>>();
+
+  constructor(private readonly d: ClaimDeps) {}
+
+  /** See RestartStrategy.claim: every kubelet-managed container, unless the API server's pod forbids it. */
+  async claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean> {
+    const uid = target.current.labels[KUBELET_POD_UID_LABEL];
+    if (!uid) return false;
+    const [ns, name] = splitName(pod.name);
+    let apiPod: V1Pod;
+    try {
+      apiPod = await this.d.cache.read(ns, name);
+    } catch (err) {
+      if (!AgentError.is(err, 'NotFound')) throw err;
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} is managed by a kubelet but the API server does not know it; nothing was touched`);
+    }
+    if (apiPod.metadata?.uid !== uid) {
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} in the API server (uid ${apiPod.metadata?.uid}) is not the one on this node (uid ${uid}); nothing was touched`);
+    }
+    if (apiPod.metadata?.deletionTimestamp) throw new AgentError('FailedPrecondition', `pod ${pod.name} is being deleted; nothing was touched`);
+    const spec = specContainer(apiPod, target.name);
+    const same = !req.images[target.name] || req.images[target.name] === spec?.container.image;
+    const refusal = kubeletRefusal(apiPod, target.name, same);
+    if (refusal) throw new AgentError('FailedPrecondition', `${refusal}; nothing was touched`);
+    if (!same && apiPod.metadata?.annotations?.['kubernetes.io/config.mirror']) {
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} is a static pod: its spec cannot be changed through the API server, so its image cannot be; nothing was touched`);
+    }
+    if (same && !req.skipPreStop && spec) checkPreStop(spec.container);
+    // The runtime knows the image by the id the kubelet resolved; the pod spec's reference is the one to keep.
+    if (spec) {
+      target.current = { ...target.current, image: spec.container.image ?? target.current.image };
+      target.newImage = req.images[target.name] ?? target.current.image;
+    }
+    return true;
+  }
+
+  /**
+   * The Pulling event, kubelet style, as the executor begins making the new image present, and the Pulled event
+   * once it is; the pull does not wait for them, the spec patch does (takePullEvents). As the kubelet does,
+   * Pulling only when the node does not have the image by that reference (then Pulled says it was already present).
+   */
+  pulling(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void {
+    const [ns, name] = splitName(op.podName);
+    const cached = this.d.cache.recentOf(ns, name);
+    const pod = cached ? Promise.resolve(cached) : this.d.cache.read(ns, name);
+    const present = this.d.runtime.inspectImage(t.newImage).then(
+      (i) => i !== undefined,
+      () => false, // unknown: the download is announced, as it may well happen
+    );
+    const done = Promise.all([pod, present]).then(
+      async ([p, have]) => {
+        const pulling = have ? Promise.resolve() : this.d.events.record(p, t.name, 'Normal', EventReasons.Pulling, `Pulling image "${t.newImage}"`);
+        const got = await result.catch(() => undefined); // a failed pull fails the operation, with its own message
+        if (got) await this.d.events.record(p, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, got.pulled));
+        await pulling;
+      },
+      (err: unknown) => {
+        this.d.log.warn('cannot record an event', { pod: op.podName, reason: EventReasons.Pulling, error: asAgentError(err).message });
+      },
+    );
+    this.pullEvents.set(`${op.id}/${t.name}`, done);
+  }
+
+  /**
+   * Resolves once the container's Pulled event is on record: the one pulling() began, or (an operation resumed
+   * after its pull, in another process) one recorded now.
+   */
+  async pulledRecorded(op: Operation, t: ContainerTarget, pod: V1Pod): Promise<void> {
+    const key = `${op.id}/${t.name}`;
+    const events = this.pullEvents.get(key);
+    this.pullEvents.delete(key);
+    if (events) await events;
+    else await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, op.pulls?.find((p) => p.image === t.newImage)?.pulled ?? false));
+  }
+
+  /** Forgets what an ended operation left. */
+  forget(op: Operation): void {
+    for (const c of op.containers) this.pullEvents.delete(`${op.id}/${c.name}`);
+  }
+}
+
+/** The Pulled event's message, as the kubelet words it. */
+function pulledMessage(image: string, pulled: boolean): string {
+  return pulled ? `Successfully pulled image "${image}"` : `Container image "${image}" already present on machine`;
+}

@@ -1,0 +1,39 @@
+// What the kubelet strategy owns of a restart: its steps and its request fields. The engine's types know
+// neither; a ContainerRestart adds the fields to the request (container-restart/request.ts), the journal keeps
+// them, and only this strategy reads them.
+import { CommonSteps, type RestartRequest } from '../../engine/operation.js';
+
+/**
+ * Every step of a kubelet-managed container (the journal's record is held to these when it resumes):
+ *
+ *   Waiting --> Draining --+--> PreStop --> Stopping --> Stopped --+--> Verifying --> Verified --> Done
+ *                          |   (same image)                        |       |
+ *                          +--> Patching --> Patched --------------+       +--> RollingBack --> RolledBack | Failed
+ *                              (new image)                                 +--> Failed (same image, or policy Fail)
+ */
+export const KubeletSteps = [...CommonSteps, 'Draining', 'PreStop', 'Stopping', 'Stopped', 'Patching', 'Patched'] as const;
+/** One of KubeletSteps. */
+export type KubeletStep = (typeof KubeletSteps)[number];
+
+/** What a failed image change leads to: Rollback patches the old image back; Fail leaves it (see docs/kubernetes.md). */
+export type FailurePolicy = 'Fail' | 'Ignore' | 'Rollback';
+
+/** The request fields only the kubelet strategy reads. */
+export interface KubeletOptions {
+  /** What a failed image change leads to (default Rollback). */
+  failurePolicy?: FailurePolicy;
+  /** Longest wait for the pod's address to leave its EndpointSlices, ms (default DEFAULT_DRAIN_MS). */
+  drainMs?: number;
+}
+
+/** A restart request with the kubelet strategy's fields. */
+export type KubeletRequest = RestartRequest & KubeletOptions;
+
+/** Default bound of the drain, ms. */
+export const DEFAULT_DRAIN_MS = 5000;
+
+/** The kubelet strategy's fields of a request (as journaled), with their defaults. */
+export function kubeletOptions(req: RestartRequest): Required<KubeletOptions> {
+  const r = req as KubeletRequest;
+  return { failurePolicy: r.failurePolicy ?? 'Rollback', drainMs: r.drainMs ?? DEFAULT_DRAIN_MS };
+}

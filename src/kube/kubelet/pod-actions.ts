@@ -1,0 +1,93 @@
+// The kubelet strategy's side effects on a pod: drain its address from its EndpointSlices, stop the old
+// instance (the kubelet starts the next), or patch the container's image in the spec (the kubelet recreates
+// exactly that container). Each is safe to repeat.
+import type { V1Pod } from '@kubernetes/client-node';
+import { AgentError } from '../../errors.js';
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { ContainerTarget, Operation } from '../../engine/operation.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import { waitDrained } from '../endpoint-drain.js';
+import type { KubeApi } from '../kube-api.js';
+import { EventReasons, type PodEvents } from '../pod-events.js';
+import { gatesOnCondition } from '../ready-condition.js';
+import { specContainer } from '../restart-policy.js';
+import { kubeletOptions } from './options.js';
+import type { PodCache } from './pod-cache.js';
+import { splitName } from './pod-name.js';
+import type { RestartReport } from './report.js';
+
+/** What the actions need. */
+export interface PodActionsDeps {
+  api: KubeApi;
+  runtime: Runtime;
+  events: PodEvents;
+  clock: Clock;
+  log: Logger;
+  cache: PodCache;
+  report: RestartReport;
+  /** How often a stop read back from the journal looks at the old container, ms. */
+  pollMs: number;
+}
+
+/** Drain, stop and patch, for one container of a pod. */
+export class PodActions {
+  constructor(private readonly d: PodActionsDeps) {}
+
+  /** Whether the pod is drained before a restart: it gates its readiness on the condition, and has an address. */
+  drains(pod: V1Pod, op: Operation): boolean {
+    return gatesOnCondition(pod) && (pod.status?.podIP ?? op.podIp ?? '') !== '';
+  }
+
+  /** Condition False (Draining), then waits until the pod's address left its slices (see drains()). */
+  async drain(op: Operation, t: ContainerTarget, pod: V1Pod, deadline: number): Promise<V1Pod> {
+    const [ns] = splitName(op.podName);
+    const ip = pod.status?.podIP ?? op.podIp ?? '';
+    const written = await this.d.report.draining(pod, t);
+    const bound = Math.max(0, Math.min(kubeletOptions(op.request).drainMs, deadline - this.d.clock.now()));
+    const res = await waitDrained(this.d.api, ns, ip, written.metadata?.uid ?? '', bound, this.d.clock);
+    if (!res.drained) this.d.log.warn('drain bound reached; going on', { op: op.id, pod: op.podName, boundMs: bound, stillIn: res.left });
+    else this.d.log.info('pod drained', { op: op.id, pod: op.podName, slices: res.slices, waitedMs: res.waitedMs });
+    return written;
+  }
+
+  /** Stops the old instance; once the call is under way, announce() writes what was held back for it. */
+  async stop(t: ContainerTarget, pod: V1Pod, graceSeconds: number, announce?: () => void): Promise<void> {
+    const stopping = this.d.runtime.stopContainer(t.oldId, graceSeconds);
+    announce?.();
+    void this.d.events.record(pod, t.name, 'Normal', EventReasons.Killing, `Stopping container ${t.name}`);
+    await stopping;
+  }
+
+  /** Stopping read back from the journal: the stop was issued; stop only a container still running after its grace. */
+  async resumeStop(op: Operation, t: ContainerTarget, pod: V1Pod): Promise<void> {
+    const until = this.d.clock.now() + (op.request.graceSeconds + 2) * 1000;
+    for (;;) {
+      let state: string;
+      try {
+        state = await this.d.runtime.containerState(t.oldId);
+      } catch (err) {
+        if (AgentError.is(err, 'NotFound')) return;
+        throw err;
+      }
+      if (state !== 'running') return;
+      if (this.d.clock.now() >= until) break;
+      await this.d.clock.sleep(this.d.pollMs);
+    }
+    this.d.log.warn('the container still runs after its grace period: the stop the journal records did not happen; stopping it now', { op: op.id, container: t.name });
+    await this.stop(t, pod, 2);
+  }
+
+  /** Strategic-merge patch of one container's image in the pod spec (idempotent). */
+  async patchImage(ns: string, name: string, container: string, image: string, deadline: number): Promise<void> {
+    const pod = await this.d.cache.fresh(ns, name, deadline);
+    const where = specContainer(pod, container);
+    if (!where) throw new AgentError('FailedPrecondition', `container "${container}" is no longer in the spec of pod ${ns}/${name}`);
+    if (where.container.image === image) return;
+    const list = where.init ? 'initContainers' : 'containers';
+    const patched = await this.d.api.patchPod(ns, name, { spec: { [list]: [{ name: container, image }] } });
+    // The answer is the pod as now written: remembered, so that a later check of the spec (putting the old image
+    // back within FRESH_MS, say) never sees the pod from before this patch.
+    this.d.cache.remember(ns, name, patched);
+  }
+}

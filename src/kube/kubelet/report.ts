@@ -1,0 +1,99 @@
+// What the kubelet strategy tells the cluster about a restart: the pod's readiness-gate condition (Draining,
+// Restarting, then the outcome) and the Events that go with it. Nothing here waits on the restart itself
+// except the outcome, written once the operation has ended.
+import type { V1Pod } from '@kubernetes/client-node';
+import type { Logger } from '../../log.js';
+import type { ContainerTarget, Operation } from '../../engine/operation.js';
+import type { ConditionWriter } from '../condition-writer.js';
+import { containerStatus } from '../container-status.js';
+import type { KubeApi } from '../kube-api.js';
+import { EventReasons, type PodEvents } from '../pod-events.js';
+import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
+import { splitName } from './pod-name.js';
+
+/** What reporting needs. */
+export interface ReportDeps {
+  api: KubeApi;
+  conditions: ConditionWriter;
+  events: PodEvents;
+  log: Logger;
+}
+
+/** Writes the condition and records the Events of kubelet-strategy restarts. */
+export class RestartReport {
+  constructor(private readonly d: ReportDeps) {}
+
+  /** Condition False (Draining) before the pod's address is drained; resolves with the pod as written. */
+  async draining(pod: V1Pod, t: ContainerTarget): Promise<V1Pod> {
+    const [ns, name] = [pod.metadata?.namespace ?? '', pod.metadata?.name ?? ''];
+    const written = await this.d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
+    void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
+    return written;
+  }
+
+  /** Condition False (Restarting), posted in order, not waited for. */
+  restarting(pod: V1Pod, t: ContainerTarget): void {
+    this.d.conditions.post(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` }, pod);
+  }
+
+  /**
+   * For a pod that does not gate its readiness on the condition (nothing to drain): the condition and the
+   * Draining event, posted once the stop or patch is under way, not waited for.
+   */
+  ungated(pod: V1Pod, t: ContainerTarget): void {
+    const [ns, name] = [pod.metadata?.namespace ?? '', pod.metadata?.name ?? ''];
+    this.d.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
+    void this.d.events.record(pod, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
+    this.restarting(pod, t);
+  }
+
+  /** Sets the condition and records events once an operation with kubelet-strategy containers has ended. */
+  async finished(op: Operation): Promise<void> {
+    const mine = op.containers.filter((c) => c.strategy === 'kubelet' && c.steps.some((s) => s.step === 'Draining'));
+    if (mine.length === 0) return; // nothing was touched: the condition was not changed either
+    const [ns, name] = splitName(op.podName);
+    const pod = await this.d.api.readPod(ns, name);
+    const describe = (c: ContainerTarget) => `${c.name} (${c.oldImage === c.newImage ? c.newImage : `${c.oldImage} -> ${c.newImage}`}${c.downtimeMs !== undefined ? `, down ${c.downtimeMs} ms` : ''})`;
+    if (op.state === 'Succeeded') {
+      const msg = `restarted ${mine.map(describe).join(', ')}`;
+      await this.d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: msg });
+      await this.d.events.record(pod, mine.length === 1 ? mine[0].name : undefined, 'Normal', EventReasons.Restarted, `Restarted container ${mine.map(describe).join(', ')}`);
+      return;
+    }
+    const notRunning = mine.filter((c) => containerStatus(pod, c.name)?.state?.running === undefined);
+    const rolledBack = mine.filter((c) => c.step === 'RolledBack' && c.rollbackId !== '');
+    const why = op.error ?? 'the restart failed';
+    if (notRunning.length > 0) {
+      await this.d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.RestartFailed, message: `${notRunning.map((c) => c.name).join(', ')} not running: ${why}` });
+      for (const c of notRunning) await this.d.events.record(pod, c.name, 'Warning', EventReasons.RestartFailed, `Restart of container ${c.name} (image ${c.newImage}) failed: ${c.error ?? why}`);
+      return;
+    }
+    for (const c of rolledBack) await this.d.events.record(pod, c.name, 'Warning', EventReasons.RolledBack, `Rolled container ${c.name} back to image ${c.oldImage}: ${c.error ?? why}`);
+    await this.d.conditions.set(ns, name, {
+      status: 'True',
+      reason: rolledBack.length > 0 ? ConditionReasons.RolledBack : ConditionReasons.Ready,
+      message: rolledBack.length > 0 ? `rolled back ${rolledBack.map((c) => `${c.name} to ${c.oldImage}`).join(', ')}: ${why}` : `restart did not complete, every container runs: ${why}`,
+    });
+  }
+
+  /**
+   * At start-up: an agent that died between journaling an operation's end and writing the condition left it
+   * False (Draining or Restarting). For each pod so left, with no unfinished operation, the last ended
+   * operation's outcome is written again.
+   */
+  async reconcile(ops: Operation[]): Promise<void> {
+    const byPod = new Map<string, Operation>();
+    for (const op of [...ops].sort((a, b) => a.createdAt.localeCompare(b.createdAt))) {
+      if (op.containers.some((c) => c.strategy === 'kubelet')) byPod.set(op.podName, op);
+    }
+    for (const [podName, op] of byPod) {
+      if (!op.finishedAt) continue;
+      const [ns, name] = splitName(podName);
+      const pod = await this.d.api.readPod(ns, name).catch(() => undefined);
+      const cond = pod?.status?.conditions?.find((c) => c.type === READY_CONDITION);
+      if (cond?.status !== 'False' || (cond.reason !== ConditionReasons.Draining && cond.reason !== ConditionReasons.Restarting)) continue;
+      this.d.log.info('writing the outcome of an operation whose end the condition missed', { op: op.id, pod: podName, state: op.state });
+      await this.finished(op);
+    }
+  }
+}

@@ -1,0 +1,232 @@
+// The kubelet strategy: a kubelet-managed container is restarted with the kubelet, never behind its back.
+// The agent drains the pod, then either stops the container (same image: the kubelet starts the next
+// instance) or patches its image in the pod spec (the kubelet recreates exactly that container), never both;
+// then it verifies from the API server, and rolls a failed image change back. This file is the step machine
+// (the steps are drawn in options.ts); claiming (claim.ts), the pod's condition and Events (report.ts), the
+// side effects (pod-actions.ts) and verification (verify.ts) are the parts it drives.
+//
+// Every step is journaled before its side effect ("stop issued" is Stopping, "spec patched" is Patching).
+// An agent restarted in the middle never runs a preStop hook twice (PreStop resumed goes straight to the
+// stop), never stops twice (Stopping resumed stops only a container still running after its grace period),
+// and finishes the operation.
+import type { EventEmitter } from 'node:events';
+import { AgentError, asAgentError } from '../../errors.js';
+import type { Clock } from '../../clock.js';
+import type { Logger } from '../../log.js';
+import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';
+import { Reasons } from '../../engine/reasons.js';
+import { remainingGrace, type PlannedTarget } from '../../engine/restart-plan.js';
+import type { RestartStrategy, StepContext } from '../../engine/restart-strategy.js';
+import type { Runtime } from '../../runtime/runtime.js';
+import type { Pod } from '../../runtime/types.js';
+import { ConditionWriter } from '../condition-writer.js';
+import type { KubeApi } from '../kube-api.js';
+import type { PodEvents } from '../pod-events.js';
+import { preStopHandler, runPreStop } from '../pre-stop.js';
+import { specContainer } from '../restart-policy.js';
+import { KubeletClaims } from './claim.js';
+import { KubeletSteps, kubeletOptions, type KubeletStep } from './options.js';
+import { PodActions } from './pod-actions.js';
+import { PodCache } from './pod-cache.js';
+import { splitName } from './pod-name.js';
+import { RestartReport } from './report.js';
+import { Verifier, VerifyFailed } from './verify.js';
+
+/** With a watch of the node's pods, the pod is also read this often while verifying (in case an event is missed). */
+const WATCHED_POLL_MS = 1000;
+
+/** How far past the deadline the old image is still put back, ms: the container may be down meanwhile. */
+const ROLLBACK_GRACE_MS = 60_000;
+
+/** What the strategy needs. */
+export interface KubeletStrategyDeps {
+  api: KubeApi;
+  runtime: Runtime;
+  events: PodEvents;
+  clock: Clock;
+  log: Logger;
+  /** How often the API server is read while verifying without a watch (default 200 ms). */
+  pollMs?: number;
+  /** This node's pods (NodePods): emits 'pod' (V1Pod) on every change; verifying then waits on it, not a timer. */
+  pods?: Pick<EventEmitter, 'on' | 'off'>;
+}
+
+/** Restarts kubelet-managed containers through the kubelet. */
+export class KubeletStrategy implements RestartStrategy {
+  readonly name = 'kubelet' as const;
+  readonly steps = KubeletSteps;
+  private readonly cache: PodCache;
+  private readonly claims: KubeletClaims;
+  private readonly report: RestartReport;
+  private readonly actions: PodActions;
+  private readonly verifier: Verifier;
+
+  constructor(
+    private readonly d: KubeletStrategyDeps,
+    conditions?: ConditionWriter,
+  ) {
+    const pollMs = d.pollMs ?? (d.pods ? WATCHED_POLL_MS : 200);
+    this.cache = new PodCache(d.api, d.clock, d.log);
+    this.claims = new KubeletClaims({ cache: this.cache, runtime: d.runtime, events: d.events, log: d.log });
+    this.report = new RestartReport({ api: d.api, conditions: conditions ?? new ConditionWriter(d.api, d.clock, d.log), events: d.events, log: d.log });
+    this.actions = new PodActions({ ...d, cache: this.cache, report: this.report, pollMs });
+    this.verifier = new Verifier({ cache: this.cache, events: d.events, clock: d.clock, log: d.log, pollMs, pods: d.pods });
+  }
+
+  claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean> {
+    return this.claims.claim(pod, target, req);
+  }
+
+  pulling(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void {
+    this.claims.pulling(op, t, result);
+  }
+
+  async advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean> {
+    const [ns, name] = splitName(op.podName);
+    const same = t.newImage === t.oldImage;
+    // Steps entered by this call, as opposed to steps read back from the journal after a restart.
+    const entered = new Set<string>();
+    const enter = async (s: KubeletStep) => {
+      entered.add(s);
+      await ctx.step(s, { sync: s !== 'Stopping' });
+    };
+    let pod = await this.cache.fresh(ns, name, ctx.deadline);
+    const spec = specContainer(pod, t.name)?.container;
+    // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
+    // are written once the next journaled step's side effect is under way, and nothing waits for them.
+    let announce: (() => void) | undefined;
+    const announced = () => {
+      announce?.();
+      announce = undefined;
+    };
+    try {
+      for (;;) {
+        switch (t.step as KubeletStep) {
+          case 'Waiting':
+            // (The executor checked that the old container runs.) Journaled before the condition is written
+            // when the pod is drained; otherwise with the next step.
+            if (this.actions.drains(pod, op)) await enter('Draining');
+            else ctx.mark('Draining');
+            break;
+          case 'Draining': {
+            if (this.actions.drains(pod, op)) {
+              pod = await this.actions.drain(op, t, pod, ctx.deadline);
+              // Written in order after Draining, but the stop or patch does not wait for it.
+              this.report.restarting(pod, t);
+            } else {
+              const at = pod;
+              announce = () => this.report.ungated(at, t);
+            }
+            if (!same) {
+              // Pulled is on record before the patch makes the kubelet kill the old instance (written long since,
+              // unless the pull did not happen in this process: an operation resumed after it).
+              await enter('Patching');
+              await this.claims.pulledRecorded(op, t, pod);
+            } else {
+              await enter(spec && !op.request.skipPreStop && preStopHandler(spec) ? 'PreStop' : 'Stopping');
+            }
+            break;
+          }
+          case 'PreStop': {
+            announced();
+            let grace = op.request.graceSeconds;
+            if (entered.has('PreStop') && spec) {
+              const began = this.d.clock.now();
+              const res = await runPreStop(preStopHandler(spec)!, { container: spec, podIp: pod.status?.podIP ?? op.podIp, exec: (cmd, s) => this.d.runtime.exec(t.oldId, cmd, s), clock: this.d.clock }, op.request.graceSeconds * 1000);
+              if (!res.ok) {
+                this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, detail: res.detail });
+                void this.d.events.record(pod, t.name, 'Warning', 'FailedPreStopHook', `PreStopHook failed for container ${t.name}: ${res.detail}`);
+              }
+              grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - began);
+            } else {
+              // The hook may have run before the agent restarted: it is never run twice.
+              this.d.log.info('resuming after the preStop step: the hook is not run again', { op: op.id, container: t.name });
+            }
+            await enter('Stopping');
+            await this.actions.stop(t, pod, grace, announced);
+            ctx.mark('Stopped');
+            break;
+          }
+          case 'Stopping':
+            if (entered.has('Stopping')) await this.actions.stop(t, pod, op.request.graceSeconds, announced);
+            else await this.actions.resumeStop(op, t, pod);
+            ctx.mark('Stopped');
+            break;
+          case 'Stopped':
+            await enter('Verifying');
+            break;
+          case 'Patching': {
+            const patching = this.actions.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
+            announced();
+            await patching;
+            ctx.mark('Patched');
+            break;
+          }
+          case 'Patched':
+            await enter('Verifying');
+            break;
+          case 'Verifying':
+            try {
+              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId]);
+            } catch (err) {
+              if (!(err instanceof VerifyFailed)) throw err;
+              t.error = err.message;
+              t.reason = err.reason;
+              if (err.exitCode !== undefined) t.exitCode = err.exitCode;
+              if (!same && (err.cancelled || kubeletOptions(op.request).failurePolicy === 'Rollback')) {
+                await enter('RollingBack');
+                break;
+              }
+              await ctx.step('Failed');
+              return false;
+            }
+            ctx.mark('Verified');
+            break;
+          case 'Verified':
+            ctx.mark('Done');
+            return true;
+          case 'RollingBack': {
+            // The old image is put back past the deadline too: the container may be down meanwhile.
+            await this.actions.patchImage(ns, name, t.name, t.oldImage, Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS));
+            try {
+              const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
+              t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, true);
+            } catch (err) {
+              t.reason = Reasons.RollbackFailed;
+              t.error = `${t.error ?? 'the new image failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;
+              await ctx.step('Failed');
+              return false;
+            }
+            await ctx.step('RolledBack');
+            return false;
+          }
+          case 'Done':
+            return true;
+          case 'RolledBack':
+          case 'Failed':
+            return false;
+          default:
+            throw new AgentError('Internal', `container "${t.name}" is at step ${t.step}, which the kubelet strategy does not have`);
+        }
+      }
+    } catch (err) {
+      const e = asAgentError(err);
+      this.d.log.warn('kubelet restart failed', { op: op.id, container: t.name, step: t.step, error: e.message });
+      t.error = t.error ? `${t.error}; ${e.message}` : e.message;
+      t.reason ??= e.reason ?? Reasons.ReplacementFailed;
+      await ctx.step('Failed');
+      return false;
+    }
+  }
+
+  /** Sets the condition and records events once the operation has ended. */
+  async finished(op: Operation): Promise<void> {
+    this.claims.forget(op);
+    await this.report.finished(op);
+  }
+
+  /** At start-up, writes the outcome of ended operations whose condition was left False (see RestartReport.reconcile). */
+  reconcile(ops: Operation[]): Promise<void> {
+    return this.report.reconcile(ops);
+  }
+}

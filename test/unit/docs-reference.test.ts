@@ -1,0 +1,86 @@
+// docs/reference.md lists every daemon flag with its environment variable and default, and every metric the
+// code registers: the flags are read from the daemon's own command, the metrics from the source.
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Option } from 'commander';
+import { daemonCommand } from '../../src/daemon/options.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const reference = readFileSync(path.join(root, 'docs/reference.md'), 'utf8');
+
+/** A flag as the reference must show it: its long name, its variable, and its default when it has one. */
+interface FlagFact {
+  flag: string;
+  env?: string;
+  defaultValue?: string;
+}
+
+/** The daemon's flags, as its command defines them (--version and --help excluded). */
+function daemonFlags(): FlagFact[] {
+  const options: readonly Option[] = daemonCommand('0').options;
+  return options
+    .filter((o) => o.long !== undefined && o.long !== '--version' && o.long !== '--help')
+    .map((o) => ({ flag: o.long as string, env: o.envVar, defaultValue: typeof o.defaultValue === 'string' ? o.defaultValue : undefined }));
+}
+
+/** What the reference lacks: a flag with no table row, or a row without its variable or default. */
+function missingFlags(doc: string, flags: FlagFact[]): string[] {
+  const rows = doc.split('\n').filter((l) => l.startsWith('|'));
+  const out: string[] = [];
+  for (const f of flags) {
+    // The flag's own cell starts with it: `--grace DURATION`, `--runtime auto|cri|docker`, `--prewarm-pin`.
+    const row = rows.find((r) => new RegExp(`^\\|\\s*\`${f.flag}[\\s\`]`).test(r));
+    if (!row) {
+      out.push(`${f.flag}: no row`);
+      continue;
+    }
+    if (f.env && !row.includes(`\`${f.env}\``)) out.push(`${f.flag}: row lacks ${f.env}`);
+    if (f.defaultValue !== undefined && !row.includes(`\`${f.defaultValue}\``)) out.push(`${f.flag}: row lacks its default ${f.defaultValue}`);
+  }
+  return out;
+}
+
+/** Every .ts file under dir. */
+function sources(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    return e.isDirectory() ? sources(p) : e.name.endsWith('.ts') ? [p] : [];
+  });
+}
+
+/** Names of the prom-client metrics src/ creates (`new Counter({ name: '...' ...`). */
+function registeredMetrics(): string[] {
+  const names = new Set<string>();
+  for (const file of sources(path.join(root, 'src'))) {
+    const text = readFileSync(file, 'utf8');
+    if (!text.includes('prom-client')) continue;
+    for (const m of text.matchAll(/new (?:Counter|Gauge|Histogram|Summary)(?:<[^>]*>)?\(\{\s*name:\s*['"`]([a-zA-Z_:][a-zA-Z0-9_:]*)['"`]/g)) names.add(m[1]);
+  }
+  return [...names].sort();
+}
+
+describe('docs/reference.md', () => {
+  it('has a row for every daemon flag with its environment variable and default', () => {
+    const flags = daemonFlags();
+    assert.ok(flags.length >= 38, `expected the daemon's flags, found ${flags.length}`);
+    assert.deepEqual(missingFlags(reference, flags), []);
+  });
+
+  it('notices a flag whose row is gone', () => {
+    const flags = daemonFlags();
+    const withoutGrace = reference.split('\n').filter((l) => !l.startsWith('| `--grace ')).join('\n');
+    assert.deepEqual(missingFlags(withoutGrace, flags), ['--grace: no row']);
+    const wrongEnv = reference.replace('`INPLACE_AGENT_PULL_RETRIES`', '`INPLACE_AGENT_RETRIES`');
+    assert.deepEqual(missingFlags(wrongEnv, flags), ['--pull-retries: row lacks INPLACE_AGENT_PULL_RETRIES']);
+  });
+
+  it('lists every metric the code registers', () => {
+    const metrics = registeredMetrics();
+    assert.ok(metrics.length >= 13, `expected the agent's metrics, found ${metrics.join(', ')}`);
+    const table = reference.split('\n').filter((l) => l.startsWith('| `'));
+    const missing = metrics.filter((m) => !table.some((r) => r.startsWith(`| \`${m}\``)));
+    assert.deepEqual(missing, []);
+  });
+});

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import type { ContainerStep } from '../../src/engine/operation.js';
+import type { RestartStrategy } from '../../src/engine/restart-strategy.js';
+import { CommonSteps } from '../../src/engine/operation.js';
+import { fakeExecutor, FakeNode } from '../support/executor-fakes.js';
+import { ManualClock } from '../support/pull-fakes.js';
+
+describe('restart executor: the loop around the strategies', () => {
+  /** A strategy that only records that it was asked to advance a container. */
+  function recording(name: 'standalone' | 'kubelet'): RestartStrategy & { advanced: string[] } {
+    const advanced: string[] = [];
+    return {
+      name,
+      steps: CommonSteps,
+      advanced,
+      claim: () => Promise.resolve(true),
+      advance: async (_op, t, ctx) => {
+        advanced.push(t.name);
+        ctx.mark('Done');
+        return true;
+      },
+    };
+  }
+
+  for (const strategy of ['standalone', 'kubelet'] as const) {
+    it(`a ${strategy} container that stopped before its turn fails untouched, reason ContainerChangedMeanwhile, without its strategy being asked`, async () => {
+      const clock = new ManualClock();
+      const node = new FakeNode(clock);
+      const old = node.add('app', 'app:v1');
+      old.state = 'exited';
+      const s = recording(strategy);
+      const steps: ContainerStep[] = [];
+      const executor = fakeExecutor(node, clock, { strategies: [s], afterStep: (_o, _t, step) => steps.push(step) });
+      const op = node.operation(old, 'app:v2');
+      op.containers[0].strategy = strategy;
+      await clock.until(executor.run(op), 50);
+      assert.equal(op.state, 'Failed');
+      assert.equal(op.reason, 'ContainerChangedMeanwhile');
+      assert.equal(op.containers[0].reason, 'ContainerChangedMeanwhile');
+      assert.match(op.error ?? '', /^ContainerChangedMeanwhile: container "app" \(c1\) is exited; it was not touched$/);
+      assert.deepEqual(s.advanced, []);
+      assert.deepEqual(steps, ['Failed']);
+      assert.deepEqual([...node.containers.values()].map((c) => [c.id, c.image, c.state]), [['c1', 'app:v1', 'exited']]);
+    });
+  }
+
+  it('a journal record at a step its strategy does not have fails the operation, touching nothing', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    const s = recording('kubelet');
+    const executor = fakeExecutor(node, clock, { strategies: [s] });
+    const op = node.operation(old, 'app:v2');
+    op.state = 'Recreating';
+    op.containers[0].strategy = 'kubelet';
+    op.containers[0].step = 'Creating';
+    await clock.until(executor.run(op), 50);
+    assert.equal(op.state, 'Failed');
+    assert.match(op.error ?? '', /step Creating, which the kubelet strategy does not have/);
+    assert.deepEqual(s.advanced, []);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v1', 'running']]);
+  });
+});
