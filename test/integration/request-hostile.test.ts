@@ -14,7 +14,7 @@ import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../sr
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
-import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { applyDeployFiles, deleteClusterRules, failure, POLICY_FILES, until, userWithRules, type TestUser } from '../support/kube-users.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
@@ -165,6 +165,8 @@ describe('hostile request objects: each refused at admission or by the agent, ev
       agentPod = mine.metadata?.name ?? '';
       await fs.access(STATIC_DIR);
     });
+    // This checkout's CRDs and policies (other suites may have applied older ones to the shared cluster).
+    await applyCrd(admin);
     await applyDeployFiles(admin, POLICY_FILES);
     await applyCrds(admin, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
     crs = new ContainerRestartApi(admin);

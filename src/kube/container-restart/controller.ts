@@ -245,7 +245,8 @@ export class ContainerRestartController {
     const uid = cr.metadata.uid;
     // A refusal for the creator's missing rights says so in its reason; every other refusal is Refused.
     const reason = AgentError.is(err) && err.reason === REASON_FORBIDDEN ? REASON_FORBIDDEN : undefined;
-    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    // Never over another agent's claim that landed meanwhile (the write re-reads after a conflict).
+    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
