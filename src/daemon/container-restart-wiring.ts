@@ -4,6 +4,7 @@ import type { Logger } from '../log.js';
 import type { Engine } from '../engine/engine.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { KubeMode } from '../kube/kube-mode.js';
+import type { ContainerRestartMetrics } from '../kube/container-restart/metrics.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
@@ -12,7 +13,15 @@ import type { DaemonOptions } from './options.js';
 import { agentIdentity } from './agent-identity.js';
 
 /** The started controller for this node. */
-export async function startContainerRestarts(kube: KubeMode, opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): Promise<ContainerRestartController> {
+export async function startContainerRestarts(
+  kube: KubeMode,
+  opts: DaemonOptions,
+  engine: Engine,
+  runtime: Runtime,
+  clock: Clock,
+  log: Logger,
+  metrics?: ContainerRestartMetrics,
+): Promise<ContainerRestartController> {
   const controller = new ContainerRestartController({
     agentId: await agentIdentity(opts.stateDir),
     kc: kube.kc,
@@ -30,6 +39,7 @@ export async function startContainerRestarts(kube: KubeMode, opts: DaemonOptions
     selfPod: selfPod(),
     clock,
     log: log.child({ component: 'containerrestart' }),
+    metrics,
   });
   controller.start();
   return controller;

@@ -93,7 +93,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   access.register(registry);
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
-  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
+  const kubeMetrics = k8s && kc ? k8s.kubeMetrics(registry, kc.getCurrentCluster()?.server ?? '') : undefined;
+  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, kubeMetrics?.drain) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
   const engine = new Engine({
@@ -132,14 +133,14 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address, ...access.describe() });
 
-  const restarts = k8s && kube ? await k8s.startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
+  const restarts = k8s && kube ? await k8s.startContainerRestarts(kube, opts, engine, runtime, clock, log, kubeMetrics?.restarts) : undefined;
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
-  const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log) : undefined;
-  const rollouts = k8s && kc && opts.nodeName ? k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
+  const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log, kubeMetrics?.prewarm) : undefined;
+  const rollouts = k8s && kc && opts.nodeName ? await k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
@@ -182,6 +183,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);
         await kube?.stop();
+        kubeMetrics?.close();
         pullWiring.close();
         await http?.close();
         runtime.close();

@@ -5,13 +5,23 @@ import type { Logger } from '../log.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
+import type { PrewarmMetrics } from '../fleet/prewarm-metrics.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
 
 /** The started fleet agent for this node, with the daemon's Kubernetes client configuration; undefined when it is turned off. */
-export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
+export function startFleet(
+  kc: KubeConfig,
+  nodeName: string,
+  opts: DaemonOptions,
+  runtime: Runtime,
+  pulls: PullService,
+  clock: Clock,
+  log: Logger,
+  metrics?: PrewarmMetrics,
+): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
   const fleet = new FleetAgent(
     new KubeFleetApi(kc),
@@ -27,6 +37,7 @@ export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions
     },
     clock,
     log.child({ component: 'fleet' }),
+    metrics,
     // Each prewarm's creator is checked before a Secret it names is read (the admission policy may be missing).
     new SubjectAccessReviewer(kc),
   );

@@ -18,7 +18,8 @@ import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import { REASON_FORBIDDEN, type AccessReviewer } from '../access-review.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
 import { checkRequester, type SelfPod } from './requester-check.js';
-import { claimedStatus, refusedStatus, statusFromOperation } from './status.js';
+import { RESULT_REFUSED, type ContainerRestartMetrics } from './metrics.js';
+import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
 
@@ -47,6 +48,8 @@ export interface ContainerRestartControllerDeps {
   selfPod?: SelfPod;
   clock: Clock;
   log: Logger;
+  /** Where each request this agent took is reported once, when its status turns final. */
+  metrics?: ContainerRestartMetrics;
 }
 
 interface SyncState {
@@ -65,6 +68,8 @@ export class ContainerRestartController {
   private readonly keyByOp = new Map<string, string>();
   private readonly backoff: Backoff;
   private watchFailures = 0;
+  /** Requests (by uid) whose end was reported to the metrics. */
+  private readonly reported = new Set<string>();
   private crdMissingSaid = false;
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
@@ -121,6 +126,8 @@ export class ContainerRestartController {
   }
 
   private forget(key: string): void {
+    const uid = this.latest.get(key)?.metadata.uid;
+    if (uid) this.reported.delete(uid);
     this.latest.delete(key);
     if (!this.syncs.get(key)?.running) this.syncs.delete(key);
     for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
@@ -229,7 +236,21 @@ export class ContainerRestartController {
       }
     }
     const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
-    if (isFinished(written.status?.phase)) await this.expire(written);
+    if (isFinished(written.status?.phase)) {
+      const op = this.d.engine.get(opId);
+      this.report(written, op.state, op.reason ?? '');
+      await this.expire(written);
+    }
+  }
+
+  /** Reports a request whose status is final to the metrics, once per request. */
+  private report(cr: ContainerRestart, result: string, reason: string): void {
+    const uid = cr.metadata.uid ?? '';
+    if (!this.d.metrics || this.reported.has(uid)) return;
+    this.reported.add(uid);
+    const began = Date.parse(cr.status?.startTime ?? '');
+    const ended = Date.parse(cr.status?.completionTime ?? '');
+    this.d.metrics.finished(result, reason, Number.isNaN(began) || Number.isNaN(ended) ? 0 : (ended - began) / 1000);
   }
 
   /** Whether this agent may act on the object: nobody took it yet, or this agent did. */
@@ -246,7 +267,10 @@ export class ContainerRestartController {
     // A refusal for the creator's missing rights says so in its reason; every other refusal is Refused.
     const reason = AgentError.is(err) && err.reason === REASON_FORBIDDEN ? REASON_FORBIDDEN : undefined;
     // Never over another agent's claim that landed meanwhile (the write re-reads after a conflict).
-    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === REASON_REFUSED || c.reason === REASON_FORBIDDEN)) {
+      this.report(written, RESULT_REFUSED, err instanceof AgentError ? (err.reason ?? '') : '');
+    }
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
