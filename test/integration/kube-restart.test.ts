@@ -98,6 +98,11 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
     await core.createNamespace({ body: { metadata: { name: ns } } });
     agent = await startAgent(agentArgs());
     await core.createNamespacedPod({ namespace: ns, body: podSpec(web) });
+    // A second endpoint of the Service: the only ready endpoint of a Service is not drained (docs/kubernetes.md#drain).
+    const peer = podSpec(`${web}-peer`);
+    peer.metadata!.labels = { app: web };
+    peer.spec!.containers = [shell('app', env.sandbox.images.appV1, APP('app'))];
+    await core.createNamespacedPod({ namespace: ns, body: peer });
     await core.createNamespacedService({ namespace: ns, body: { metadata: { name: web }, spec: { selector: { app: web }, ports: [{ port: 80, targetPort: 8080 }] } } });
   });
 
