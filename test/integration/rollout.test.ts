@@ -86,12 +86,15 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
 
   /** Follows the pods of app and the ContainerRestarts of the namespace: the most pods unready at once, and the order of updates. */
   async function sample(app: string, expected: number) {
-    const ready = new Map<string, boolean>();
+    // The pods as they are now, then every change after that list (a watch without a resourceVersion would
+    // begin with one ADDED per pod, and the first of them would look like five pods missing).
+    const list = await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${app}` });
+    const ready = new Map<string, boolean>(list.items.map((p) => [p.metadata?.name ?? '', isReady(p) && !p.metadata?.deletionTimestamp]));
     let maxUnready = 0;
     const order: string[] = [];
     const pw = await new Watch(kc).watch(
       `/api/v1/namespaces/${ns}/pods`,
-      { labelSelector: `app=${app}` },
+      { labelSelector: `app=${app}`, resourceVersion: list.metadata?.resourceVersion },
       (type, p: V1Pod) => {
         const n = p.metadata?.name ?? '';
         if (type === 'DELETED') ready.delete(n);
@@ -101,7 +104,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       },
       () => undefined,
     );
-    const cw = await new Watch(kc).watch(`/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${ns}/${CR_PLURAL}`, {}, (type, cr: ContainerRestart) => {
+    const crList = (await custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns })) as { metadata?: { resourceVersion?: string } };
+    const cw = await new Watch(kc).watch(`/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${ns}/${CR_PLURAL}`, { resourceVersion: crList.metadata?.resourceVersion }, (type, cr: ContainerRestart) => {
       if (type === 'ADDED' && !order.includes(cr.metadata.name ?? '')) order.push(cr.metadata.name ?? '');
     }, () => undefined);
     return {
