@@ -16,7 +16,8 @@ import { Backoff } from '../../pull/backoff.js';
 import { kubeError } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
-import { claimedStatus, refusedStatus, statusFromOperation } from './status.js';
+import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation } from './status.js';
+import { RefusalReasons } from '../../engine/reasons.js';
 import { writeStatus } from './status-writer.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
 
@@ -209,7 +210,7 @@ export class ContainerRestartController {
 
     if (!this.d.engine.has(opId)) {
       if (cr.status?.phase !== 'Pending') {
-        return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`));
+        return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`, { reason: RefusalReasons.JournalLost }));
       }
       try {
         await this.d.engine.restart(restartRequestFor(cr, this.d.defaults), { id: opId });
@@ -232,9 +233,11 @@ export class ContainerRestartController {
 
   private async refuse(cr: ContainerRestart, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
-    this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason: message });
+    // The refusal's own reason, set where it was refused; a request the agent cannot read is InvalidRequest.
+    const reason = (err instanceof AgentError && err.reason) || (AgentError.is(err, 'InvalidArgument') ? RefusalReasons.InvalidRequest : REASON_REFUSED);
+    this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason, message });
     const uid = cr.metadata.uid;
-    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now()) : undefined));
+    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
