@@ -167,7 +167,7 @@ export class KubeletStrategy implements RestartStrategy {
             break;
           case 'Verifying':
             try {
-              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId]);
+              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline);
             } catch (err) {
               if (!(err instanceof VerifyFailed)) throw err;
               t.error = err.message;
@@ -186,11 +186,12 @@ export class KubeletStrategy implements RestartStrategy {
             ctx.mark('Done');
             return true;
           case 'RollingBack': {
-            // The old image is put back past the deadline too: the container may be down meanwhile.
-            await this.actions.patchImage(ns, name, t.name, t.oldImage, Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS));
+            // The old image is put back, and seen running, past the deadline too: the container may be down meanwhile.
+            const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS);
+            await this.actions.patchImage(ns, name, t.name, t.oldImage, until);
             try {
               const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
-              t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, true);
+              t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, until, true);
             } catch (err) {
               t.reason = Reasons.RollbackFailed;
               t.error = `${t.error ?? 'the new image failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;
