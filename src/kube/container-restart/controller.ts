@@ -11,7 +11,7 @@ import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { Engine } from '../../engine/engine.js';
-import type { Operation } from '../../engine/operation.js';
+import { isTerminal, type Operation } from '../../engine/operation.js';
 import { Backoff } from '../../pull/backoff.js';
 import { kubeError } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
@@ -25,6 +25,9 @@ import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from '.
 const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
 /** How often a missing CRD is looked for again. */
 const CRD_RECHECK_MS = 30_000;
+
+/** Least time between two status writes of a running operation's progress, ms (its end is written at once). */
+const STATUS_COALESCE_MS = 250;
 
 /** What the controller is built from. */
 export interface ContainerRestartControllerDeps {
@@ -61,10 +64,25 @@ export class ContainerRestartController {
   private readonly backoff: Backoff;
   private watchFailures = 0;
   private crdMissingSaid = false;
+  /** Objects whose status write for a running operation waits out STATUS_COALESCE_MS. */
+  private readonly coalescing = new Set<string>();
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
-    // After the step that announced the change has gone on to its side effect: the status write waits its turn.
-    if (key) setImmediate(() => this.enqueue(key));
+    if (!key) return;
+    // The end is written at once, after the step that announced it has gone on to its side effect. Progress
+    // (Pulling, Recreating, ...) is written once per STATUS_COALESCE_MS at most: the API server and the CPU it
+    // shares with the agent and the kubelet are left to the restart's own calls (the patch, the stop).
+    if (isTerminal(op.state)) {
+      setImmediate(() => this.enqueue(key));
+      return;
+    }
+    if (this.coalescing.has(key)) return;
+    this.coalescing.add(key);
+    this.d.clock
+      .sleep(STATUS_COALESCE_MS, this.stopping.signal)
+      .then(() => this.enqueue(key))
+      .catch(() => undefined)
+      .finally(() => this.coalescing.delete(key));
   };
 
   constructor(private readonly d: ContainerRestartControllerDeps) {

@@ -86,9 +86,11 @@ export class KubeletStrategy implements RestartStrategy {
     const same = t.newImage === t.oldImage;
     // Steps entered by this call, as opposed to steps read back from the journal after a restart.
     const entered = new Set<string>();
+    // Stopping and Patching skip the directory fsync: off the path to the kubelet. A power loss that brings back
+    // the record before them repeats an idempotent call (a stop of a stopped container, a patch to the same image).
     const enter = async (s: KubeletStep) => {
       entered.add(s);
-      await ctx.step(s, { sync: s !== 'Stopping' });
+      await ctx.step(s, { sync: s !== 'Stopping' && s !== 'Patching' });
     };
     let pod = await this.cache.fresh(ns, name, ctx.deadline);
     const spec = specContainer(pod, t.name)?.container;
