@@ -68,6 +68,8 @@ function podBody(name: string, image: string): V1Pod {
     spec: {
       terminationGracePeriodSeconds: 10,
       restartPolicy: 'Always',
+      // scheduled as usual, onto the first node (whose runtime the bench reads); the cluster may have more
+      nodeSelector: { 'kubernetes.io/hostname': env.nodeName },
       containers: CONTAINERS.map((n) => ({ name: n, image: n === 'app' ? image : env.sandbox.images.appV1 })),
     },
   };

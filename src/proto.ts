@@ -34,3 +34,8 @@ export function loadProto(file: string): protoLoader.PackageDefinition {
   }
   return def;
 }
+
+/** The .proto files loaded so far by this process (paths relative to proto/), in load order. */
+export function loadedProtoFiles(): string[] {
+  return [...cache.keys()];
+}

@@ -4,13 +4,22 @@ import type { Logger } from '../log.js';
 import type { Engine } from '../engine/engine.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { KubeMode } from '../kube/kube-mode.js';
+import type { ContainerRestartMetrics } from '../kube/container-restart/metrics.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
 import type { DaemonOptions } from './options.js';
 import { agentIdentity } from './agent-identity.js';
 
 /** The started controller for this node. */
-export async function startContainerRestarts(kube: KubeMode, opts: DaemonOptions, engine: Engine, runtime: Runtime, clock: Clock, log: Logger): Promise<ContainerRestartController> {
+export async function startContainerRestarts(
+  kube: KubeMode,
+  opts: DaemonOptions,
+  engine: Engine,
+  runtime: Runtime,
+  clock: Clock,
+  log: Logger,
+  metrics?: ContainerRestartMetrics,
+): Promise<ContainerRestartController> {
   const controller = new ContainerRestartController({
     agentId: await agentIdentity(opts.stateDir),
     kc: kube.kc,
@@ -25,6 +34,7 @@ export async function startContainerRestarts(kube: KubeMode, opts: DaemonOptions
       kube.pods.get(namespace, name) !== undefined || (await runtime.listPods({ withIp: false })).some((p) => p.name === `${namespace}/${name}`),
     clock,
     log: log.child({ component: 'containerrestart' }),
+    metrics,
   });
   controller.start();
   return controller;

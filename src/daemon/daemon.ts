@@ -93,7 +93,8 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   access.register(registry);
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
-  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log) : undefined;
+  const kubeMetrics = k8s && kc ? k8s.kubeMetrics(registry, kc.getCurrentCluster()?.server ?? '') : undefined;
+  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, kubeMetrics?.drain) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
   const engine = new Engine({
@@ -128,17 +129,19 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     pulls,
     parseKeyring,
     runtimeKind: runtime.kind,
+    runtimeVersion: () => runtime.version(),
     restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
   });
   log.info('agent API listening', { address: api.address, ...access.describe() });
 
-  const restarts = k8s && kube ? await k8s.startContainerRestarts(kube, opts, engine, runtime, clock, log) : undefined;
+  const restarts = k8s && kube ? await k8s.startContainerRestarts(kube, opts, engine, runtime, clock, log, kubeMetrics?.restarts) : undefined;
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
-  const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log) : undefined;
+  const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log, kubeMetrics?.prewarm) : undefined;
+  const rollouts = k8s && kc && opts.nodeName ? await k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
@@ -174,12 +177,14 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
         await fleet?.stop();
+        await rollouts?.stop();
         await restarts?.stop();
         const left = await engine.drain(opts.drainTimeoutMs);
         if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);
         await kube?.stop();
+        kubeMetrics?.close();
         pullWiring.close();
         await http?.close();
         runtime.close();

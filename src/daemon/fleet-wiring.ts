@@ -5,12 +5,22 @@ import type { Logger } from '../log.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
+import type { PrewarmMetrics } from '../fleet/prewarm-metrics.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
 
 /** The started fleet agent for this node, with the daemon's Kubernetes client configuration; undefined when it is turned off. */
-export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions, runtime: Runtime, pulls: PullService, clock: Clock, log: Logger): FleetAgent | undefined {
+export function startFleet(
+  kc: KubeConfig,
+  nodeName: string,
+  opts: DaemonOptions,
+  runtime: Runtime,
+  pulls: PullService,
+  clock: Clock,
+  log: Logger,
+  metrics?: PrewarmMetrics,
+): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
   const fleet = new FleetAgent(
     new KubeFleetApi(kc),
@@ -26,6 +36,7 @@ export function startFleet(kc: KubeConfig, nodeName: string, opts: DaemonOptions
     },
     clock,
     log.child({ component: 'fleet' }),
+    metrics,
   );
   fleet.start();
   log.info('fleet pre-warm on: following ImagePrewarm objects', { node: nodeName, leaseNamespace: opts.fleetNamespace });

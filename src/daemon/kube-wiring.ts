@@ -4,3 +4,5 @@ export { kubeConfigFrom } from '../kube/kubeconfig.js';
 export { createKubeMode } from '../kube/kube-mode.js';
 export { startContainerRestarts } from './container-restart-wiring.js';
 export { startFleet } from './fleet-wiring.js';
+export { kubeMetrics } from './kube-metrics.js';
+export { startRollouts } from './rollout-wiring.js';

@@ -59,6 +59,10 @@ export interface DaemonOptions {
   fleetLeaseMs: number;
   fleetPollMs: number;
   fleetBackoffMs: number;
+  /** InPlaceRollouts: take part in the coordinator election (Kubernetes mode). */
+  rollouts: boolean;
+  /** The rollout coordination Lease's duration: a dead coordinator is replaced after this. */
+  rolloutLeaseMs: number;
 }
 
 /** The environment variable that sets a flag: INPLACE_AGENT_<FLAG>. */
@@ -119,7 +123,9 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-system)', 'fleet-namespace'))
     .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
     .addOption(opt('--fleet-poll <duration>', 'how often a waiting node looks for a free slot', 'fleet-poll').default('3s'))
-    .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'));
+    .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'))
+    .addOption(opt('--no-rollouts', 'in Kubernetes mode, never coordinate InPlaceRollouts (this node\'s pods are still updated through their ContainerRestarts)', 'rollouts'))
+    .addOption(opt('--rollout-lease-duration <duration>', 'rollout coordination Lease duration (another agent takes over this long after the coordinator is gone)', 'rollout-lease-duration').default('15s'));
 }
 
 /** Settings from a parsed command. */
@@ -203,5 +209,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
     fleetPollMs: timeout('fleet-poll', o.fleetPoll),
     fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),
+    rollouts: (o.rollouts as unknown) !== false,
+    rolloutLeaseMs: Math.max(3000, timeout('rollout-lease-duration', o.rolloutLeaseDuration)),
   };
 }

@@ -8,6 +8,7 @@ import type { ImagePuller } from './image-puller.js';
 import type { ContainerTarget, Operation } from './operation.js';
 import { Paused } from './paused.js';
 import { Reasons } from './reasons.js';
+import { pullFailureCause } from '../pull/pull-errors.js';
 
 /** Least time between two published pull-progress updates of one operation. */
 const PULL_PUBLISH_MS = 500;
@@ -72,8 +73,9 @@ export async function pullImages(op: Operation, deadline: number, d: ImagePullsD
           abort.abort(e);
           if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled while pulling ${p.image}; nothing was stopped`, { reason: Reasons.Cancelled });
           // A pull the operation's deadline cut short failed for want of time, whatever the pull says.
-          if (d.clock.now() >= deadline) throw new AgentError('DeadlineExceeded', `${Reasons.Deadline}: image "${p.image}" was not present before the operation's deadline: ${e.message}; nothing was stopped`, { cause: err, reason: Reasons.Deadline });
-          throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
+          if (d.clock.now() >= deadline) throw new AgentError('DeadlineExceeded', `image "${p.image}" was not present before the operation's deadline: ${pullFailureCause(e, p.image)}; nothing was stopped`, { cause: err, reason: Reasons.Deadline });
+          // One sentence: the subject once, then the cause; the reason is a field of its own.
+          throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `image "${p.image}" could not be pulled: ${pullFailureCause(e, p.image)}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
         }
       }),
     );

@@ -27,6 +27,7 @@ export const PrewarmReasons = {
 /** Why a request was refused before anything was touched. */
 export const RefusalReasons = {
   InvalidRequest: 'InvalidRequest',
+  DeadlineTooShort: 'DeadlineTooShort',
   PodNotFound: 'PodNotFound',
   PodAmbiguous: 'PodIdPrefixAmbiguous',
   PodNotReady: 'PodNotReady',

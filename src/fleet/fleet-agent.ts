@@ -12,6 +12,7 @@ import { stepNodePart, type NodePartDeps } from './node-part.js';
 import { keyringFromSecrets } from './pull-secrets.js';
 import { SlotClaimer } from './slots.js';
 import { SlotWatches } from './slot-watch.js';
+import type { PrewarmMetrics } from './prewarm-metrics.js';
 import { isSummarizer, sameSummary, summarize } from './summary.js';
 import { TargetCache } from './targets.js';
 import type { ImagePrewarm } from './types.js';
@@ -76,6 +77,7 @@ export class FleetAgent {
     private readonly opts: FleetOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
+    private readonly metrics?: PrewarmMetrics,
   ) {
     this.deps = {
       api,
@@ -183,6 +185,7 @@ export class FleetAgent {
     for (const pw of list) {
       const name = pw.metadata.name;
       seen.add(name);
+      this.metrics?.progress(name, pw.status);
       const cur = this.parts.get(name);
       const uid = pw.metadata.uid ?? '';
       const gen = pw.metadata.generation ?? 0;
@@ -201,6 +204,7 @@ export class FleetAgent {
     }
     for (const [name, p] of this.parts) {
       if (seen.has(name)) continue;
+      this.metrics?.forget(name);
       this.stopPart(name, p, 'prewarm deleted');
       this.parts.delete(name);
       this.deps.targets.drop(name);
@@ -257,6 +261,7 @@ export class FleetAgent {
     this.requests++;
     await this.api.writePrewarmStatus(pw.metadata.name, pw.metadata.resourceVersion ?? '', status, pw);
     pw.status = status;
+    this.metrics?.progress(pw.metadata.name, status);
   }
 
   /** Requests this agent has made to the API server so far. */

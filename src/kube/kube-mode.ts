@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { ConditionWriter } from './condition-writer.js';
+import type { DrainMetrics } from './drain-metrics.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
 import { KubeletStrategy } from './kubelet/strategy.js';
 import { NodePods } from './node-pods.js';
@@ -24,8 +25,8 @@ export interface KubeMode {
   stop(): Promise<void>;
 }
 
-/** Builds Kubernetes mode for one node. */
-export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger): KubeMode {
+/** Builds Kubernetes mode for one node; drainMetrics receives the drain's parts. */
+export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drainMetrics?: DrainMetrics): KubeMode {
   const api = new ClientKubeApi(kc);
   const klog = log.child({ component: 'kube' });
   const pods = new NodePods(kc, nodeName, clock, klog);
@@ -33,7 +34,7 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   // One writer of the condition, so that its writes to a pod land in the order they were made.
   const conditions = new ConditionWriter(api, clock, klog);
   const gates = new ReadyGates(conditions, klog);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods }, conditions);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, drainMetrics }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

@@ -3,8 +3,6 @@
 // itself, which containerd serves on the same socket); elsewhere without a progress source.
 import { asAgentError } from '../errors.js';
 import { CRI_NAMESPACE } from '../runtime/types.js';
-import { ContainerdClient } from '../runtime/containerd/client.js';
-import { ContainerdProgressSource } from '../runtime/containerd/pull-progress.js';
 import type { ProgressSource } from '../runtime/progress-source.js';
 import { ImagePullService, type PullServiceOptions } from './pull-service.js';
 
@@ -41,6 +39,9 @@ export async function createNodePullService(opts: NodePullServiceOptions): Promi
       }
     }
     if (address) {
+      // containerd's client and protos are loaded only here, for a runtime that is containerd.
+      const { ContainerdClient } = await import('../runtime/containerd/client.js');
+      const { ContainerdProgressSource } = await import('../runtime/containerd/pull-progress.js');
       const namespace = opts.containerdNamespace ?? CRI_NAMESPACE;
       const probe = new ContainerdClient(address, namespace);
       try {

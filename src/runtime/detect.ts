@@ -21,10 +21,10 @@ export interface DetectOptions {
   dockerHost?: string;
 }
 
-/** Constructors of the two adapters, injected so detection does not depend on either. */
+/** Constructors of the two adapters, injected so detection does not depend on either (and may load them lazily). */
 export interface RuntimeFactories {
-  cri(endpoint: string): Runtime;
-  docker(host: string): Runtime;
+  cri(endpoint: string): Runtime | Promise<Runtime>;
+  docker(host: string): Runtime | Promise<Runtime>;
 }
 
 /** The socket path of a `unix://` endpoint (or a bare path); undefined for other schemes. */
@@ -56,7 +56,7 @@ export async function detectRuntime(
       tried.push(`${c.endpoint} (no such socket)`);
       continue;
     }
-    const rt = c.kind === 'cri' ? factories.cri(c.endpoint) : factories.docker(c.endpoint);
+    const rt = await (c.kind === 'cri' ? factories.cri(c.endpoint) : factories.docker(c.endpoint));
     try {
       await rt.version();
       return rt;

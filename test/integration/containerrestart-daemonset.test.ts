@@ -1,5 +1,5 @@
 // ContainerRestart objects handled by the agent as users install it: the DaemonSet in inplace-system
-// (scripts/kube-deploy-agent, which CI runs before the tests), on the project's real one-node cluster. The test
+// (scripts/kube-deploy-agent, which CI runs before the tests), on the project's real cluster (its first node). The test
 // starts no agent of its own; it checks that the request was taken by the DaemonSet's agent (the identity kept
 // in that pod's state directory), and reads every outcome back from the API server, the runtime and the pod's
 // emptyDir.
@@ -53,7 +53,7 @@ async function until<T>(what: string, ms: number, probe: () => Promise<T | undef
   }
 }
 
-describe("ContainerRestart handled by the DaemonSet's agent (real one-node cluster)", function () {
+describe("ContainerRestart handled by the DaemonSet's agent (real cluster, first node)", function () {
   this.timeout(180_000);
   const kc = new KubeConfig();
   const rt = new CriRuntime(env.sandbox.criEndpoint);
@@ -81,7 +81,10 @@ describe("ContainerRestart handled by the DaemonSet's agent (real one-node clust
       if (!pods.items.some((p) => !p.metadata?.deletionTimestamp && isReady(p))) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
       const state = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'state')?.hostPath?.path;
       if (!state) throw new Error('the DaemonSet has no hostPath volume "state"');
-      agentId = (await fs.readFile(path.join(state, 'agent-id'), 'utf8')).trim();
+      // On the test cluster every node shares one filesystem: each agent's state is the subdirectory of its node.
+      const mount = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent')?.volumeMounts?.find((m) => m.name === 'state');
+      const sub = mount?.subPathExpr === '$(NODE_NAME)' ? env.nodeName : (mount?.subPath ?? '');
+      agentId = (await fs.readFile(path.join(state, sub, 'agent-id'), 'utf8')).trim();
     });
     api = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'kds');

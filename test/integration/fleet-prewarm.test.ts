@@ -1,6 +1,7 @@
 // Fleet pre-warm against the real API server of the sandbox cluster: four agents, each playing one node
 // (a bare Node object) with its own containerd, pull through per-node counting proxies in front of one real
-// registry, so the order and overlap of every node's blob downloads is observed, not inferred.
+// registry, so the order and overlap of every node's blob downloads is observed, not inferred. The agents run as
+// the ServiceAccount of deploy/ with its roles and the optional fleet RBAC, exactly as shipped (not as admin).
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -9,6 +10,7 @@ import { stableOrder } from '../../src/fleet/node-order.js';
 import type { ImagePrewarm, ImagePrewarmSpec, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { ctl, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrds, deleteNodes, ensureNamespace, ensureNode, testKubeConfig } from '../support/kube-apply.js';
+import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { startMiniContainerd, type MiniContainerd } from '../support/mini-containerd.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
@@ -81,6 +83,12 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   const downloads: Download[] = [];
   const created: string[] = [];
   const password = `pw-${randomBytes(8).toString('hex')}`;
+  /** The agents' kubeconfig: the shipped ServiceAccount's token. */
+  let agentKc = '';
+  /** The shipped slot Role and its binding, put in this test's fleet namespace. */
+  const slotRbac = shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
+    .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
+    .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: NS } }));
 
   async function image(name: string, target = registry): Promise<{ ref: string; layer: string }> {
     const layer = buildLayer([{ path: `data/${name}`, data: seededBytes(`${run}-${name}`, 1024 * 1024) }]);
@@ -92,7 +100,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   async function agentFor(node: string): Promise<AgentProcess> {
     const c = containerds.get(node)!;
     const a = await startAgent(
-      ['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', KUBECONFIG, '--node-name', node, '--fleet-namespace', NS, '--fleet-lease-duration', '3s', '--fleet-poll', '300ms', '--fleet-backoff', '500ms'],
+      ['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', agentKc, '--node-name', node, '--fleet-namespace', NS, '--fleet-lease-duration', '3s', '--fleet-poll', '300ms', '--fleet-backoff', '500ms'],
       { stateDir: stateDirs.get(node) },
     );
     stateDirs.set(node, a.stateDir);
@@ -137,6 +145,11 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     core = kc.makeApiClient(k8s.CoreV1Api);
     await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
     await ensureNamespace(kc, NS);
+    // The agent's identity and roles as deploy/ ships them; the slot Role (shipped for the agents' namespace,
+    // inplace-system) in this test's own fleet namespace, so that its Leases stay apart from the DaemonSet's.
+    await applyObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']));
+    await applyObjects(kc, slotRbac);
+    agentKc = await agentKubeconfig(kc);
     for (const n of NODES) await ensureNode(kc, n, { [NODE_LABEL]: 'yes' });
     registry = await startRegistry();
     authRegistry = await startRegistry({ basicAuth: { username: 'fleet', password } });
@@ -164,6 +177,8 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     for (const name of created) await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name }).catch(() => undefined);
     for (const n of NODES) await custom.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n }).catch(() => undefined);
     await deleteNodes(kc, NODES);
+    const objects = kc.makeApiClient(k8s.KubernetesObjectApi);
+    for (const o of slotRbac) await objects.delete(o).catch(() => undefined);
   });
 
   it('4 nodes, maxParallelNodes 2, seedNodes 1: the seed downloads first and alone, never more than 2 pull at once, all Succeeded, status 4/4', async () => {

@@ -57,6 +57,8 @@ describe('test cluster (scripts/kube-sandbox, real kubelet)', function () {
       metadata: { name, namespace: ns },
       spec: {
         terminationGracePeriodSeconds: 1,
+        // The scheduler still decides, held to the first node (the cluster may have more; their runtimes differ).
+        nodeSelector: { 'kubernetes.io/hostname': env.nodeName },
         containers: [{ name: 'app', image: env.sandbox.images.appV1 }],
       },
     };

@@ -24,12 +24,18 @@ type Verb = (typeof VERBS)[number];
 
 // group, resource, subresource -> the verbs deploy/rbac.yaml grants (everything else must be refused)
 const GRANTED: [string, string, string, Verb[]][] = [
-  ['', 'pods', '', ['get', 'list', 'watch', 'patch']],
+  ['', 'pods', '', ['get', 'list', 'watch', 'patch', 'delete']],
   ['', 'pods', 'status', ['patch']],
   ['', 'events', '', ['create', 'patch']],
-  ['inplace-agent.io', 'containerrestarts', '', ['get', 'list', 'watch', 'delete']],
+  ['inplace-agent.io', 'containerrestarts', '', ['get', 'list', 'watch', 'create', 'delete']],
   ['inplace-agent.io', 'containerrestarts', 'status', ['patch', 'update']],
   ['discovery.k8s.io', 'endpointslices', '', ['get', 'list', 'watch']],
+  ['apps', 'statefulsets', '', ['get', 'list', 'watch']],
+  ['apps', 'daemonsets', '', ['get', 'list', 'watch']],
+  ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],
+  ['inplace-agent.io', 'inplacerollouts', '', ['get', 'list', 'watch']],
+  ['inplace-agent.io', 'inplacerollouts', 'status', ['update']],
+  ['inplace-agent.io', 'imageprewarms', '', ['get', 'list', 'watch', 'create', 'delete']],
 ];
 const REFUSED_EVERYWHERE: [string, string, string][] = [
   ['', 'secrets', ''],
@@ -42,7 +48,8 @@ const REFUSED_EVERYWHERE: [string, string, string][] = [
   ['', 'endpoints', ''],
   ['', 'nodes', ''],
   ['', 'serviceaccounts', 'token'],
-  ['apps', 'daemonsets', ''],
+  ['apps', 'deployments', ''],
+  ['apps', 'replicasets', ''],
   ['events.k8s.io', 'events', ''],
   ['rbac.authorization.k8s.io', 'clusterroles', ''],
 ];

@@ -29,7 +29,7 @@ function resolvedRunning(args: string[]): string[] {
 }
 
 describe('kube: the client library is loaded only in Kubernetes mode', () => {
-  it('importing the daemon resolves gRPC and dockerode but not @kubernetes/client-node', () => {
+  it('importing the daemon resolves gRPC but not @kubernetes/client-node', () => {
     const urls = resolvedBy(path.resolve(here, '../../src/daemon/daemon.js'));
     assert.ok(urls.some((u) => u.includes('/@grpc/grpc-js/')), `the hook saw the daemon's own dependencies: ${urls.length} lines`);
     assert.deepEqual(urls.filter((u) => u.includes('/@kubernetes/client-node/')), []);

@@ -16,6 +16,7 @@ import { Backoff } from '../../pull/backoff.js';
 import { kubeError } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
+import { RESULT_REFUSED, type ContainerRestartMetrics } from './metrics.js';
 import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation } from './status.js';
 import { RefusalReasons } from '../../engine/reasons.js';
 import { writeStatus } from './status-writer.js';
@@ -45,6 +46,8 @@ export interface ContainerRestartControllerDeps {
   hasPod(namespace: string, name: string): Promise<boolean>;
   clock: Clock;
   log: Logger;
+  /** Where each request this agent took is reported once, when its status turns final. */
+  metrics?: ContainerRestartMetrics;
 }
 
 interface SyncState {
@@ -63,6 +66,8 @@ export class ContainerRestartController {
   private readonly keyByOp = new Map<string, string>();
   private readonly backoff: Backoff;
   private watchFailures = 0;
+  /** Requests (by uid) whose end was reported to the metrics. */
+  private readonly reported = new Set<string>();
   private crdMissingSaid = false;
   /** Objects whose status write for a running operation waits out STATUS_COALESCE_MS. */
   private readonly coalescing = new Set<string>();
@@ -134,6 +139,8 @@ export class ContainerRestartController {
   }
 
   private forget(key: string): void {
+    const uid = this.latest.get(key)?.metadata.uid;
+    if (uid) this.reported.delete(uid);
     this.latest.delete(key);
     if (!this.syncs.get(key)?.running) this.syncs.delete(key);
     for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
@@ -239,7 +246,21 @@ export class ContainerRestartController {
       }
     }
     const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
-    if (isFinished(written.status?.phase)) await this.expire(written);
+    if (isFinished(written.status?.phase)) {
+      const op = this.d.engine.get(opId);
+      this.report(written, op.state, op.reason ?? '');
+      await this.expire(written);
+    }
+  }
+
+  /** Reports a request whose status is final to the metrics, once per request. */
+  private report(cr: ContainerRestart, result: string, reason: string): void {
+    const uid = cr.metadata.uid ?? '';
+    if (!this.d.metrics || this.reported.has(uid)) return;
+    this.reported.add(uid);
+    const began = Date.parse(cr.status?.startTime ?? '');
+    const ended = Date.parse(cr.status?.completionTime ?? '');
+    this.d.metrics.finished(result, reason, Number.isNaN(began) || Number.isNaN(ended) ? 0 : (ended - began) / 1000);
   }
 
   /** Whether this agent may act on the object: nobody took it yet, or this agent did. */
@@ -255,7 +276,8 @@ export class ContainerRestartController {
     const reason = (err instanceof AgentError && err.reason) || (AgentError.is(err, 'InvalidArgument') ? RefusalReasons.InvalidRequest : REASON_REFUSED);
     this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason, message });
     const uid = cr.metadata.uid;
-    await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === reason)) this.report(written, RESULT_REFUSED, reason);
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {

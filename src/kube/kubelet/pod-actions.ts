@@ -7,6 +7,7 @@ import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import type { Runtime } from '../../runtime/runtime.js';
+import { DrainParts, type DrainMetrics } from '../drain-metrics.js';
 import { waitDrained } from '../endpoint-drain.js';
 import type { KubeApi } from '../kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
@@ -28,6 +29,8 @@ export interface PodActionsDeps {
   report: RestartReport;
   /** How often a stop read back from the journal looks at the old container, ms. */
   pollMs: number;
+  /** Where each part of a drain reports how long it took. */
+  drainMetrics?: DrainMetrics;
 }
 
 /** Drain, stop and patch, for one container of a pod. */
@@ -46,6 +49,7 @@ export class PodActions {
     const written = await this.d.report.draining(pod, t);
     const bound = Math.max(0, Math.min(kubeletOptions(op.request).drainMs, deadline - this.d.clock.now()));
     const res = await waitDrained(this.d.api, ns, ip, written.metadata?.uid ?? '', bound, this.d.clock);
+    this.d.drainMetrics?.observe(DrainParts.Slices, res.waitedMs / 1000, res.drained);
     if (!res.drained) this.d.log.warn('drain bound reached; going on', { op: op.id, pod: op.podName, boundMs: bound, stillIn: res.left });
     else this.d.log.info('pod drained', { op: op.id, pod: op.podName, slices: res.slices, waitedMs: res.waitedMs });
     return written;

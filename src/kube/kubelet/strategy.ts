@@ -31,6 +31,7 @@ import { PodCache } from './pod-cache.js';
 import { splitName } from './pod-name.js';
 import { RestartReport } from './report.js';
 import { Verifier, VerifyFailed } from './verify.js';
+import type { DrainMetrics } from '../drain-metrics.js';
 
 /** With a watch of the node's pods, the pod is also read this often while verifying (in case an event is missed). */
 const WATCHED_POLL_MS = 1000;
@@ -49,6 +50,8 @@ export interface KubeletStrategyDeps {
   pollMs?: number;
   /** This node's pods (NodePods): emits 'pod' (V1Pod) on every change; verifying then waits on it, not a timer. */
   pods?: Pick<EventEmitter, 'on' | 'off'>;
+  /** Where each part of a drain reports how long it took (inplace_drain_duration_seconds). */
+  drainMetrics?: DrainMetrics;
 }
 
 /** Restarts kubelet-managed containers through the kubelet. */

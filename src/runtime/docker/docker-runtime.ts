@@ -1,6 +1,7 @@
 // The Runtime interface over the Docker Engine API (dockerode). Pods are sandbox containers plus the containers
 // that joined their network namespace (see pods.ts); recreation goes through create-options.ts.
 import { statfsSync } from 'node:fs';
+import './without-ssh.js';
 import Dockerode from 'dockerode';
 import { AgentError, asAgentError } from '../../errors.js';
 import type { ContainerFilter, NameSwap, Runtime, RuntimeCapabilities } from '../runtime.js';

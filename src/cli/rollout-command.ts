@@ -1,0 +1,94 @@
+// `inplacectl rollout status|pause|resume NAME`: InPlaceRollouts through the Kubernetes API (no agent socket).
+// The Kubernetes client is loaded only when one of these runs.
+import type { Command } from 'commander';
+import { parseDuration } from '../duration.js';
+import type { InPlaceRollout } from '../rollout/types.js';
+
+/** Bad usage (exit 2): thrown as this so main maps it. */
+export class RolloutUsageError extends Error {}
+
+interface RolloutGlobals {
+  output: 'text' | 'json';
+  kubeconfig?: string;
+}
+
+/** The rollout's status as text lines. */
+export function renderRolloutStatus(r: InPlaceRollout): string {
+  const s = r.status ?? {};
+  const ref = r.spec.targetRef;
+  const stale = s.observedGeneration !== undefined && s.observedGeneration !== r.metadata.generation ? ' (status not yet of the latest spec)' : '';
+  const lines = [
+    `${r.metadata.namespace ?? 'default'}/${r.metadata.name}: ${s.phase ?? 'Pending'}${r.spec.paused ? ' (paused)' : ''}${stale}`,
+    `  target      ${ref.kind} ${ref.name}`,
+    `  revision    ${s.currentRevision ?? '-'} -> ${s.updateRevision ?? '-'}`,
+    `  pods        ${s.updatedReplicas ?? 0}/${s.replicas ?? 0} updated, ${s.readyReplicas ?? 0} ready`,
+  ];
+  if (s.podsInFlight?.length) lines.push(`  in flight   ${s.podsInFlight.join(', ')}`);
+  for (const f of s.failures ?? []) lines.push(`  failed      pod ${f.pod}${f.container ? ` container ${f.container}` : ''}: ${f.reason}${f.exitCode !== undefined ? ` (exit code ${f.exitCode})` : ''}`);
+  if (s.message) lines.push(`  message     ${s.message}`);
+  if (s.coordinator) lines.push(`  coordinator ${s.coordinator}`);
+  return lines.join('\n');
+}
+
+/** Whether `status --watch` stops here, and with which exit status. */
+export function watchEnd(r: InPlaceRollout): number | undefined {
+  const s = r.status;
+  if (!s || s.observedGeneration !== r.metadata.generation) return undefined;
+  if (s.phase === 'Succeeded') return 0;
+  if (s.phase === 'Failed') return 1;
+  if (s.phase === 'Paused' && (s.failures?.length ?? 0) > 0) return 1;
+  return undefined;
+}
+
+async function access(g: RolloutGlobals, namespace: string | undefined) {
+  const { loadKubeConfig } = await import('../kube/kubeconfig.js');
+  const kc = loadKubeConfig({ kubeconfig: g.kubeconfig });
+  if (!kc) throw new RolloutUsageError('no Kubernetes API configured: give --kubeconfig, set $KUBECONFIG, or run in a cluster');
+  const { KubeRolloutApi } = await import('../rollout/rollout-api.js');
+  const ns = namespace ?? (kc.getContextObject(kc.getCurrentContext())?.namespace || 'default');
+  return { api: new KubeRolloutApi(kc), ns };
+}
+
+/** Adds `rollout` with its subcommands to inplacectl. */
+export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals): void {
+  const ro = prog.command('rollout').description('in-place rollouts of OnDelete StatefulSets and DaemonSets (InPlaceRollout objects; needs a kubeconfig)');
+
+  ro.command('status')
+    .description('phase, revisions, pods updated and in flight, failures')
+    .argument('<name>')
+    .option('-n, --namespace <ns>', 'the rollout\'s namespace (default: the kubeconfig context\'s, then default)')
+    .option('-w, --watch', 'follow until Succeeded (exit 0) or stopped by a failure (exit 1)')
+    .option('--interval <duration>', 'refresh interval with --watch', '1s')
+    .action(async (name: string, o: { namespace?: string; watch?: boolean; interval: string }) => {
+      const g = globals();
+      const { api, ns } = await access(g, o.namespace);
+      const every = parseDuration(o.interval);
+      let last = '';
+      for (;;) {
+        const r = await api.getRollout(ns, name);
+        if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
+        const out = g.output === 'json' ? JSON.stringify(r, null, 2) : renderRolloutStatus(r);
+        if (out !== last) process.stdout.write(out + '\n');
+        last = out;
+        const end = watchEnd(r);
+        if (!o.watch || end !== undefined) {
+          if (o.watch) process.exitCode = end;
+          return;
+        }
+        await new Promise((res) => setTimeout(res, every));
+      }
+    });
+
+  for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
+    ro.command(verb)
+      .description(paused ? 'start no further pod update (those under way finish)' : 'go on starting pod updates')
+      .argument('<name>')
+      .option('-n, --namespace <ns>', 'the rollout\'s namespace (default: the kubeconfig context\'s, then default)')
+      .action(async (name: string, o: { namespace?: string }) => {
+        const g = globals();
+        const { api, ns } = await access(g, o.namespace);
+        const r = await api.patchRolloutSpec(ns, name, { paused });
+        process.stdout.write(g.output === 'json' ? JSON.stringify(r, null, 2) + '\n' : `inplacerollout ${ns}/${name} ${paused ? 'paused' : 'resumed'}\n`);
+      });
+  }
+}

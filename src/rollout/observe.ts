@@ -1,0 +1,101 @@
+// From API objects to the planner's views (the one place that reads workload, revision, pod, ContainerRestart
+// and ImagePrewarm fields for a rollout).
+import type { V1ControllerRevision, V1Pod } from '@kubernetes/client-node';
+import type { ContainerRestart } from '../kube/container-restart/types.js';
+import type { ImagePrewarm } from '../fleet/types.js';
+import type { PodView, PrewarmView, RestartView, RevisionView, WorkloadView } from './plan.js';
+import { REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan.js';
+import type { Workload } from './rollout-api.js';
+import type { PodTemplate } from './template-diff.js';
+
+/** Annotations on a rollout's ContainerRestart: the revision it takes its pod to. */
+export const REVISION_HASH_ANNOTATION = 'inplace-agent.io/rollout-revision';
+export const REVISION_NUMBER_ANNOTATION = 'inplace-agent.io/rollout-revision-number';
+/** The annotation the API server keeps on a DaemonSet: its template generation. */
+const DS_TEMPLATE_GENERATION = 'deprecated.daemonset.template.generation';
+
+/** The workload as the planner sees it. */
+export function workloadView(w: Workload): WorkloadView {
+  const m = w.obj.metadata ?? {};
+  const common = { name: m.name ?? '', uid: m.uid ?? '', generation: m.generation ?? 0, observedGeneration: w.obj.status?.observedGeneration ?? 0, updateStrategy: w.obj.spec?.updateStrategy?.type ?? 'RollingUpdate' };
+  if (w.kind === 'StatefulSet') return { kind: 'StatefulSet', ...common, desired: w.obj.spec?.replicas ?? 1, updateRevision: w.obj.status?.updateRevision };
+  const tg = Number(m.annotations?.[DS_TEMPLATE_GENERATION] ?? m.generation ?? 0);
+  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg };
+}
+
+/** The selector's matchLabels (what pods and revisions are listed by). */
+export function selectorOf(w: Workload): Record<string, string> {
+  return w.obj.spec?.selector?.matchLabels ?? {};
+}
+
+const ownedBy = (uid: string, refs: { uid: string; controller?: boolean }[] | undefined) => (refs ?? []).some((r) => r.uid === uid && r.controller !== false);
+
+/** The workload's ControllerRevisions. */
+export function revisionViews(w: Workload, revisions: V1ControllerRevision[]): RevisionView[] {
+  const uid = w.obj.metadata?.uid ?? '';
+  return revisions
+    .filter((r) => ownedBy(uid, r.metadata?.ownerReferences))
+    .map((r) => {
+      const data = (r.data ?? {}) as { spec?: { template?: PodTemplate & { $patch?: string } } };
+      const { $patch: _, ...template } = data.spec?.template ?? {};
+      const name = r.metadata?.name ?? '';
+      return { name, hash: w.kind === 'StatefulSet' ? name : (r.metadata?.labels?.[REVISION_HASH_LABEL] ?? name), revision: Number(r.revision), template };
+    });
+}
+
+/** The workload's pods (those it controls). */
+export function podViews(w: Workload, pods: V1Pod[]): PodView[] {
+  const uid = w.obj.metadata?.uid ?? '';
+  return pods
+    .filter((p) => ownedBy(uid, p.metadata?.ownerReferences))
+    .map((p) => {
+      const name = p.metadata?.name ?? '';
+      const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+      const ord = w.kind === 'StatefulSet' ? name.match(/-(\d+)$/) : null;
+      const terminal = p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed';
+      return {
+        name,
+        uid: p.metadata?.uid ?? '',
+        nodeName: p.spec?.nodeName,
+        ordinal: ord ? Number(ord[1]) : undefined,
+        revisionHash: p.metadata?.labels?.[REVISION_HASH_LABEL] ?? '',
+        templateGeneration: p.metadata?.labels?.[TEMPLATE_GENERATION_LABEL],
+        deleting: !!p.metadata?.deletionTimestamp || terminal,
+        ready: ready?.status === 'True',
+        readySinceMs: ready?.status === 'True' && ready.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : undefined,
+        containers: (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
+        labels: p.metadata?.labels ?? {},
+        annotations: p.metadata?.annotations ?? {},
+      };
+    });
+}
+
+/** The rollout's ContainerRestarts. */
+export function restartViews(crs: ContainerRestart[]): RestartView[] {
+  return crs.map((cr) => {
+    const st = cr.status;
+    const phase = st?.phase ?? 'Pending';
+    const bad = st?.containers?.find((c) => c.exitCode !== undefined && c.exitCode !== 0) ?? st?.containers?.find((c) => c.message) ?? st?.containers?.find((c) => c.state !== 'Done');
+    return {
+      name: cr.metadata.name ?? '',
+      pod: cr.spec.podName,
+      revisionHash: cr.metadata.annotations?.[REVISION_HASH_ANNOTATION] ?? '',
+      revisionNumber: Number(cr.metadata.annotations?.[REVISION_NUMBER_ANNOTATION] ?? -1),
+      phase,
+      ...(phase === 'Failed'
+        ? { failure: { container: bad?.name, reason: `${st?.operationState ?? 'Failed'}: ${st?.message ?? bad?.message ?? 'failed'}`, ...(bad?.exitCode !== undefined ? { exitCode: bad.exitCode } : {}) } }
+        : {}),
+    };
+  });
+}
+
+/** The pre-warm as the planner sees it. */
+export function prewarmView(pw: ImagePrewarm): PrewarmView {
+  const st = pw.status;
+  const current = st?.observedGeneration === (pw.metadata.generation ?? 0);
+  return {
+    name: pw.metadata.name,
+    done: current && (st?.desired ?? 0) > 0 && st?.succeeded === st?.desired,
+    failedNodes: current ? (st?.failedNodes ?? []) : [],
+  };
+}

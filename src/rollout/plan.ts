@@ -1,0 +1,350 @@
+// The rollout planner: a pure function of (rollout, workload, revisions, pods, ContainerRestarts, pre-warm, now).
+// It remembers nothing. Every round the coordinating agent reads the objects again and asks it what to do next
+// and what the status is, as the stock StatefulSet and DaemonSet controllers reconcile from what they observe.
+//
+//   for each pod of the target revision's scope, highest ordinal (StatefulSet) or node order (DaemonSet) first:
+//     updated                      label controller-revision-hash = target            -> nothing
+//     its ContainerRestart failed                                                      -> failure: stop starting
+//     its ContainerRestart running                                                     -> in flight
+//     spec already at the target (restart succeeded, or labels alone changed)          -> relabel (in flight until)
+//     template differs beyond images/labels/annotations                                -> fallback (Pause | Recreate)
+//     otherwise, within maxUnavailable, not paused, pre-warmed                         -> start a ContainerRestart
+import { diffTemplates, mapChanges, type PodTemplate } from './template-diff.js';
+import type { InPlaceRollout, InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
+
+/** Reasons the status gives (condition reasons). */
+export const REASON = {
+  targetNotFound: 'TargetNotFound',
+  notOnDelete: 'TargetNotOnDelete',
+  waitingForController: 'WaitingForController',
+  revisionNotFound: 'RevisionNotFound',
+  prewarming: 'Prewarming',
+  prewarmFailed: 'PrewarmFailed',
+  paused: 'Paused',
+  podFailed: 'PodUpdateFailed',
+  notInPlace: 'NotInPlace',
+  updating: 'Updating',
+  complete: 'Complete',
+} as const;
+
+/** The condition types a rollout carries. */
+export const PROGRESSING = 'Progressing';
+export const COMPLETE = 'Complete';
+
+/** Label the stock controllers put on every pod: the revision it was made from. */
+export const REVISION_HASH_LABEL = 'controller-revision-hash';
+/** Label the DaemonSet controller puts on its pods: the template generation. */
+export const TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
+
+/** The target workload as the planner needs it. */
+export interface WorkloadView {
+  kind: 'StatefulSet' | 'DaemonSet';
+  name: string;
+  uid: string;
+  generation: number;
+  observedGeneration: number;
+  /** spec.updateStrategy.type */
+  updateStrategy: string;
+  /** Pods it should have: spec.replicas (StatefulSet), status.desiredNumberScheduled (DaemonSet). */
+  desired: number;
+  /** StatefulSet: status.updateRevision (a revision name); DaemonSet: undefined (the newest revision is the target). */
+  updateRevision?: string;
+  /** DaemonSet: the template generation its new pods carry. */
+  templateGeneration?: number;
+}
+
+/** One ControllerRevision of the workload. */
+export interface RevisionView {
+  /** The revision's name. */
+  name: string;
+  /** What the pods of this revision carry as controller-revision-hash (the name for a StatefulSet). */
+  hash: string;
+  revision: number;
+  template: PodTemplate;
+}
+
+/** One pod of the workload. */
+export interface PodView {
+  name: string;
+  uid: string;
+  nodeName?: string;
+  /** StatefulSet ordinal (from the name). */
+  ordinal?: number;
+  revisionHash: string;
+  templateGeneration?: string;
+  deleting: boolean;
+  ready: boolean;
+  /** ms since the epoch when Ready last became True. */
+  readySinceMs?: number;
+  containers: { name: string; image: string }[];
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
+/** One ContainerRestart the rollout created. */
+export interface RestartView {
+  name: string;
+  pod: string;
+  /** The revision (hash, and revision number) it takes the pod to. */
+  revisionHash: string;
+  revisionNumber: number;
+  phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+  /** When it failed: the container, why, and its exit code. */
+  failure?: { container?: string; reason: string; exitCode?: number };
+}
+
+/** The rollout's pre-warm as last seen. */
+export interface PrewarmView {
+  name: string;
+  /** Every targeted node has the images. */
+  done: boolean;
+  failedNodes: { node: string; reason: string }[];
+}
+
+/** Everything the planner looks at. */
+export interface PlanInput {
+  rollout: InPlaceRollout;
+  workload?: WorkloadView;
+  revisions: RevisionView[];
+  pods: PodView[];
+  restarts: RestartView[];
+  prewarm?: PrewarmView;
+  nowMs: number;
+}
+
+/** One thing to do. */
+export type RolloutAction =
+  | { kind: 'restart'; name: string; pod: string; podUid: string; containers: { name: string; image: string }[]; revisionHash: string; revisionNumber: number }
+  | { kind: 'relabel'; pod: string; podUid: string; labels: Record<string, string | null>; annotations: Record<string, string | null> }
+  | { kind: 'recreate'; pod: string; podUid: string; reason: string }
+  | { kind: 'prewarm'; name: string; images: string[] };
+
+/** The planner's answer: what to do now, the pre-warm that should exist (others are deleted), and the status. */
+export interface Plan {
+  actions: RolloutAction[];
+  /** The name of the ImagePrewarm this round needs, if any. */
+  prewarm?: string;
+  status: InPlaceRolloutStatus;
+}
+
+/** Default maxUnavailable, progressDeadlineSeconds. */
+export const DEFAULT_MAX_UNAVAILABLE = 1;
+export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
+
+/** maxUnavailable as a number of pods: an integer as is; a percent of desired, rounded down; at least 1. */
+export function resolveMaxUnavailable(v: number | string | undefined, desired: number): number {
+  if (v === undefined) return DEFAULT_MAX_UNAVAILABLE;
+  if (typeof v === 'number') return Math.max(1, Math.floor(v));
+  const m = v.match(/^(\d+)%$/);
+  if (!m) return Math.max(1, Math.floor(Number(v)) || DEFAULT_MAX_UNAVAILABLE);
+  return Math.max(1, Math.floor((desired * Number(m[1])) / 100));
+}
+
+/** The ContainerRestart name for a pod and revision number: one per pod and revision, so never two updates. */
+export function restartName(rollout: string, pod: string, revisionNumber: number): string {
+  const name = `${rollout}-${pod}-r${revisionNumber}`;
+  if (name.length <= 253) return name;
+  return `${name.slice(0, 240)}-r${revisionNumber}`;
+}
+
+/** The ImagePrewarm name of a rollout's target revision (cluster-scoped, so it carries the rollout's uid). */
+export function prewarmName(rolloutUid: string, hash: string): string {
+  return `ipr-${rolloutUid.slice(0, 8)}-${hash}`.toLowerCase().slice(0, 253);
+}
+
+/** The revision the workload asks for: updateRevision (StatefulSet) or the newest (DaemonSet). */
+export function targetRevision(w: WorkloadView, revisions: RevisionView[]): RevisionView | undefined {
+  if (w.kind === 'StatefulSet') return revisions.find((r) => r.name === w.updateRevision);
+  return [...revisions].sort((a, b) => b.revision - a.revision)[0];
+}
+
+/** Whether the stock controller counts the pod as of the target revision. */
+function isUpdated(w: WorkloadView, target: RevisionView, p: PodView): boolean {
+  if (p.revisionHash === target.hash) return true;
+  return w.kind === 'DaemonSet' && w.templateGeneration !== undefined && p.templateGeneration === String(w.templateGeneration);
+}
+
+/** The pods in the order they are updated, and how many of them (from the front) are in scope. */
+function ordered(w: WorkloadView, pods: PodView[], partition: number): { order: PodView[]; inScope: Set<string> } {
+  if (w.kind === 'StatefulSet') {
+    const order = [...pods].sort((a, b) => (b.ordinal ?? -1) - (a.ordinal ?? -1));
+    return { order, inScope: new Set(order.filter((p) => (p.ordinal ?? -1) >= partition).map((p) => p.name)) };
+  }
+  const order = [...pods].sort((a, b) => ((a.nodeName ?? '') < (b.nodeName ?? '') ? -1 : (a.nodeName ?? '') > (b.nodeName ?? '') ? 1 : a.name < b.name ? -1 : 1));
+  return { order, inScope: new Set(order.slice(0, Math.max(0, order.length - partition)).map((p) => p.name)) };
+}
+
+function condition(prev: InPlaceRolloutStatus | undefined, next: Omit<RolloutCondition, 'lastTransitionTime'>, now: string): RolloutCondition {
+  const old = prev?.conditions?.find((c) => c.type === next.type);
+  const lastTransitionTime = old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : now;
+  return { ...next, lastTransitionTime };
+}
+
+/** What to do next, and the status: see the table at the top of this file. */
+export function planRollout(input: PlanInput): Plan {
+  const { rollout, workload: w, nowMs } = input;
+  const spec = rollout.spec;
+  const prev = rollout.status;
+  const now = new Date(nowMs).toISOString();
+  const base: InPlaceRolloutStatus = { observedGeneration: rollout.metadata.generation };
+
+  const stopped = (phase: RolloutPhase, reason: string, message: string, extra: InPlaceRolloutStatus = {}): Plan => ({
+    actions: [],
+    status: {
+      ...base,
+      ...extra,
+      phase,
+      message,
+      conditions: [condition(prev, { type: PROGRESSING, status: 'False', reason, message }, now), condition(prev, { type: COMPLETE, status: 'False', reason, message }, now)],
+    },
+  });
+
+  if (!w) return stopped('Failed', REASON.targetNotFound, `${spec.targetRef.kind} ${spec.targetRef.name} not found in namespace ${rollout.metadata.namespace ?? 'default'}`);
+  if (w.updateStrategy !== 'OnDelete') {
+    return stopped(
+      'Failed',
+      REASON.notOnDelete,
+      `${w.kind} ${w.name} has updateStrategy ${w.updateStrategy || 'RollingUpdate'}: the stock controller would recreate the pods itself; set updateStrategy.type to OnDelete`,
+    );
+  }
+  const waiting = (message: string): Plan => ({ actions: [], status: { ...(prev ?? {}), ...base, message } });
+  if (w.observedGeneration < w.generation) return waiting(`waiting for the ${w.kind} controller to observe generation ${w.generation}`);
+  const target = targetRevision(w, input.revisions);
+  if (!target) return waiting(`waiting for the ${w.kind}'s update revision ${w.updateRevision ?? ''} to be listed`);
+
+  const byHash = new Map(input.revisions.map((r) => [r.hash, r]));
+  const live = input.pods.filter((p) => !p.deleting);
+  const partition = spec.partition ?? 0;
+  const { order, inScope } = ordered(w, live, partition);
+  const minReadyMs = (spec.strategy?.minReadySeconds ?? 0) * 1000;
+  const available = (p: PodView) => p.ready && (p.readySinceMs === undefined || nowMs - p.readySinceMs >= minReadyMs);
+  const restartOf = new Map(input.restarts.filter((r) => r.revisionHash === target.hash && r.revisionNumber === target.revision).map((r) => [r.pod, r]));
+
+  const actions: RolloutAction[] = [];
+  const inFlight = new Set<string>();
+  const failures: RolloutFailure[] = [];
+  const blocked: string[] = [];
+  type Candidate = { pod: PodView; images: { name: string; image: string }[]; fallback?: string };
+  const candidates: Candidate[] = [];
+  const imagesToWarm = new Set<string>();
+  // Once any pod of this revision was given a ContainerRestart, the pre-warm is behind us.
+  const started = restartOf.size > 0;
+
+  for (const p of order) {
+    if (isUpdated(w, target, p)) continue;
+    if (!inScope.has(p.name)) continue;
+    const r = restartOf.get(p.name);
+    if (r?.phase === 'Failed') {
+      failures.push({ pod: p.name, container: r.failure?.container, reason: r.failure?.reason ?? 'failed', ...(r.failure?.exitCode !== undefined ? { exitCode: r.failure.exitCode } : {}) });
+      continue;
+    }
+    if (r && r.phase !== 'Succeeded') {
+      inFlight.add(p.name);
+      continue;
+    }
+    const wanted = (target.template.spec?.containers ?? []).filter((c) => c.image);
+    const images = wanted.filter((c) => p.containers.find((x) => x.name === c.name)?.image !== c.image).map((c) => ({ name: c.name, image: c.image as string }));
+    const from = byHash.get(p.revisionHash);
+    const diff = from ? diffTemplates(from.template, target.template) : undefined;
+    if (images.length === 0 && (diff ? diff.other.length === 0 : r?.phase === 'Succeeded')) {
+      // Spec at the target: only the labels are left (the restart succeeded, or nothing but labels changed).
+      inFlight.add(p.name);
+      actions.push({ kind: 'relabel', pod: p.name, podUid: p.uid, ...relabelling(w, target, p, diff) });
+      continue;
+    }
+    if (r?.phase === 'Succeeded') {
+      failures.push({ pod: p.name, reason: `the pod's images changed after its update (${images.map((c) => c.name).join(', ')} no longer at the target)` });
+      continue;
+    }
+    const fallback = !from ? `its revision ${p.revisionHash || '(none)'} is no longer listed, so what changed is unknown` : diff && diff.other.length > 0 ? `${diff.other.join(', ')} changed` : undefined;
+    if (!fallback) for (const c of images) imagesToWarm.add(c.image);
+    candidates.push({ pod: p, images, fallback });
+  }
+
+  const updated = live.filter((p) => isUpdated(w, target, p)).length;
+  const ready = live.filter((p) => p.ready).length;
+  const oldest = [...new Set(live.map((p) => p.revisionHash))].map((h) => byHash.get(h)).filter((r) => r !== undefined).sort((a, b) => a.revision - b.revision)[0];
+  const counts: InPlaceRolloutStatus = {
+    ...base,
+    currentRevision: oldest?.hash ?? target.hash,
+    updateRevision: target.hash,
+    replicas: live.length,
+    updatedReplicas: updated,
+    readyReplicas: ready,
+  };
+
+  // Budget: pods not available, pods missing, and pods in flight (once each), against maxUnavailable.
+  const maxUnavailable = resolveMaxUnavailable(spec.maxUnavailable, w.desired);
+  const unavailable = new Set(live.filter((p) => !available(p)).map((p) => p.name));
+  for (const n of inFlight) unavailable.add(n);
+  let budget = maxUnavailable - unavailable.size - Math.max(0, w.desired - live.length);
+
+  const finish = (phase: RolloutPhase, reason: string, message: string, progressing: 'True' | 'False', prewarm?: string): Plan => ({
+    actions,
+    prewarm,
+    status: {
+      ...counts,
+      phase,
+      message,
+      podsInFlight: [...inFlight],
+      failures,
+      conditions: [
+        condition(prev, { type: PROGRESSING, status: progressing, reason, message }, now),
+        condition(prev, { type: COMPLETE, status: phase === 'Succeeded' ? 'True' : 'False', reason: phase === 'Succeeded' ? REASON.complete : reason, message }, now),
+      ],
+    },
+  });
+
+  if (failures.length > 0) {
+    const f = failures[0];
+    const message = `pod ${f.pod}${f.container ? ` container ${f.container}` : ''}: ${f.reason}${f.exitCode !== undefined ? ` (exit code ${f.exitCode})` : ''}; no further pod is started`;
+    return finish(spec.strategy?.failurePolicy === 'Pause' ? 'Paused' : 'Failed', REASON.podFailed, message, 'False');
+  }
+  const cannot = candidates.filter((c) => c.fallback);
+  if (cannot.length > 0 && (spec.fallback ?? 'Pause') === 'Pause') {
+    blocked.push(...cannot.map((c) => `pod ${c.pod.name}: ${c.fallback}`));
+    return finish('Paused', REASON.notInPlace, `cannot update in place (fallback Pause): ${blocked.join('; ')}`, 'False');
+  }
+  if (candidates.length === 0 && inFlight.size === 0) {
+    const scope = partition > 0 ? ` (partition ${partition}: ${live.length - inScope.size} pods keep their revision)` : '';
+    return finish('Succeeded', REASON.complete, `${updated} of ${live.length} pods at revision ${target.hash}${scope}`, 'False');
+  }
+  if (spec.paused) return finish('Paused', REASON.paused, `paused with ${inFlight.size} pods in flight and ${candidates.length} to go`, 'False');
+
+  // Pre-warm: before the first pod of this revision is touched, every node holding a target pod pulls.
+  if ((spec.prewarm ?? true) && !started && imagesToWarm.size > 0) {
+    const name = prewarmName(rollout.metadata.uid ?? '', target.hash);
+    const pw = input.prewarm?.name === name ? input.prewarm : undefined;
+    if (pw && pw.failedNodes.length > 0) {
+      const msg = pw.failedNodes.map((n) => `node ${n.node}: ${n.reason}`).join('; ');
+      return finish('Paused', REASON.prewarmFailed, `pre-warm ${name} failed, no pod touched: ${msg}`, 'False', name);
+    }
+    if (!pw || !pw.done) {
+      if (!pw) actions.push({ kind: 'prewarm', name, images: [...imagesToWarm].sort() });
+      return finish('Prewarming', REASON.prewarming, `pulling ${[...imagesToWarm].sort().join(', ')} on the nodes of the ${w.kind}'s pods (ImagePrewarm ${name})`, 'True', name);
+    }
+  }
+
+  for (const c of candidates) {
+    const cost = available(c.pod) ? 1 : 0;
+    if (budget - cost < 0) break;
+    budget -= cost;
+    inFlight.add(c.pod.name);
+    if (c.fallback) actions.push({ kind: 'recreate', pod: c.pod.name, podUid: c.pod.uid, reason: c.fallback });
+    else actions.push({ kind: 'restart', name: restartName(rollout.metadata.name, c.pod.name, target.revision), pod: c.pod.name, podUid: c.pod.uid, containers: c.images, revisionHash: target.hash, revisionNumber: target.revision });
+  }
+  const toGo = candidates.filter((c) => !inFlight.has(c.pod.name)).length;
+  return finish('Progressing', REASON.updating, `${updated} of ${live.length} pods updated, ${inFlight.size} in flight, ${toGo} waiting (maxUnavailable ${maxUnavailable})`, 'True');
+}
+
+/** The pod patch that finishes an update: the new revision's labels, annotations and revision labels. */
+function relabelling(w: WorkloadView, target: RevisionView, p: PodView, diff: ReturnType<typeof diffTemplates> | undefined): { labels: Record<string, string | null>; annotations: Record<string, string | null> } {
+  const labels = { ...(diff?.labels ?? mapChanges({}, target.template.metadata?.labels)) };
+  const annotations = { ...(diff?.annotations ?? {}) };
+  labels[REVISION_HASH_LABEL] = target.hash;
+  if (w.kind === 'DaemonSet' && w.templateGeneration !== undefined) labels[TEMPLATE_GENERATION_LABEL] = String(w.templateGeneration);
+  // Only what differs from the pod as it is.
+  for (const [k, v] of Object.entries(labels)) if ((p.labels[k] ?? null) === v) delete labels[k];
+  for (const [k, v] of Object.entries(annotations)) if ((p.annotations[k] ?? null) === v) delete annotations[k];
+  return { labels, annotations };
+}

@@ -1,0 +1,156 @@
+// What the rollout coordinator and `inplacectl rollout` read and write through the API server, behind one small
+// interface, on @kubernetes/client-node. Every method throws AgentError (kubeError); a get answers undefined
+// for a 404.
+import * as k8s from '@kubernetes/client-node';
+import { apiStatusCode, kubeError } from '../kube/api-error.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../fleet/types.js';
+import { IPR_GROUP, IPR_KIND, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
+
+/** The field manager the coordinator's writes are recorded under. */
+const FIELD_MANAGER = 'inplace-agent-rollout';
+
+/** A StatefulSet or DaemonSet. */
+export type Workload = { kind: 'StatefulSet'; obj: k8s.V1StatefulSet } | { kind: 'DaemonSet'; obj: k8s.V1DaemonSet };
+
+/** The rollout's view of the API server. */
+export interface RolloutApi {
+  listRollouts(namespace?: string): Promise<InPlaceRollout[]>;
+  getRollout(namespace: string, name: string): Promise<InPlaceRollout | undefined>;
+  /** Merge-patches the spec (pause, resume). */
+  patchRolloutSpec(namespace: string, name: string, spec: Partial<InPlaceRollout['spec']>): Promise<InPlaceRollout>;
+  /** Replaces the status at the object's resourceVersion (409 when it moved on). */
+  writeRolloutStatus(rollout: InPlaceRollout, status: InPlaceRolloutStatus): Promise<InPlaceRollout>;
+  getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined>;
+  listRevisions(namespace: string, selector: Record<string, string>): Promise<k8s.V1ControllerRevision[]>;
+  listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]>;
+  /** The ContainerRestarts carrying the rollout's label. */
+  listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]>;
+  /** Creates it; a 409 (it exists) throws Aborted. */
+  createRestart(cr: ContainerRestart): Promise<void>;
+  /** Patches the pod's labels and annotations (null removes), only if it is still the pod with this uid. */
+  patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<void>;
+  /** Deletes the pod if it is still the one with this uid. */
+  deletePod(namespace: string, name: string, uid: string): Promise<void>;
+  listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]>;
+  createPrewarm(pw: ImagePrewarm & { metadata: { labels?: Record<string, string> } }): Promise<void>;
+  deletePrewarm(name: string): Promise<void>;
+}
+
+const selectorString = (sel: Record<string, string>): string =>
+  Object.entries(sel)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+
+async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw kubeError(err, what);
+  }
+}
+
+async function orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (apiStatusCode(err) === 404) return undefined;
+    throw kubeError(err, what);
+  }
+}
+
+/** RolloutApi on a real API server. */
+export class KubeRolloutApi implements RolloutApi {
+  private readonly custom: k8s.CustomObjectsApi;
+  private readonly core: k8s.CoreV1Api;
+  private readonly apps: k8s.AppsV1Api;
+
+  constructor(kc: k8s.KubeConfig) {
+    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    this.apps = kc.makeApiClient(k8s.AppsV1Api);
+  }
+
+  private base(namespace: string) {
+    return { group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace };
+  }
+
+  async listRollouts(namespace?: string): Promise<InPlaceRollout[]> {
+    const r = await call('list InPlaceRollouts', () =>
+      namespace ? this.custom.listNamespacedCustomObject(this.base(namespace)) : this.custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL }),
+    );
+    return ((r as { items?: InPlaceRollout[] }).items ?? []);
+  }
+
+  getRollout(namespace: string, name: string): Promise<InPlaceRollout | undefined> {
+    return orUndefined(`get InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ ...this.base(namespace), name })) as InPlaceRollout);
+  }
+
+  async patchRolloutSpec(namespace: string, name: string, spec: Partial<InPlaceRollout['spec']>): Promise<InPlaceRollout> {
+    return call(`patch InPlaceRollout ${namespace}/${name}`, async () =>
+      (await this.custom.patchNamespacedCustomObject({ ...this.base(namespace), name, body: { spec }, fieldManager: 'inplacectl' }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))) as InPlaceRollout,
+    );
+  }
+
+  async writeRolloutStatus(rollout: InPlaceRollout, status: InPlaceRolloutStatus): Promise<InPlaceRollout> {
+    const { name, namespace = 'default', resourceVersion } = rollout.metadata;
+    const body = { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: IPR_KIND, metadata: { name, namespace, resourceVersion }, spec: rollout.spec, status };
+    return call(`write status of InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.replaceNamespacedCustomObjectStatus({ ...this.base(namespace), name, body })) as InPlaceRollout);
+  }
+
+  getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined> {
+    return orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
+      kind === 'StatefulSet' ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) } : { kind, obj: await this.apps.readNamespacedDaemonSet({ namespace, name }) },
+    );
+  }
+
+  async listRevisions(namespace: string, selector: Record<string, string>): Promise<k8s.V1ControllerRevision[]> {
+    return (await call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorString(selector) }))).items;
+  }
+
+  async listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]> {
+    return (await call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorString(selector) }))).items;
+  }
+
+  async listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]> {
+    const r = await call(`list ContainerRestarts in ${namespace}`, () =>
+      this.custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }),
+    );
+    return (r as { items?: ContainerRestart[] }).items ?? [];
+  }
+
+  async createRestart(cr: ContainerRestart): Promise<void> {
+    const namespace = cr.metadata.namespace ?? 'default';
+    await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
+      this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body: cr, fieldManager: FIELD_MANAGER }),
+    );
+  }
+
+  async patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<void> {
+    // The uid in the patch is a precondition: a pod recreated under the same name is refused (409).
+    const metadata: Record<string, unknown> = { uid };
+    if (Object.keys(labels).length) metadata.labels = labels;
+    if (Object.keys(annotations).length) metadata.annotations = annotations;
+    await call(`relabel pod ${namespace}/${name}`, () =>
+      this.core.patchNamespacedPod({ namespace, name, body: { metadata }, fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)),
+    );
+  }
+
+  async deletePod(namespace: string, name: string, uid: string): Promise<void> {
+    await call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
+  }
+
+  async listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]> {
+    const r = await call('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }));
+    return (r as { items?: ImagePrewarm[] }).items ?? [];
+  }
+
+  async createPrewarm(pw: ImagePrewarm): Promise<void> {
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw };
+    await call(`create ImagePrewarm ${pw.metadata.name}`, () => this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }));
+  }
+
+  async deletePrewarm(name: string): Promise<void> {
+    await orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name }));
+  }
+}

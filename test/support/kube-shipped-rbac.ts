@@ -1,0 +1,62 @@
+// The agent's identity as deploy/ ships it, for tests that run agents against the real API server: the objects
+// of deploy/ (ServiceAccount, roles, bindings) installed as written, and a kubeconfig that authenticates as that
+// ServiceAccount (a TokenRequest), so that an agent gets exactly the permissions users grant it, never admin's.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as k8s from '@kubernetes/client-node';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+/** The agent's ServiceAccount in deploy/serviceaccount.yaml. */
+export const AGENT_SA = { namespace: 'inplace-system', name: 'inplace-agent' };
+
+/** The objects of deploy/<files>, as shipped. */
+export function shippedObjects(files: string[]): k8s.KubernetesObject[] {
+  return files.flatMap((f) => k8s.loadAllYaml(fs.readFileSync(path.join(root, 'deploy', f), 'utf8')) as k8s.KubernetesObject[]);
+}
+
+/** Creates each object, or replaces the one that exists (an earlier run's, or the DaemonSet install's). */
+export async function applyObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<void> {
+  const api = kc.makeApiClient(k8s.KubernetesObjectApi);
+  for (const o of objects) {
+    try {
+      await api.create(o);
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+      const cur = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata?.name ?? '', namespace: o.metadata?.namespace } } as k8s.KubernetesObject & { metadata: { name: string } });
+      await api.replace({ ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata?.resourceVersion } });
+    }
+  }
+}
+
+/**
+ * Writes a kubeconfig that authenticates as the agent's ServiceAccount (a token from the TokenRequest API, valid
+ * for an hour) against kc's API server, and returns its path.
+ */
+export async function agentKubeconfig(kc: k8s.KubeConfig): Promise<string> {
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const tr = await core.createNamespacedServiceAccountToken({
+    name: AGENT_SA.name,
+    namespace: AGENT_SA.namespace,
+    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+  });
+  const token = tr.status?.token;
+  if (!token) throw new Error(`no token for ServiceAccount ${AGENT_SA.namespace}/${AGENT_SA.name}`);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const ca = cluster.caFile ? fs.readFileSync(cluster.caFile) : cluster.caData ? Buffer.from(cluster.caData, 'base64') : undefined;
+  const user = `system:serviceaccount:${AGENT_SA.namespace}:${AGENT_SA.name}`;
+  const config = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'test', cluster: { server: cluster.server, ...(ca ? { 'certificate-authority-data': ca.toString('base64') } : {}) } }],
+    users: [{ name: user, user: { token } }],
+    contexts: [{ name: 'test', context: { cluster: 'test', user } }],
+    'current-context': 'test',
+  };
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-sa-'));
+  const file = path.join(dir, 'kubeconfig');
+  fs.writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
+  return file;
+}
