@@ -41,6 +41,8 @@ export const RefusalReasons = {
   PodNotInApiServer: 'PodNotInApiServer',
   /** The request names an option this agent does not implement. */
   Unsupported: 'UnsupportedRequest',
+  /** The request's creator may not do what it asks (kube/access-review.ts). */
+  Forbidden: 'Forbidden',
   /** The agent has no record of an operation it had taken (its journal was lost); it is not run again. */
   JournalLost: 'OperationRecordLost',
   OwnsPodNetwork: 'ContainerOwnsPodNetwork',

@@ -47,7 +47,7 @@ export function claimedStatus(cr: ContainerRestart, operationId: string, nodeNam
   };
 }
 
-/** The final status of a request the agent refused before touching anything. */
+/** The final status of a request the agent refused before touching anything; reason defaults to Refused. */
 export function refusedStatus(cr: ContainerRestart, message: string, nodeName: string, agentId: string, now: string, reason = REASON_REFUSED): ContainerRestartStatus {
   return {
     ...cr.status,
