@@ -50,6 +50,8 @@ export interface ContainerRestartContainerStatus {
   /** Longest time a Service of the pod had no ready endpoint during the restart (absent: it always had one). */
   unservedMilliseconds?: number;
   message?: string;
+  /** Why this container failed or was rolled back (a constant of engine/reasons.ts). */
+  reason?: string;
 }
 
 /** A Kubernetes-style condition. */
@@ -73,6 +75,8 @@ export interface ContainerRestartStatus {
   podIP?: string;
   summary?: string;
   message?: string;
+  /** Why the request failed or was refused (a constant of engine/reasons.ts); also the condition's reason. */
+  reason?: string;
   observedGeneration?: number;
   startTime?: string;
   completionTime?: string;
