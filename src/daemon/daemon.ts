@@ -140,7 +140,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     : undefined;
   prewarm?.start();
   const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log, kubeMetrics?.prewarm) : undefined;
-  const rollouts = k8s && kc && opts.nodeName ? k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
+  const rollouts = k8s && kc && opts.nodeName ? await k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {

@@ -6,14 +6,16 @@ import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
 import { KubeRolloutApi } from '../rollout/rollout-api.js';
 import type { DaemonOptions } from './options.js';
+import { agentIdentity } from './agent-identity.js';
 
 /** The started coordinator for this node; undefined when rollouts are turned off. */
-export function startRollouts(kc: KubeConfig, nodeName: string, opts: DaemonOptions, clock: Clock, log: Logger): RolloutCoordinator | undefined {
+export async function startRollouts(kc: KubeConfig, nodeName: string, opts: DaemonOptions, clock: Clock, log: Logger): Promise<RolloutCoordinator | undefined> {
   if (!opts.rollouts) return undefined;
+  const holder = `${nodeName}/${await agentIdentity(opts.stateDir)}`;
   const c = new RolloutCoordinator(
     new KubeRolloutApi(kc),
     new KubeFleetApi(kc),
-    { ...COORDINATOR_DEFAULTS, node: nodeName, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace },
+    { ...COORDINATOR_DEFAULTS, node: nodeName, holder, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace },
     clock,
     log.child({ component: 'rollout' }),
   );

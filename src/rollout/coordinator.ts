@@ -1,5 +1,5 @@
 // The rollout coordinator inside every agent of the DaemonSet. One agent at a time holds the coordination
-// Lease (the fleet's slot machinery: slot 0 of "inplace-rollouts", held by a node name) and plans every
+// Lease (the fleet's slot machinery: slot 0 of "inplace-rollouts", held by node name and agent id) and plans every
 // InPlaceRollout; the pod updates it starts are ContainerRestarts, which each node's agent runs as ever.
 //
 //   follower --lease free or expired (seen through the watch)--> try to take it --won--> coordinator
@@ -23,6 +23,11 @@ export const COORDINATION = 'inplace-rollouts';
 /** Settings of the coordinator. */
 export interface CoordinatorOptions {
   node: string;
+  /**
+   * This agent's identity as the Lease holder: unique per agent (node name and agent id), so that two agents
+   * that share a node name (a second agent, a test's) are never both the holder.
+   */
+  holder: string;
   /** Namespace of the coordination Lease (the agent's own). */
   leaseNamespace: string;
   leaseSeconds: number;
@@ -60,7 +65,7 @@ export class RolloutCoordinator {
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
-    this.slots = new SlotClaimer(fleetApi, opts.leaseNamespace, opts.node, opts.leaseSeconds, clock);
+    this.slots = new SlotClaimer(fleetApi, opts.leaseNamespace, opts.holder, opts.leaseSeconds, clock);
   }
 
   /** Starts in the background. */
@@ -144,9 +149,9 @@ export class RolloutCoordinator {
     }
     const seen = this.view;
     const lease = seen?.find((l) => l.name === slotName(COORDINATION, 0));
-    if (seen && lease && !slotFree(lease, now) && lease.holder !== this.opts.node) return;
+    if (seen && lease && !slotFree(lease, now) && lease.holder !== this.opts.holder) return;
     this.held = await this.slots.tryAcquire(COORDINATION, 1, seen);
-    if (this.held) this.log.info('coordinating rollouts: this agent holds the Lease', { lease: slotName(COORDINATION, 0), namespace: this.opts.leaseNamespace });
+    if (this.held) this.log.info('coordinating rollouts: this agent holds the Lease', { lease: slotName(COORDINATION, 0), namespace: this.opts.leaseNamespace, holder: this.opts.holder });
   }
 
   /** One round over every rollout; true while any is under way. */

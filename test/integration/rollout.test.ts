@@ -1,0 +1,351 @@
+// InPlaceRollouts carried out by the agents as users install them: the DaemonSet of deploy/ (its ServiceAccount
+// and roles, scripts/kube-deploy-agent), one agent per node, on the project's real cluster (every node of it;
+// CI runs three). The test starts no agent of its own. It changes the workload's template as a user does
+// (kubectl set image, kubectl rollout undo) and reads every outcome back from the API server: the pods' UIDs,
+// IPs and container IDs, the StatefulSet's own updatedReplicas, the rollout's status, and the order in which
+// the ContainerRestarts appeared. Unready pods are sampled through a watch during each rollout.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
+import { READY_CONDITION } from '../../src/kube/ready-condition.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/rollout/types.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const run = promisify(execFile);
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const CTL = path.join(root, 'dist/src/cli/main.js');
+const env = kubeEnv();
+const AGENT_NS = 'inplace-system';
+const SIBLINGS = ['sidecar', 'logger'];
+const REPLICAS = 6;
+/** Exits 0 on SIGTERM. */
+const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
+const V1 = env.sandbox.images.appV1;
+const V2 = env.sandbox.images.appV2;
+
+/** Polls probe until it returns a value; fails after ms with what was last seen. */
+async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, last: () => string = () => ''): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last() ? `; last seen: ${last()}` : ''}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+const isReady = (p: V1Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+const cid = (p: V1Pod, c: string) => p.status?.containerStatuses?.find((s) => s.name === c)?.containerID ?? '';
+const image = (p: V1Pod, c: string) => p.spec?.containers.find((x) => x.name === c)?.image;
+
+describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", function () {
+  this.timeout(900_000);
+  const kc = new KubeConfig();
+  let core: CoreV1Api;
+  let apps: AppsV1Api;
+  let custom: CustomObjectsApi;
+  let ns = '';
+  let nodes: string[] = [];
+  let last = '';
+
+  const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
+  const ctl = (...args: string[]) => run(process.execPath, [CTL, '--kubeconfig', env.kubeconfig, ...args]).then(
+    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
+  );
+  const pods = async (app: string) => (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${app}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+  const rollout = async (name: string) => (await custom.getNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: ns, name })) as InPlaceRollout;
+  const restarts = async () => ((await custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns })) as { items: ContainerRestart[] }).items;
+  const createRollout = (name: string, spec: Partial<InPlaceRolloutSpec> & Pick<InPlaceRolloutSpec, 'targetRef'>) =>
+    custom.createNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: ns, body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name }, spec } });
+  const patchRollout = (name: string, spec: Partial<InPlaceRolloutSpec>) =>
+    custom.patchNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: ns, name, body: { spec } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+  const stsRevision = async (name: string) => (await apps.readNamespacedStatefulSet({ name, namespace: ns })).status?.updateRevision ?? '';
+
+  /** The rollout's status once it has seen the workload's current revision and reached one of the phases. */
+  async function settled(name: string, phases: string[], revision?: () => Promise<string>, ms = 240_000): Promise<InPlaceRollout> {
+    return until(
+      `rollout ${name} to reach ${phases.join('|')}`,
+      ms,
+      async () => {
+        const r = await rollout(name);
+        last = JSON.stringify(r.status);
+        if (r.status?.observedGeneration !== r.metadata.generation) return undefined;
+        if (revision && r.status?.updateRevision !== (await revision())) return undefined;
+        return phases.includes(r.status?.phase ?? '') ? r : undefined;
+      },
+      () => last,
+    );
+  }
+
+  /** Follows the pods of app and the ContainerRestarts of the namespace: the most pods unready at once, and the order of updates. */
+  async function sample(app: string, expected: number) {
+    const ready = new Map<string, boolean>();
+    let maxUnready = 0;
+    const order: string[] = [];
+    const pw = await new Watch(kc).watch(
+      `/api/v1/namespaces/${ns}/pods`,
+      { labelSelector: `app=${app}` },
+      (type, p: V1Pod) => {
+        const n = p.metadata?.name ?? '';
+        if (type === 'DELETED') ready.delete(n);
+        else ready.set(n, isReady(p) && !p.metadata?.deletionTimestamp);
+        const unready = [...ready.values()].filter((r) => !r).length + Math.max(0, expected - ready.size);
+        maxUnready = Math.max(maxUnready, unready);
+      },
+      () => undefined,
+    );
+    const cw = await new Watch(kc).watch(`/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${ns}/${CR_PLURAL}`, {}, (type, cr: ContainerRestart) => {
+      if (type === 'ADDED' && !order.includes(cr.metadata.name ?? '')) order.push(cr.metadata.name ?? '');
+    }, () => undefined);
+    return {
+      maxUnready: () => maxUnready,
+      /** The pods of the ContainerRestarts created since the sampling started, in order. */
+      order: async () => {
+        const byName = new Map((await restarts()).map((c) => [c.metadata.name ?? '', c.spec.podName]));
+        return order.map((n) => byName.get(n) ?? n);
+      },
+      stop: () => {
+        pw.abort();
+        cw.abort();
+      },
+    };
+  }
+
+  const statefulSet = (name: string, replicas: number) => ({
+    metadata: { name, labels: { app: name } },
+    spec: {
+      replicas,
+      serviceName: name,
+      podManagementPolicy: 'Parallel',
+      updateStrategy: { type: 'OnDelete' },
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: { labels: { app: name } },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          // The agent drains through this condition: a pod being updated reads not Ready.
+          readinessGates: [{ conditionType: READY_CONDITION }],
+          // Spread over the nodes as a real StatefulSet would be.
+          topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: name } } }],
+          containers: ['app', ...SIBLINGS].map((c) => ({ name: c, image: V1, args: ['sh', '-c', APP] })),
+        },
+      },
+    },
+  });
+
+  before(async function () {
+    await requireRuntime(this, `the agent's DaemonSet ${AGENT_NS}/inplace-agent Ready on every node, with the InPlaceRollout CRD (scripts/kube-deploy-agent)`, async () => {
+      kc.loadFromFile(env.kubeconfig);
+      core = kc.makeApiClient(CoreV1Api);
+      apps = kc.makeApiClient(AppsV1Api);
+      custom = kc.makeApiClient(CustomObjectsApi);
+      nodes = (await core.listNode()).items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name ?? '');
+      const agents = (await core.listNamespacedPod({ namespace: AGENT_NS, labelSelector: 'app.kubernetes.io/name=inplace-agent' })).items.filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
+      for (const n of nodes) if (!agents.some((p) => p.spec?.nodeName === n)) throw new Error(`no Ready agent on node ${n}`);
+      await custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL });
+    });
+    ns = await createNamespace(kc, 'ipr');
+    await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('web', REPLICAS) });
+    await until(`${REPLICAS} pods of web Ready`, 180_000, async () => ((await pods('web')).filter(isReady).length === REPLICAS ? true : undefined));
+    // Pre-warm is covered by its own test; here the rollouts go straight to the pods.
+    await createRollout('web', { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web' }, maxUnavailable: 1, prewarm: false, strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } });
+    await settled('web', ['Succeeded'], () => stsRevision('web'));
+  });
+
+  after(async () => {
+    if (ns) await deleteNamespace(kc, ns);
+  });
+
+  it('StatefulSet of 6 three-container pods: one image rolled out in place, highest ordinal first, never more than maxUnavailable unready, updatedReplicas 6', async () => {
+    const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p]));
+    const s = await sample('web', REPLICAS);
+    try {
+      await kubectl('set', 'image', 'statefulset/web', `app=${V2}`);
+      const done = await settled('web', ['Succeeded'], async () => {
+        const rev = await stsRevision('web');
+        return rev;
+      });
+      assert.equal(done.status?.updatedReplicas, REPLICAS);
+      assert.deepEqual(await s.order(), ['web-5', 'web-4', 'web-3', 'web-2', 'web-1', 'web-0'], 'highest ordinal first');
+      assert.ok(s.maxUnready() <= 1, `at most maxUnavailable (1) pods unready at once; saw ${s.maxUnready()}`);
+    } finally {
+      s.stop();
+    }
+    const sts = await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns });
+    assert.equal(sts.status?.updatedReplicas, REPLICAS, "the StatefulSet's own count");
+    assert.equal(sts.metadata?.generation, sts.status?.observedGeneration);
+    for (const p of await pods('web')) {
+      const b = before.get(p.metadata?.name ?? '') as V1Pod;
+      assert.equal(p.metadata?.uid, b.metadata?.uid, `${p.metadata?.name}: same pod`);
+      assert.equal(p.status?.podIP, b.status?.podIP, `${p.metadata?.name}: same IP`);
+      assert.equal(image(p, 'app'), V2);
+      assert.notEqual(cid(p, 'app'), cid(b, 'app'));
+      for (const c of SIBLINGS) assert.equal(cid(p, c), cid(b, c), `${p.metadata?.name}/${c}: same container`);
+      assert.equal(p.metadata?.labels?.['controller-revision-hash'], sts.status?.updateRevision);
+    }
+    const status = await ctl('rollout', 'status', 'web', '-n', ns);
+    assert.equal(status.code, 0, status.stderr);
+    assert.match(status.stdout, /: Succeeded/);
+    assert.match(status.stdout, /6\/6 updated, 6 ready/);
+  });
+
+  it('kubectl rollout undo takes every pod back in place', async () => {
+    const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    await kubectl('rollout', 'undo', 'statefulset/web');
+    await settled('web', ['Succeeded'], () => stsRevision('web'));
+    const sts = await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns });
+    assert.equal(sts.status?.updatedReplicas, REPLICAS);
+    for (const p of await pods('web')) {
+      assert.equal(image(p, 'app'), V1, `${p.metadata?.name} back on the old image`);
+      assert.equal(p.metadata?.uid, before.get(p.metadata?.name ?? ''), `${p.metadata?.name}: same pod`);
+    }
+  });
+
+  it('partition 3: ordinals 0-2 keep the old image; partition 0 then finishes them', async () => {
+    await patchRollout('web', { partition: 3, maxUnavailable: 2 });
+    await kubectl('set', 'image', 'statefulset/web', `app=${V2}`);
+    const part = await settled('web', ['Succeeded'], () => stsRevision('web'));
+    assert.match(part.status?.message ?? '', /partition 3/);
+    for (const p of await pods('web')) {
+      const ord = Number(p.metadata?.name?.split('-').pop());
+      assert.equal(image(p, 'app'), ord >= 3 ? V2 : V1, `${p.metadata?.name}`);
+    }
+    assert.equal((await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updatedReplicas, 3);
+    await patchRollout('web', { partition: 0 });
+    await until('all 6 updated', 240_000, async () => ((await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updatedReplicas === REPLICAS ? true : undefined));
+    await settled('web', ['Succeeded'], () => stsRevision('web'));
+    for (const p of await pods('web')) assert.equal(image(p, 'app'), V2);
+  });
+
+  it('paused mid-rollout (inplacectl rollout pause): nothing new starts; resume finishes it', async () => {
+    await patchRollout('web', { maxUnavailable: 1 });
+    const crsBefore = (await restarts()).length;
+    await kubectl('set', 'image', 'statefulset/web', `app=${V1}`);
+    // The first pod under way, then pause.
+    await until('the first ContainerRestart of the new revision', 60_000, async () => ((await restarts()).length > crsBefore ? true : undefined));
+    const paused = await ctl('rollout', 'pause', 'web', '-n', ns);
+    assert.equal(paused.code, 0, paused.stderr);
+    // The coordinator's own sign that it took the pause: phase Paused, at the latest generation, nothing in flight.
+    const p = await until(
+      'the rollout Paused with nothing in flight',
+      120_000,
+      async () => {
+        const r = await rollout('web');
+        last = JSON.stringify(r.status);
+        return r.status?.observedGeneration === r.metadata.generation && r.status?.phase === 'Paused' && (r.status.podsInFlight?.length ?? 0) === 0 ? r : undefined;
+      },
+      () => last,
+    );
+    const started = (await restarts()).length - crsBefore;
+    assert.ok(started >= 1 && started < REPLICAS, `${started} pods started before the pause`);
+    assert.ok((p.status?.updatedReplicas ?? 0) < REPLICAS);
+    // Another full round of the coordinator while paused: still the same ContainerRestarts.
+    const gen = p.metadata.generation;
+    await patchRollout('web', { progressDeadlineSeconds: 601 });
+    await until('the coordinator to see the new spec', 60_000, async () => ((await rollout('web')).status?.observedGeneration === (gen ?? 0) + 1 ? true : undefined));
+    assert.equal((await restarts()).length - crsBefore, started, 'no pod started while paused');
+    const resumed = await ctl('rollout', 'resume', 'web', '-n', ns);
+    assert.equal(resumed.code, 0, resumed.stderr);
+    await settled('web', ['Succeeded'], () => stsRevision('web'));
+    for (const pod of await pods('web')) assert.equal(image(pod, 'app'), V1);
+  });
+
+  it('a crashing image stops the rollout at the first pod, rolled back in place, naming the pod and the exit code', async () => {
+    const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    const crsBefore = (await restarts()).length;
+    await kubectl('set', 'image', 'statefulset/web', `app=${env.sandbox.images.crash}`);
+    const failed = await settled('web', ['Failed'], () => stsRevision('web'));
+    assert.equal(failed.status?.failures?.length, 1, JSON.stringify(failed.status));
+    const f = failed.status?.failures?.[0];
+    assert.equal(f?.pod, 'web-5');
+    assert.equal(f?.container, 'app');
+    assert.equal(f?.exitCode, 3, JSON.stringify(f));
+    assert.match(failed.status?.message ?? '', /pod web-5 container app: .*exit code 3/);
+    assert.equal((await restarts()).length - crsBefore, 1, 'no pod after the first was started');
+    for (const p of await pods('web')) {
+      assert.equal(image(p, 'app'), V1, `${p.metadata?.name} on the old image (web-5 rolled back)`);
+      assert.equal(p.metadata?.uid, before.get(p.metadata?.name ?? ''));
+    }
+    const st = await ctl('rollout', 'status', 'web', '-n', ns, '--watch');
+    assert.equal(st.code, 1, 'status --watch exits 1 on a failed rollout');
+    assert.match(st.stdout, /failed\s+pod web-5 container app: .*\(exit code 3\)/);
+    // The way back: undo, and the rollout is whole again with nothing to do.
+    await kubectl('rollout', 'undo', 'statefulset/web');
+    const back = await settled('web', ['Succeeded'], () => stsRevision('web'));
+    assert.deepEqual(back.status?.failures ?? [], []);
+  });
+
+  it('a template change beyond images: fallback Pause names the field, Recreate then replaces the pods within the budget', async () => {
+    const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    await kubectl('set', 'env', 'statefulset/web', '-c', 'app', 'MODE=new');
+    const paused = await settled('web', ['Paused'], () => stsRevision('web'));
+    assert.match(paused.status?.message ?? '', /spec\.containers\[app\]\.env changed/);
+    assert.equal(paused.status?.conditions?.find((c) => c.type === 'Progressing')?.reason, 'NotInPlace');
+    for (const p of await pods('web')) assert.equal(p.metadata?.uid, before.get(p.metadata?.name ?? ''), 'nothing touched');
+    const s = await sample('web', REPLICAS);
+    try {
+      await patchRollout('web', { fallback: 'Recreate' });
+      await settled('web', ['Succeeded'], () => stsRevision('web'));
+      assert.ok(s.maxUnready() <= 1, `at most 1 pod unready or missing at once; saw ${s.maxUnready()}`);
+    } finally {
+      s.stop();
+    }
+    for (const p of await pods('web')) {
+      assert.notEqual(p.metadata?.uid, before.get(p.metadata?.name ?? ''), `${p.metadata?.name} recreated`);
+      assert.equal(p.spec?.containers.find((c) => c.name === 'app')?.env?.find((e) => e.name === 'MODE')?.value, 'new');
+    }
+    assert.equal((await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updatedReplicas, REPLICAS);
+  });
+
+  it('DaemonSet with OnDelete: one pod per node updated in place, updatedNumberScheduled reaches the node count', async () => {
+    await apps.createNamespacedDaemonSet({
+      namespace: ns,
+      body: {
+        metadata: { name: 'ds' },
+        spec: {
+          selector: { matchLabels: { app: 'ds' } },
+          updateStrategy: { type: 'OnDelete' },
+          template: {
+            metadata: { labels: { app: 'ds' } },
+            spec: { terminationGracePeriodSeconds: 5, readinessGates: [{ conditionType: READY_CONDITION }], containers: ['app', ...SIBLINGS].map((c) => ({ name: c, image: V1, args: ['sh', '-c', APP] })) },
+          },
+        },
+      },
+    });
+    await until(`a Ready ds pod on each of ${nodes.length} nodes`, 120_000, async () => ((await pods('ds')).filter(isReady).length === nodes.length ? true : undefined));
+    const before = new Map((await pods('ds')).map((p) => [p.metadata?.name ?? '', p]));
+    await createRollout('ds', { targetRef: { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds' }, prewarm: false, strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } });
+    await settled('ds', ['Succeeded']);
+    const s = await sample('ds', nodes.length);
+    try {
+      await kubectl('set', 'image', 'daemonset/ds', `app=${V2}`);
+      const gen = async () => String((await apps.readNamespacedDaemonSet({ name: 'ds', namespace: ns })).metadata?.generation);
+      await until('updatedNumberScheduled = the node count', 240_000, async () => {
+        const ds = await apps.readNamespacedDaemonSet({ name: 'ds', namespace: ns });
+        return ds.status?.observedGeneration === ds.metadata?.generation && ds.status?.updatedNumberScheduled === nodes.length ? true : undefined;
+      });
+      await settled('ds', ['Succeeded']);
+      assert.ok(s.maxUnready() <= 1, `at most 1 pod unready at once; saw ${s.maxUnready()}`);
+      const order = await s.order();
+      const nodeOf = new Map([...before.values()].map((p) => [p.metadata?.name ?? '', p.spec?.nodeName ?? '']));
+      assert.deepEqual(order.map((p) => nodeOf.get(p)), [...nodes].sort(), 'in node-name order');
+      for (const p of await pods('ds')) {
+        const b = before.get(p.metadata?.name ?? '') as V1Pod;
+        assert.ok(b, `${p.metadata?.name} is one of the original pods`);
+        assert.equal(p.metadata?.uid, b.metadata?.uid);
+        assert.equal(image(p, 'app'), V2);
+        assert.equal(p.metadata?.labels?.['pod-template-generation'], await gen());
+        for (const c of SIBLINGS) assert.equal(cid(p, c), cid(b, c));
+      }
+    } finally {
+      s.stop();
+    }
+  });
+});
