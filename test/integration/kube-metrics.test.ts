@@ -103,10 +103,20 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
         },
       },
     });
-    await until('pod web Ready', 60_000, async () => {
-      const p = await core.readNamespacedPod({ name: 'web', namespace: ns as string });
-      return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+    // A second ready endpoint of the Service, so that draining web has somewhere else to send traffic.
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'peer', labels: { app: 'web' } },
+        spec: { nodeName: env.nodeName, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] }] },
+      },
     });
+    for (const name of ['web', 'peer']) {
+      await until(`pod ${name} Ready`, 60_000, async () => {
+        const p = await core.readNamespacedPod({ name, namespace: ns as string });
+        return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+      });
+    }
     const before = await scrape(dsMetrics);
     const api = new ContainerRestartApi(kc);
     await api.create(containerRestart(ns, 'bounce', { podName: 'web', containers: [{ name: 'app' }], strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } }));
