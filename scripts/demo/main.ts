@@ -1,13 +1,15 @@
 // `npm run demo`: the quick start. Starts the private runtime sandbox (scripts/sandbox), an agent on its
 // containerd, and a three-container demo pod; upgrades one container in place to a new image through
 // inplacectl; prints what stayed and what changed, and how long it took. With --keep the agent and the pod
-// stay up afterwards, and the inplacectl commands to try next are printed.
+// stay up afterwards, and the inplacectl commands to try next are printed (those that work on this runtime).
+// Each run gets a fresh state directory, so `ops` shows this run's operations only.
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AgentClient } from '../../src/api/client.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
+import { pinnedLabelSupport } from '../../src/runtime/cri/pinned-label-support.js';
 import type { Container } from '../../src/runtime/types.js';
 import { CriPodFixture } from '../../test/testbed/cri-pods.js';
 import { sandboxEnv } from '../../test/testbed/sandbox-env.js';
@@ -31,7 +33,8 @@ async function main(): Promise<number> {
 
   step('starting inplace-agent on the sandbox containerd');
   const sock = path.join(env.dir, 'demo-agent.sock');
-  const stateDir = path.join(env.dir, 'demo-agent-state');
+  // A fresh journal each run: operations of earlier runs (and their pods, long gone) would show in `ops`.
+  const stateDir = fs.mkdtempSync(path.join(env.dir, 'demo-agent-state-'));
   const agentLog = path.join(env.dir, 'demo-agent.log');
   const logFd = fs.openSync(agentLog, 'w');
   const agent = spawn(process.execPath, [path.join(root, 'dist/src/daemon/main.js'), '--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', `unix://${sock}`, '--state-dir', stateDir], {
@@ -90,7 +93,8 @@ async function main(): Promise<number> {
       agent.unref();
       const c = new AgentClient(`unix://${sock}`);
       const lastOp = (await c.listOperations('demo/web').finally(() => c.close()))[0]?.id ?? '';
-      printNextSteps(sock, agent.pid ?? 0, agentLog, lastOp.slice(0, 8));
+      const v = await rt.version();
+      printNextSteps(sock, agent.pid ?? 0, agentLog, lastOp.slice(0, 8), stateDir, { name: v.name, version: v.version, canPin: pinnedLabelSupport(v.name, v.version) === 'live' });
       return 0;
     }
     process.stdout.write('\nThe sandbox is still up: `scripts/sandbox down` (as root) stops it. `npm run demo -- --keep` leaves the agent and the pod running to try inplacectl on.\n');
@@ -99,6 +103,8 @@ async function main(): Promise<number> {
     if (!kept) {
       if (podId) await fixture.remove({ podId, name: 'demo/web', containerIds: {} }).catch(() => undefined);
       agent.kill('SIGTERM');
+      if (agent.exitCode === null && agent.signalCode === null) await new Promise((r) => agent.once('exit', r));
+      fs.rmSync(stateDir, { recursive: true, force: true });
     }
     fixture.close();
     rt.close();
@@ -106,7 +112,7 @@ async function main(): Promise<number> {
 }
 
 /** What to try next on the kept agent and pod, with a path to inplacectl that works from this clone. */
-function printNextSteps(sock: string, pid: number, log: string, opId: string): void {
+function printNextSteps(sock: string, pid: number, log: string, opId: string, stateDir: string, runtime: { name: string; version: string; canPin: boolean }): void {
   const cli = `node ${path.relative(process.cwd(), path.join(root, 'dist/src/cli/main.js')) || 'dist/src/cli/main.js'}`;
   const lines = [
     '',
@@ -118,9 +124,16 @@ function printNextSteps(sock: string, pid: number, log: string, opId: string): v
     `  ${cli} restart demo/web app --image app=${env.images.appV2} --dry-run`,
     `  ${cli} ops --pod demo/web`,
     `  ${cli} -o json get ${opId || 'OPERATION_ID'}`,
-    `  ${cli} pull ${env.images.busybox} --pin`,
+    ...(runtime.canPin
+      ? [`  ${cli} pull ${env.images.busybox} --pin`]
+      : [
+          `  ${cli} pull ${env.images.busybox}`,
+          `  (${runtime.name} ${runtime.version} cannot pin images against the kubelet's image GC; an agent started with`,
+          `   --prewarm FILE pulls the images listed in FILE again whenever they are gone)`,
+        ]),
+    `  ${cli} version`,
     `(\`npm link\` once puts inplacectl and inplace-agent on PATH.)`,
-    `Stop them: kill ${pid}; scripts/sandbox down (removes the pod with the sandbox).`,
+    `Stop them: kill ${pid}; scripts/sandbox down (removes the pod with the sandbox); rm -r ${stateDir}.`,
   ];
   process.stdout.write(lines.join('\n') + '\n');
 }

@@ -77,11 +77,12 @@ node_cgroups_make() { # the kubelet refuses to start until its cgroupRoot exists
 }
 node_cgroups_remove() { # deepest first; a cgroup with live processes stays (and is reported)
   local n=$1 h
+  # the kubelet mirrors its pod cgroups into the unified hierarchy of a hybrid host as well
   while read -r h; do
     [[ -d $h/node-$n ]] || continue
     find "$h/node-$n" -depth -type d -exec rmdir {} + 2>/dev/null ||
       echo "kube-sandbox: warning: $h/node-$n still has processes; left in place" >&2
-  done < <(cgroup_hierarchies)
+  done < <(cgroup_hierarchies; [[ -d /sys/fs/cgroup/unified ]] && echo /sys/fs/cgroup/unified)
 }
 
 # a client certificate for system:node:NAME in group system:nodes, signed by the cluster's CA
@@ -215,6 +216,10 @@ node_stop() {
     for mp in "${left[@]}"; do umount "$mp" 2>/dev/null || umount -l "$mp" 2>/dev/null || true; done
   done
   node_cgroups_remove "$n"
+  # the kubelet links every container's log into /var/log/containers
+  for p in /var/log/containers/*; do
+    if [[ -L $p && $(readlink "$p") == "$kd"/* ]]; then rm -f "$p"; fi
+  done
   rm -rf --one-file-system "$kd/kubelet" "$kd/pod-logs" "$kd/volume-plugins"
   rm -f "$kd/kubelet.pid" "$kd/config.sha256"
 }

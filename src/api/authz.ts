@@ -24,6 +24,7 @@ export const METHOD_PERMISSION: Readonly<Record<string, Permission>> = {
   '/inplace.v1.Agent/GetOperation': 'read',
   '/inplace.v1.Agent/ListOperations': 'read',
   '/inplace.v1.Agent/WatchOperation': 'read',
+  '/inplace.v1.Agent/Version': 'read',
   '/inplace.v1.Agent/PullImages': 'pull',
   '/inplace.v1.Agent/Restart': 'restart',
   '/inplace.v1.Agent/CancelOperation': 'cancel',

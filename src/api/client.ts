@@ -6,6 +6,7 @@ import type { ListOperationsResponse__Output } from '../gen/inplace/v1/ListOpera
 import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
 import type { PullImagesRequest } from '../gen/inplace/v1/PullImagesRequest.js';
 import type { RestartRequest } from '../gen/inplace/v1/RestartRequest.js';
+import type { VersionResponse__Output } from '../gen/inplace/v1/VersionResponse.js';
 import { loadProto } from '../proto.js';
 import type { PullEvent } from '../pull/types.js';
 import { operationFromWire, pullEventFromWire, type OperationView } from './convert.js';
@@ -87,6 +88,11 @@ export class AgentClient {
     } catch (err) {
       throw fromServiceError(err, this.target);
     }
+  }
+
+  /** The agent's version and the runtime it drives. */
+  version(): Promise<VersionResponse__Output> {
+    return this.call(this.client.Version, {});
   }
 
   /** Closes the channel. */

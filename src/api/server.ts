@@ -16,6 +16,8 @@ import { listPodsHandler } from './handlers/list-pods.js';
 import { pullImagesHandler } from './handlers/pull-images.js';
 import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
+import { versionHandler } from './handlers/version.js';
+import type { RuntimeVersion } from '../runtime/types.js';
 import { unixPath } from './address.js';
 import { authzInterceptor, type AuthzPolicy, type Denial } from './authz.js';
 import { serverCredentials, type ServerTlsFiles } from './tls.js';
@@ -33,6 +35,8 @@ export interface ServerDeps {
   pulls: PullService;
   parseKeyring: (json: string) => AuthKeyring;
   runtimeKind: string;
+  /** The runtime's version, asked on each Version call. */
+  runtimeVersion: () => Promise<RuntimeVersion>;
   restartDefaults: RestartDefaults;
   /** Calls one caller may have open at once (default MAX_OPEN_CALLS_PER_CALLER). */
   maxOpenCallsPerCaller?: number;
@@ -69,6 +73,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
     ListOperations: limit.unary(listOperationsHandler(deps.engine), toServiceError),
     WatchOperation: limit.stream(watchOperationHandler(deps.engine), toServiceError),
     CancelOperation: limit.unary(cancelOperationHandler(deps.engine), toServiceError),
+    Version: limit.unary(versionHandler(deps.runtimeKind, deps.runtimeVersion), toServiceError),
   };
   server.addService(proto.inplace.v1.Agent.service, handlers);
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });

@@ -8,7 +8,8 @@ import { followContainerRestart } from '../kube/container-restart/follow.js';
 import { operationView, refusal } from '../kube/container-restart/operation-view.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
 import type { Operation } from '../engine/operation.js';
-import { progressLine, restartSummary } from './render.js';
+import { restartSummary } from './render.js';
+import { ProgressPrinter } from './progress.js';
 import { operationFromWire, operationToWire, type OperationView } from '../api/convert.js';
 
 /** The view inplacectl prints, from an operation rebuilt out of a ContainerRestart. */
@@ -75,7 +76,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   const takeDeadline = a.t0 + (a.timeoutMs ?? DEFAULT_TAKE_DEADLINE_MS);
   let taken = false;
   let noticed = false;
-  let prev: OperationView | undefined;
+  const printer = new ProgressPrinter();
   let last = created;
   const it = followContainerRestart(api, created, systemClock);
   // One next() at a time: a timed-out wait keeps its pending next() for the following round.
@@ -98,11 +99,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
       last = next.value;
       taken ||= !!last.status?.operationId;
       const op = toView(operationView(last));
-      if (!a.json) {
-        const line = progressLine(prev, op);
-        if (line) process.stdout.write(line + '\n');
-      }
-      prev = op;
+      if (!a.json) for (const line of printer.next(op)) process.stdout.write(line + '\n');
       if (isFinished(last.status?.phase)) break;
     }
   } finally {

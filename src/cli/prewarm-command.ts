@@ -2,6 +2,7 @@
 // status sums up the per-node NodePrewarm objects itself, so it is current even when no summary was written.
 import type { Command } from 'commander';
 import { parseDuration } from '../duration.js';
+import { collect } from './args.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
 import type { KubeConfig } from '../kube/client.js';
@@ -43,7 +44,7 @@ function seconds(v: string | undefined, flag: string): number | undefined {
 
 /** The spec from create's flags; every image reference is parsed before anything is sent. */
 export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
-  const images = o.image as string[];
+  const images = (o.image as string[] | undefined) ?? [];
   if (images.length === 0) throw new PrewarmUsageError('give at least one --image');
   for (const i of images) {
     try {
@@ -53,7 +54,7 @@ export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
     }
   }
   const spec: ImagePrewarmSpec = { images };
-  const nodeSel = o.nodeSelector as string[];
+  const nodeSel = (o.nodeSelector as string[] | undefined) ?? [];
   const podSel = o.podSelector as string | undefined;
   if (nodeSel.length > 0 && podSel) throw new PrewarmUsageError('--node-selector and --pod-selector are exclusive');
   if (nodeSel.length > 0) spec.nodeSelector = pairs(nodeSel, 'node-selector');
@@ -68,7 +69,7 @@ export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
   spec.activeDeadlineSeconds = seconds(o.deadline as string | undefined, 'deadline');
   spec.refreshSeconds = seconds(o.refresh as string | undefined, 'refresh');
   if (o.pin) spec.pin = true;
-  const secrets = o.pullSecret as string[];
+  const secrets = (o.pullSecret as string[] | undefined) ?? [];
   if (secrets.length > 0) {
     spec.imagePullSecrets = secrets.map((s) => {
       const [namespace, name, extra] = s.split('/');
@@ -107,13 +108,13 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
   kubeOpt(pw.command('create'))
     .description('create an ImagePrewarm: every agent on the selected nodes pulls its part')
     .argument('<name>')
-    .option('--image <ref>', 'image to warm (repeatable)', (v: string, p: string[]) => [...p, v], [] as string[])
-    .option('--node-selector <key=value>', 'nodes with this label (repeatable; all must match)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--image <ref>', 'image to warm (repeatable)', collect)
+    .option('--node-selector <key=value>', 'nodes with this label (repeatable; all must match)', collect)
     .option('--pod-selector <ns/key=value,...>', 'the nodes where these pods run now')
     .option('--max-parallel <n>', 'nodes pulling at once across the cluster (default 1)')
     .option('--seeds <n>', 'nodes that pull first, alone, before the rest (default 0)')
     .option('--pin', 'protect the images from the kubelet\'s image GC')
-    .option('--pull-secret <ns/name>', 'a dockerconfigjson Secret with registry credentials (repeatable)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .option('--pull-secret <ns/name>', 'a dockerconfigjson Secret with registry credentials (repeatable)', collect)
     .option('--deadline <duration>', 'nodes not done by then are Failed')
     .option('--backoff-limit <n>', 'retries per image and node (default 3)')
     .option('--refresh <duration>', 're-check and re-pull what is gone every interval')

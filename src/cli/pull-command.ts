@@ -7,6 +7,8 @@ import { formatBytes } from '../bytes.js';
 import { AgentError, asAgentError } from '../errors.js';
 import { parseAuthConfig } from '../pull/auth.js';
 import type { PullEvent } from '../pull/types.js';
+import { pullEventView } from '../api/convert.js';
+import { jsonError } from './json-error.js';
 
 /** How to render. */
 export interface PullRenderOptions {
@@ -18,6 +20,8 @@ export interface PullRenderOptions {
   err?: NodeJS.WritableStream;
   /** The request asked for pinning: the outcome says whether each image is pinned. */
   pin?: boolean;
+  /** Width of the terminal the bars are drawn on (default: stdout's columns, else 80). */
+  columns?: number;
   /** Least time between two plain byte-progress lines of one image, ms (default 1000). */
   plainIntervalMs?: number;
   now?: () => number;
@@ -69,6 +73,25 @@ export function describePullEvent(e: PullEvent, pin = false): string {
   }
 }
 
+/** Columns of a bar line other than the image name and the bar: ` |`, `| `, the phase (10), a space, the bytes or error kind (21). */
+const BAR_FIXED_COLUMNS = 4 + 10 + 1 + 21;
+
+/**
+ * The widths of the image name and of the bar such that a whole bar line fits in columns (a line that does
+ * not fit is cut by the progress library, and an error kind at its end with it).
+ */
+export function barLayout(columns: number, longestImage: number): { imageWidth: number; barsize: number } {
+  const room = Math.max(0, columns - 1 - BAR_FIXED_COLUMNS);
+  const imageWidth = Math.max(8, Math.min(40, longestImage, room - 10));
+  const barsize = Math.max(0, Math.min(30, room - imageWidth));
+  return { imageWidth, barsize };
+}
+
+/** An image name cut (from the left, keeping the tag) or padded to width. */
+function fitImage(image: string, width: number): string {
+  return image.length > width ? '…' + image.slice(-(width - 1)) : image.padEnd(width);
+}
+
 /** Renders the events of one pull request; resolves with the exit code: 0 if every image ended Done, else 1. */
 export async function runPull(source: PullEventSource, opts: PullRenderOptions = {}): Promise<number> {
   const out = opts.out ?? process.stdout;
@@ -79,7 +102,9 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
   const lastPlain = new Map<string, { phase: string; queuePosition: number; at: number }>();
   let bars: cliProgress.MultiBar | undefined;
   const barOf = new Map<string, cliProgress.SingleBar>();
-  const width = (name: string) => Math.min(40, Math.max(...[...barOf.keys(), name].map((s) => s.length)));
+  const columns = opts.columns ?? ((out as NodeJS.WriteStream).columns || 80);
+  let layout = barLayout(columns, 0);
+  const widthOf = new Map<string, number>();
 
   if (opts.tty && !opts.json) {
     bars = new cliProgress.MultiBar(
@@ -88,7 +113,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
         hideCursor: true,
         clearOnComplete: false,
         stopOnComplete: false,
-        barsize: 30,
+        barsize: layout.barsize,
         autopadding: true,
         stream: out as NodeJS.WriteStream,
       },
@@ -102,13 +127,17 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     const total = e.bytesTotal > 0 ? e.bytesTotal : 1;
     const value = e.phase === 'Done' ? total : Math.min(e.bytesDone, total);
     const phase = e.phase === 'Queued' && e.queuePosition ? `Queued #${e.queuePosition}` : e.phase === 'Done' && e.alreadyPresent ? 'Present' : e.phase;
+    // Each bar keeps the layout it was made with, so that none of its lines outgrows the terminal.
+    if (!bar) layout = barLayout(columns, Math.max(e.image.length, ...[...barOf.keys()].map((k) => k.length)));
+    const imageWidth = bar ? (widthOf.get(e.image) ?? layout.imageWidth) : layout.imageWidth;
+    widthOf.set(e.image, imageWidth);
     const payload = {
-      image: e.image.length > 40 ? '…' + e.image.slice(-39) : e.image.padEnd(width(e.image)),
+      image: fitImage(e.image, imageWidth),
       phase: phase.padEnd(10),
       bytes: e.bytesTotal > 0 ? `${formatBytes(e.bytesDone)}/${formatBytes(e.bytesTotal)}` : e.phase === 'Failed' ? e.errorKind : '',
     };
     if (!bar) {
-      bar = bars.create(total, value, payload);
+      bar = bars.create(total, value, payload, { barsize: layout.barsize });
       barOf.set(e.image, bar);
     } else {
       bar.setTotal(total);
@@ -132,7 +161,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     const events = typeof source === 'function' ? source() : source;
     for await (const e of events) {
       last.set(e.image, e);
-      if (opts.json) out.write(JSON.stringify(e) + '\n');
+      if (opts.json) out.write(JSON.stringify(pullEventView(e, !!opts.pin)) + '\n');
       else if (bars) showBar(e);
       else showPlain(e);
     }
@@ -153,8 +182,11 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
       if (e.phase !== 'Failed' && !opts.json) err.write(`error: ${e.image}: no result (last seen ${e.phase})\n`);
     }
   }
-  if (streamError) err.write(`error: pull: ${streamError.message}\n`);
-  else if (last.size === 0) err.write('error: pull: the agent sent no events\n');
+  const failure = streamError ?? (last.size === 0 ? new AgentError('Unavailable', 'the agent sent no events') : undefined);
+  if (failure) {
+    err.write(`inplacectl: pull: ${failure.message}\n`);
+    if (opts.json) out.write(JSON.stringify(jsonError(failure, 1)) + '\n');
+  }
   if (!opts.json) {
     const done = [...last.values()].filter((e) => e.phase === 'Done').length;
     const failed = last.size - done;

@@ -1,8 +1,8 @@
 // Text rendering of pods and operations for inplacectl.
-import { formatBytes } from '../bytes.js';
 import { formatDuration } from '../duration.js';
 import type { OperationView as Operation } from '../api/convert.js';
-import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
+import type { PodListView } from '../api/convert.js';
+import { stateText, stepText } from './progress.js';
 
 /** A fixed-width table. */
 export function table(rows: string[][]): string {
@@ -10,8 +10,13 @@ export function table(rows: string[][]): string {
   return rows.map((r) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(widths[i]))).join('  ')).join('\n');
 }
 
-/** Pods and their containers. */
-export function renderPods(res: ListPodsResponse__Output): string {
+/** The message of an error without a leading copy of its reason (which is printed beside it, in brackets). */
+export function withoutReason(message: string, reason: string | undefined): string {
+  return reason && message.startsWith(`${reason}: `) ? message.slice(reason.length + 2) : message;
+}
+
+/** Pods and their containers (containers in the order the agent sends them: by name). */
+export function renderPods(res: PodListView): string {
   const rows = [['POD', 'POD ID', 'IP', 'CONTAINER', 'CONTAINER ID', 'STATE', 'IMAGE']];
   for (const p of res.pods) {
     if (p.containers.length === 0) rows.push([p.name, p.id.slice(0, 12), p.ip || '-', '-', '-', p.state, '-']);
@@ -24,7 +29,7 @@ export function renderPods(res: ListPodsResponse__Output): string {
 export function renderOperations(ops: Operation[]): string {
   const rows = [['OPERATION', 'POD', 'STATE', 'CONTAINERS', 'CREATED', 'ERROR']];
   for (const op of ops) {
-    rows.push([op.id.slice(0, 8), op.podName, op.state, op.containers.map((c) => c.name).join(','), op.createdAt, op.error ?? '']);
+    rows.push([op.id.slice(0, 8), op.podName, op.state, op.containers.map((c) => c.name).join(','), op.createdAt, op.error ? withoutReason(op.error, op.reason) : '']);
   }
   return table(rows);
 }
@@ -34,19 +39,19 @@ export function renderOperation(op: Operation): string {
   const lines = [
     `operation ${op.id}`,
     `  pod:     ${op.podName} (${op.podId.slice(0, 12)}) ip ${op.podIp || '-'}`,
-    `  state:   ${op.state}${op.cancelRequested ? ' (cancel requested)' : ''}`,
+    `  state:   ${stateText(op.state)}${op.cancelRequested ? ' (cancel requested)' : ''}`,
     `  created: ${op.createdAt}${op.finishedAt ? `   finished: ${op.finishedAt} (${formatDuration(Date.parse(op.finishedAt) - Date.parse(op.createdAt))})` : ''}`,
   ];
-  if (op.error) lines.push(`  error:   ${op.error}`);
   if (op.reason) lines.push(`  reason:  ${op.reason}`);
-  if (op.state === 'Succeeded') lines.push(`  pod:     ${podCheck(op)}`);
+  if (op.error) lines.push(`  error:   ${withoutReason(op.error, op.reason)}`);
+  if (op.state === 'Succeeded') lines.push(`  after:   ${podCheck(op, false)}`);
   for (const c of op.containers) {
-    lines.push(`  container ${c.name}: ${c.step}`);
+    lines.push(`  container ${c.name}: ${stepText(c.step)}`);
     lines.push(`    image ${c.oldImage}${c.newImage !== c.oldImage ? ` -> ${c.newImage}` : ' (same)'}`);
     lines.push(`    id    ${c.oldId.slice(0, 12)} -> ${c.newId ? c.newId.slice(0, 12) : '-'}${c.rollbackId ? `   rolled back to ${c.rollbackId.slice(0, 12)}` : ''}`);
     if (c.downtimeMs !== undefined) lines.push(`    down  ${formatDuration(c.downtimeMs)} (stop call to the replacement's start)`);
     if (c.exitCode !== undefined) lines.push(`    replacement exit code ${c.exitCode}`);
-    if (c.error) lines.push(`    error ${c.error}`);
+    if (c.error) lines.push(`    error ${withoutReason(c.error, c.reason)}`);
   }
   return lines.join('\n');
 }
@@ -62,16 +67,17 @@ export function renderPlan(op: Operation): string {
   return lines.join('\n');
 }
 
-/** What was compared about the pod after a successful restart, and whether it changed. */
-export function podCheck(op: Operation): string {
+/** What was compared about the pod after a successful restart, and whether it changed (named: led by the pod's name). */
+export function podCheck(op: Operation, named = true): string {
   const after = op.podAfter;
-  if (!after) return `${op.podName}: not read again after the restart (sandbox and IP not compared)`;
+  const lead = named ? `${op.podName}: ` : '';
+  if (!after) return `${lead}not read again after the restart (sandbox and IP not compared)`;
   const parts: string[] = [];
   parts.push(after.podId === op.podId ? `sandbox ${op.podId.slice(0, 12)} unchanged` : `sandbox CHANGED ${op.podId.slice(0, 12)} -> ${after.podId.slice(0, 12)}`);
   if (!op.podIp && !after.podIp) parts.push('no IP before or after (no network of its own to compare)');
   else if (op.podIp === after.podIp) parts.push(`IP ${after.podIp} unchanged`);
   else parts.push(`IP CHANGED ${op.podIp || 'none'} -> ${after.podIp || 'none'}`);
-  return `${op.podName}: ${parts.join(', ')}`;
+  return `${lead}${parts.join(', ')}`;
 }
 
 /**
@@ -82,7 +88,7 @@ export function podCheck(op: Operation): string {
 export function restartSummary(op: Operation): string {
   if (op.state !== 'Succeeded') {
     const reason = op.reason ? ` [${op.reason}]` : '';
-    return `operation ${op.id} ${op.state}${reason}: ${op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given'}`;
+    return `operation ${op.id} ${op.state}${reason}: ${withoutReason(op.error ?? op.containers.find((c) => c.error)?.error ?? 'no reason given', op.reason)}`;
   }
   const took = op.finishedAt ? formatDuration(Date.parse(op.finishedAt) - Date.parse(op.createdAt)) : '?';
   const minReady = op.applied.minReadyMs ?? 0;
@@ -91,30 +97,4 @@ export function restartSummary(op: Operation): string {
     (c) => `${c.name} ${c.oldId.slice(0, 12)} -> ${(c.newId ?? '').slice(0, 12)} (${c.newImage}, down ${c.downtimeMs !== undefined ? formatDuration(c.downtimeMs) : 'unknown'})`,
   );
   return `restarted in place in ${took} (submit to verified${wait}): ${parts.join(', ')}\npod ${podCheck(op)}`;
-}
-
-/**
- * One line describing what changed since the previous view of an operation (undefined: nothing new), timed
- * from the operation's creation to the change.
- */
-export function progressLine(prev: Operation | undefined, cur: Operation): string | undefined {
-  const at = formatDuration(Math.max(0, Date.parse(cur.updatedAt) - Date.parse(cur.createdAt))).padStart(7);
-  const out: string[] = [];
-  const backFromVerify = prev?.state === 'Verifying' && cur.state === 'Recreating';
-  if ((!prev || prev.state !== cur.state) && !backFromVerify) out.push(`${at}  ${cur.state.toLowerCase()}${cur.state === 'Pending' ? ' (waiting for earlier operations on this pod)' : ''}`);
-  for (const p of cur.pulls ?? []) {
-    const before = prev?.pulls?.find((x) => x.image === p.image);
-    if (before && before.done === p.done && before.bytesDone === p.bytesDone) continue;
-    if (p.done) out.push(`${at}    ${p.image}: ${p.pulled ? `pulled${p.bytesTotal ? ` (${formatBytes(p.bytesTotal)})` : ''}` : 'present'}`);
-    else if (p.bytesDone > 0) out.push(`${at}    ${p.image}: ${formatBytes(p.bytesDone)}${p.bytesTotal ? ` / ${formatBytes(p.bytesTotal)}` : ''}`);
-  }
-  for (const c of cur.containers) {
-    const before = prev?.containers.find((p) => p.name === c.name);
-    if (before?.step === c.step) continue;
-    if (c.step === 'Waiting') continue;
-    const detail =
-      c.step === 'Created' ? ` ${(c.newId ?? '').slice(0, 12)} (${c.newImage})` : c.step === 'RolledBack' || c.step === 'Failed' ? `: ${c.error ?? ''}` : '';
-    out.push(`${at}    ${c.name}: ${c.step.toLowerCase()}${detail}`);
-  }
-  return out.length ? out.join('\n') : undefined;
 }

@@ -129,6 +129,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     pulls,
     parseKeyring,
     runtimeKind: runtime.kind,
+    runtimeVersion: () => runtime.version(),
     restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
   });
   log.info('agent API listening', { address: api.address, ...access.describe() });

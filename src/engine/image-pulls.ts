@@ -8,6 +8,7 @@ import type { ImagePuller } from './image-puller.js';
 import type { ContainerTarget, Operation } from './operation.js';
 import { Paused } from './paused.js';
 import { Reasons } from './reasons.js';
+import { pullFailureCause } from '../pull/pull-errors.js';
 
 /** Least time between two published pull-progress updates of one operation. */
 const PULL_PUBLISH_MS = 500;
@@ -71,7 +72,8 @@ export async function pullImages(op: Operation, deadline: number, d: ImagePullsD
           const e = asAgentError(err);
           abort.abort(e);
           if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled while pulling ${p.image}; nothing was stopped`, { reason: Reasons.Cancelled });
-          throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `${Reasons.PullFailed}: image "${p.image}" could not be pulled: ${e.message}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
+          // One sentence: the subject once, then the cause; the reason is a field of its own.
+          throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `image "${p.image}" could not be pulled: ${pullFailureCause(e, p.image)}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
         }
       }),
     );

@@ -19,6 +19,7 @@ export const Reasons = {
 /** Why a request was refused before anything was touched. */
 export const RefusalReasons = {
   InvalidRequest: 'InvalidRequest',
+  DeadlineTooShort: 'DeadlineTooShort',
   PodNotFound: 'PodNotFound',
   PodAmbiguous: 'PodIdPrefixAmbiguous',
   PodNotReady: 'PodNotReady',

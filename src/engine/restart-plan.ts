@@ -2,6 +2,7 @@
 // Everything a caller can get wrong is refused here, before anything on the node is touched.
 import { AgentError } from '../errors.js';
 import { quote } from '../quote.js';
+import { formatDuration } from '../duration.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import type { Container, Pod } from '../runtime/types.js';
 import type { RestartRequest } from './operation.js';
@@ -52,6 +53,7 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
   }
   if (!(req.graceSeconds >= 0)) throw new AgentError('InvalidArgument', `grace period must be >= 0 seconds, got ${req.graceSeconds}`, { reason: R.InvalidRequest });
   if (!(req.minReadyMs >= 0)) throw new AgentError('InvalidArgument', `min-ready must be >= 0, got ${req.minReadyMs} ms`, { reason: R.InvalidRequest });
+  checkDeadline(req);
   if (pod.state !== 'ready') throw new AgentError('FailedPrecondition', `pod ${pod.name} is not ready: its sandbox is stopped`, { reason: R.PodNotReady });
 
   const names = [...new Set(podContainers.map((c) => c.name))].sort();
@@ -89,6 +91,29 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
     const newAttempt = Math.max(...same.map((c) => c.attempt)) + 1;
     return { name, current, newImage, newAttempt };
   });
+}
+
+/**
+ * The shortest deadline a restart can hold: every container's min-ready wait (the containers go one at a
+ * time, and each replacement must keep running that long), plus one grace period for an old container that
+ * takes all of it to stop. A deadline below it would stop a container only to roll it back.
+ */
+export function shortestDeadlineMs(req: Pick<RestartRequest, 'containers' | 'graceSeconds' | 'minReadyMs'>): number {
+  return req.containers.length * req.minReadyMs + req.graceSeconds * 1000;
+}
+
+/** Refuses a deadline that cannot hold the restart (see shortestDeadlineMs); 0 means the caller's default. */
+function checkDeadline(req: RestartRequest): void {
+  const need = shortestDeadlineMs(req);
+  if (req.timeoutMs > 0 && req.timeoutMs < need) {
+    const n = req.containers.length;
+    const waits = n === 1 ? `min-ready ${formatDuration(req.minReadyMs)}` : `${n} containers × min-ready ${formatDuration(req.minReadyMs)}`;
+    throw new AgentError(
+      'InvalidArgument',
+      `timeout ${formatDuration(req.timeoutMs)} cannot hold ${waits} + grace ${req.graceSeconds}s (${formatDuration(need)}): the restart would be rolled back at the deadline; give a timeout of at least ${formatDuration(need)}, or a shorter min-ready or grace`,
+      { reason: R.DeadlineTooShort },
+    );
+  }
 }
 
 /** The preStop command of a container, from its labels or annotations; undefined when it has none. */

@@ -180,7 +180,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     const crash = await ctl('/nonexistent.sock', '--kubeconfig', cluster.kubeconfig, 'restart', `${ns}/ctl`, 'app', '--image', `app=${env.images.crash}`, '--min-ready', '15s', '--grace', '2s');
     assert.equal(crash.code, 1, crash.stdout + crash.stderr);
     assert.match(crash.stdout, /operation [0-9a-f-]{36} Failed( \[\w+\])?: /);
-    assert.match(crash.stdout, /app: rolledback/);
+    assert.match(crash.stdout, /app: rolled back/);
     assert.equal((await running(p.podId)).app.image, env.images.appV2, 'the old config runs again');
 
     // Refused by the agent: exit 1 with its reason; bad usage (caught before anything is sent): exit 2.

@@ -103,7 +103,7 @@ describe('truthful outputs (containerd 1.6 CRI, real agent)', function () {
       assert.match(ops.stdout, new RegExp(id.slice(0, 8)), `ops --pod ${prefix} lists the pod's operation`);
     }
     const short = await ctl(agent.socket, 'get', id.slice(0, 3));
-    assert.equal(short.code, 1);
+    assert.equal(short.code, 2, 'bad usage');
     assert.match(short.stderr, new RegExp(`operation id "${id.slice(0, 3)}" is too short: give the whole id or a prefix of at least 6 characters`));
     const ok = await ctl(agent.socket, 'get', id.slice(0, 6));
     assert.equal(ok.code, 0, ok.stderr);

@@ -100,7 +100,7 @@ for (const f of flavours) {
       }
       assert.ok(end);
       assert.equal(end.state, 'Failed', `${end.state}: ${end.error}`);
-      assert.match(end.error ?? '', new RegExp(`ImagePullFailed: image "${ref.replace(/[.]/g, '\\.')}" could not be pulled: .+; nothing was stopped`));
+      assert.match(end.error ?? '', new RegExp(`image "${ref.replace(/[.]/g, '\\.')}" could not be pulled: .+; nothing was stopped`));
       const retried = agent.log().split('\n').filter((l) => l.includes('image pull failed, retrying') && l.includes(ref));
       assert.equal(retried.length, RETRIES, `retried ${RETRIES} times:\n${agent.log()}`);
       assert.match(agent.log(), new RegExp(`image pull failed .*attempts=${RETRIES + 1}`));

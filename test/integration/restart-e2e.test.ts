@@ -316,16 +316,21 @@ for (const f of flavours) {
       assert.equal(after.byName.get('sidecar')?.id, before.byName.get('sidecar')?.id);
     });
 
-    it('an operation that outlives --timeout during min-ready is rolled back and fails with DeadlineExceeded', async () => {
+    it('a --timeout that cannot hold min-ready plus grace is refused at plan time, with and without --dry-run; nothing is touched', async () => {
+      // (A deadline that runs out during min-ready all the same is rolled back: engine-inprocess.test.ts.)
       const pod = await threeContainerPod('deadline');
-      const res = await ctl(agent.socket, '-o', 'json', 'restart', pod.name, 'app', '--image', `app=${env.images.appV2}`, '--min-ready', '5s', '--timeout', '1500ms');
-      assert.equal(res.code, 1, res.stdout + res.stderr);
-      const op = JSON.parse(res.stdout.slice(res.stdout.indexOf('{'))) as { state: string; errorKind: string; containers: { step: string; error: string }[] };
-      assert.equal(op.state, 'Failed');
-      assert.equal(op.containers[0].step, 'RolledBack');
-      assert.match(op.containers[0].error, /DeadlineExceeded/);
-      const app = (await snapshot(rt, pod.podId)).byName.get('app')!;
-      assert.equal(await sh(rt, app.id, 'cat /app/version'), 'v1', 'the old config runs again');
+      const before = await snapshot(rt, pod.podId);
+      for (const dry of [['--dry-run'], []]) {
+        const res = await ctl(agent.socket, '-o', 'json', 'restart', pod.name, 'app', '--image', `app=${env.images.appV2}`, '--min-ready', '5s', '--grace', '2s', '--timeout', '1500ms', ...dry);
+        assert.equal(res.code, 2, `refused as an invalid request ${dry.join(' ')}: ${res.stdout}${res.stderr}`);
+        const err = JSON.parse(res.stdout) as { reason: string; errorKind: string; exitCode: number };
+        assert.deepEqual([err.reason, err.errorKind, err.exitCode], ['DeadlineTooShort', 'InvalidArgument', 2]);
+        assert.match(res.stderr, /timeout 1\.5s cannot hold min-ready 5\.0s \+ grace 2s \(7\.0s\)/);
+      }
+      const after = await snapshot(rt, pod.podId);
+      for (const n of ['app', 'sidecar', 'logger']) assert.equal(after.byName.get(n)?.id, before.byName.get(n)?.id, `${n} was not touched`);
+      const ops = await ctl(agent.socket, '-o', 'json', 'ops', '--pod', pod.name);
+      assert.deepEqual(JSON.parse(ops.stdout), [], 'no operation was recorded');
     });
 
     it('drains on SIGTERM: the running operation completes, a queued one resumes at the next start', async () => {

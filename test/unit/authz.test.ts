@@ -33,7 +33,7 @@ describe('authz policy', () => {
   });
 
   it('maps every Agent RPC to a permission', () => {
-    assert.deepEqual(Object.values(METHOD_PERMISSION).sort(), ['cancel', 'pull', 'read', 'read', 'read', 'read', 'restart']);
+    assert.deepEqual(Object.values(METHOD_PERMISSION).sort(), ['cancel', 'pull', 'read', 'read', 'read', 'read', 'read', 'restart']);
   });
 
   it('names a caller by subject CN, then DNS and URI SANs (not IPs), quoted values unescaped', () => {

@@ -4,7 +4,8 @@ import assert from 'node:assert/strict';
 import * as grpc from '@grpc/grpc-js';
 import { operationFromWire, operationToWire, type OperationView } from '../../src/api/convert.js';
 import { fromServiceError, toServiceError } from '../../src/api/status.js';
-import { podCheck, progressLine, renderOperation, restartSummary } from '../../src/cli/render.js';
+import { podCheck, renderOperation, restartSummary } from '../../src/cli/render.js';
+import { ProgressPrinter } from '../../src/cli/progress.js';
 import type { Operation } from '../../src/engine/operation.js';
 import { Reasons, RefusalReasons } from '../../src/engine/reasons.js';
 import { AgentError } from '../../src/errors.js';
@@ -97,7 +98,9 @@ describe('operation output', () => {
   it('times progress and a finished operation from the operation itself, not from when the client looked', () => {
     const before = overTheWire(op({ state: 'Recreating', updatedAt: '2026-01-01T00:00:00.400Z' }));
     const after = overTheWire(op({ state: 'Succeeded', updatedAt: '2026-01-01T00:00:01.200Z', finishedAt: '2026-01-01T00:00:01.200Z' }));
-    assert.match(progressLine(before, after) ?? '', /^\s*1\.2s {2}succeeded/);
+    const printer = new ProgressPrinter();
+    printer.next(before);
+    assert.match(printer.next(after).join('\n'), /^\s*1\.2s {2}succeeded/);
     assert.match(renderOperation(after), /finished: 2026-01-01T00:00:01\.200Z \(1\.2s\)/);
   });
 });

@@ -98,7 +98,7 @@ describe('inplacectl pull rendering', () => {
     const err2 = new Sink();
     const code2 = await runPull(stream([ev('a:1', 'Pulling')], new AgentError('Unavailable', 'agent at /run/x.sock is not reachable')), { out: new Sink(), err: err2 });
     assert.equal(code2, 1);
-    assert.match(err2.text, /error: pull: agent at \/run\/x.sock is not reachable/);
+    assert.match(err2.text, /inplacectl: pull: agent at \/run\/x.sock is not reachable/);
   });
 
   it('draws bars on a terminal and prints each outcome under them', async () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { Metadata, status } from '@grpc/grpc-js';
 import { AgentError } from '../../src/errors.js';
-import { classifyPullError, isRetryable } from '../../src/pull/pull-errors.js';
+import { classifyPullError, isRetryable, pullFailureCause } from '../../src/pull/pull-errors.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { fromGrpcError } from '../../src/runtime/cri/errors.js';
 import { dockerPullError } from '../../src/runtime/docker/pull-errors.js';
@@ -90,5 +90,17 @@ describe('pull errors: what the registry said, what the node said', () => {
     assert.equal(e.kind, 'Unauthenticated');
     assert.match(e.message, /rejected the credentials given for it/);
     assert.doesNotMatch(e.message, /alice|wrong-pw/);
+  });
+});
+
+describe('pull errors in a restart: the cause in a few words', () => {
+  it('names what went wrong without repeating the image', () => {
+    const image = '127.0.0.1:5000/inplace/app:v9';
+    const nf = classifyPullError(new AgentError('NotFound', `image "${image}" not found (PullImage: failed to resolve reference "${image}": ${image}: not found)`), image);
+    assert.equal(pullFailureCause(nf, image), 'not found in its registry');
+    const auth = classifyPullError(new AgentError('Unauthenticated', `pulling ${image}: 401 Unauthorized`), image);
+    assert.equal(pullFailureCause(auth, image), 'the registry requires credentials and none were given for it');
+    const other = new AgentError('DeadlineExceeded', `pull of ${image} stalled: no new bytes for 60 s (stall timeout 60 s)`);
+    assert.equal(pullFailureCause(other, image), 'stalled: no new bytes for 60 s (stall timeout 60 s)');
   });
 });

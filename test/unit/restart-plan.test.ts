@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
 import type { RestartRequest } from '../../src/engine/operation.js';
-import { planRestart, preStopCommand, remainingGrace } from '../../src/engine/restart-plan.js';
+import { planRestart, preStopCommand, remainingGrace, shortestDeadlineMs } from '../../src/engine/restart-plan.js';
 import { resolvePod } from '../../src/engine/pod-resolver.js';
 import type { Container, Pod } from '../../src/runtime/types.js';
 
@@ -47,6 +47,14 @@ const req = (over: Partial<RestartRequest> = {}): RestartRequest => ({
 const kind = (k: string) => (e: unknown) => e instanceof AgentError && e.kind === k;
 
 describe('planRestart', () => {
+  it('refuses a deadline that cannot hold each min-ready wait plus a grace period, before anything is touched', () => {
+    const refused = () => (e: unknown) => e instanceof AgentError && e.kind === 'InvalidArgument' && e.reason === 'DeadlineTooShort' && /cannot hold/.test(e.message);
+    assert.throws(() => planRestart(pod(), [ctr('app')], req({ timeoutMs: 1000, minReadyMs: 5000, graceSeconds: 30 }), {}), refused());
+    assert.throws(() => planRestart(pod(), [ctr('a'), ctr('b')], req({ containers: ['a', 'b'], timeoutMs: 20_000, minReadyMs: 10_000, graceSeconds: 1 }), {}), /2 containers × min-ready 10\.0s \+ grace 1s \(21\.0s\)/);
+    assert.equal(planRestart(pod(), [ctr('app')], req({ timeoutMs: 35_000, minReadyMs: 5000, graceSeconds: 30 }), {}).length, 1, 'exactly enough is enough');
+    assert.equal(shortestDeadlineMs({ containers: ['a', 'b', 'c'], minReadyMs: 1000, graceSeconds: 30 }), 33_000);
+  });
+
   it('targets the running container, keeps its image by default, and bumps the attempt past every earlier one', () => {
     const cs = [ctr('app', { attempt: 2 }), ctr('app', { id: 'old', attempt: 4, state: 'exited' }), ctr('side')];
     const [t] = planRestart(pod(), cs, req(), {});

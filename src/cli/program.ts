@@ -1,0 +1,381 @@
+// inplacectl's commands. Exit status: 0 success; 1 the operation failed, was refused, or the agent could not
+// be reached; 2 bad usage (found by inplacectl, or refused by the agent as an invalid argument).
+import { Argument, Command, CommanderError, Option } from 'commander';
+import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
+import { podsFromWire, type OperationView as Operation } from '../api/convert.js';
+import { AgentError, asAgentError } from '../errors.js';
+import { parseImageRef } from '../runtime/image-ref.js';
+import { isTerminal } from '../engine/operation.js';
+import { RefusalReasons } from '../engine/reasons.js';
+import { PACKAGE_VERSION } from '../version.js';
+import { renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
+import { ProgressPrinter } from './progress.js';
+import { readAuthFileForRequest, runPull } from './pull-command.js';
+import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
+import { addRolloutCommand, RolloutUsageError } from './rollout-command.js';
+import { checkOperationId, checkRestartArgs, collect, durationFlag, parseImageFlags, UsageError } from './args.js';
+import { CANCEL_HELP, cancelEffect } from './cancel-text.js';
+import { completionScript, SHELLS } from './completion.js';
+import { jsonError } from './json-error.js';
+
+/** Exit statuses. */
+export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+
+interface Globals {
+  agent: string;
+  output: 'text' | 'json';
+  cert?: string;
+  key?: string;
+  ca?: string;
+  serverName?: string;
+  kubeconfig?: string;
+}
+
+function client(g: Globals): AgentClient {
+  try {
+    return new AgentClient(g.agent, undefined, { cert: g.cert, key: g.key, ca: g.ca, serverName: g.serverName });
+  } catch (err) {
+    // Missing, unreadable, mismatched or expired TLS files: bad usage, found before anything is sent.
+    throw new UsageError(asAgentError(err).message);
+  }
+}
+
+function print(g: Globals, json: unknown, text: string): void {
+  process.stdout.write(g.output === 'json' ? JSON.stringify(json, null, 2) + '\n' : text + '\n');
+}
+
+/**
+ * Follows an operation until it ends, printing every journaled step once, in order (timed from the
+ * operation's creation); returns the final record. joined: the caller did not start it (watch), so what
+ * happened before the first view is replayed under a header.
+ */
+async function follow(g: Globals, c: AgentClient, first: Operation, joined: boolean): Promise<Operation> {
+  const printer = new ProgressPrinter();
+  const show = (op: Operation) => {
+    if (g.output === 'text') for (const line of printer.next(op)) process.stdout.write(line + '\n');
+  };
+  if (joined && g.output === 'text') {
+    const header = ProgressPrinter.joinHeader(first);
+    process.stdout.write((header ?? `operation ${first.id} on pod ${first.podName}`) + '\n');
+  }
+  let last = first;
+  show(first);
+  if (isTerminal(first.state)) return first;
+  for await (const op of c.watchOperation(first.id)) {
+    show(op);
+    last = op;
+    if (isTerminal(op.state)) break;
+  }
+  return last;
+}
+
+/** Whether err is bad usage found by inplacectl itself. */
+function isUsage(err: unknown): err is Error {
+  return err instanceof UsageError || err instanceof PrewarmUsageError || err instanceof RolloutUsageError;
+}
+
+/** The exit status for an error: 2 for bad usage and for the agent's InvalidArgument about the request itself. */
+export function exitStatusOf(err: unknown): number {
+  if (isUsage(err)) return EXIT.usage;
+  const e = asAgentError(err);
+  // An invalid preStop hook is the container's label, not the request: the request was fine.
+  if (e.kind === 'InvalidArgument' && e.reason !== RefusalReasons.InvalidPreStopHook) return EXIT.usage;
+  return EXIT.failed;
+}
+
+/** Commander's "(Did you mean x?)" folded into its one error line. */
+function oneLine(message: string): string {
+  return message
+    .replace(/^error: /, '')
+    .replace(/\n\(Did you mean (.+)\?\)/, ' (did you mean $1?)')
+    .trim();
+}
+
+/** Every command below (and with) cmd. */
+function commandsOf(cmd: Command): Command[] {
+  return [cmd, ...cmd.commands.flatMap(commandsOf)];
+}
+
+function commandPath(cmd: Command): string {
+  const names: string[] = [];
+  for (let c: Command | null = cmd; c; c = c.parent) names.unshift(c.name());
+  return names.join(' ');
+}
+
+/** The inplacectl command tree. */
+export function program(): Command {
+  const prog = new Command('inplacectl')
+    .description('Drive inplace-agent: restart containers in place, pre-pull images, watch operations')
+    .version(PACKAGE_VERSION, '-V, --version', "print inplacectl's version (`inplacectl version` adds the agent's)")
+    .addOption(new Option('--agent <uri>', 'agent API address').env('INPLACE_AGENT').default(DEFAULT_AGENT_SOCKET))
+    .addOption(new Option('-o, --output <format>', 'output format (with json, errors are JSON too: see below)').choices(['text', 'json']).default('text'))
+    .addOption(new Option('--cert <file>', 'client certificate (PEM) for a TCP agent (mutual TLS)').env('INPLACECTL_CERT'))
+    .addOption(new Option('--key <file>', 'private key (PEM) of --cert').env('INPLACECTL_KEY'))
+    .addOption(new Option('--ca <file>', "CA certificate(s) (PEM) the agent's certificate must chain to").env('INPLACECTL_CA'))
+    .addOption(new Option('--server-name <name>', "name the agent's certificate must carry (default: the host in --agent)").env('INPLACECTL_SERVER_NAME'))
+    .addOption(new Option('--kubeconfig <file>', 'restart through a ContainerRestart object in this cluster instead of the agent socket'))
+    .addHelpText(
+      'after',
+      `
+Durations take a unit: 500ms, 5s, 2m, 1m30s (a bare number is refused, except 0).
+Exit status: 0 success; 1 the operation failed or was refused, or the agent could not be reached;
+2 bad usage (a bad flag or argument, or a request the agent refused as invalid).
+With -o json, stdout holds the result as JSON (pull: one JSON object per line), or, when the command
+fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds the error as one line.`,
+    )
+    .exitOverride();
+  const globals = () => prog.opts<Globals>();
+  prog.hook('preAction', (_prog, action) => {
+    const allowed = ['restart', 'completion'];
+    const kube = ['prewarm', 'rollout'];
+    if (globals().kubeconfig && !allowed.includes(action.name()) && !kube.includes(action.parent?.name() ?? '')) throw new UsageError(`--kubeconfig works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
+  });
+
+  prog
+    .command('pods')
+    .description('pods and containers the agent sees (containers by name)')
+    .action(async () => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const res = podsFromWire(await c.listPods());
+        print(g, res, renderPods(res));
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('restart')
+    .description('recreate containers of a pod in place, optionally with new images')
+    .argument('<pod>', 'NAMESPACE/NAME, a sandbox id or unique prefix (6+), or docker/<sandbox name>')
+    .argument('<containers...>', 'container names in the pod, restarted one at a time in this order')
+    .option('--image <container=image>', 'new image for a container (repeatable)', collect)
+    .option('--grace <duration>', "grace period for stopping the old container, e.g. 20s (default: the agent's, 30s)")
+    .option('--min-ready <duration>', "the replacement must keep running this long, e.g. 5s (default: the agent's, 1s)")
+    .option('--timeout <duration>', "overall deadline, e.g. 5m; it must hold grace + min-ready for each container (default: the agent's, 10m)")
+    .option('--no-wait', 'print the operation id and return at once')
+    .option('--dry-run', 'check the request against the node and show the plan; change nothing')
+    .option('--skip-pre-stop', 'stop the old containers without running their preStop hooks')
+    .action(async (pod: string, containers: string[], o: { image?: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean; skipPreStop?: boolean }) => {
+      const g = globals();
+      const images = parseImageFlags(o.image);
+      checkRestartArgs(containers, images);
+      const grace = durationFlag('grace', o.grace);
+      const minReady = durationFlag('min-ready', o.minReady);
+      const timeout = durationFlag('timeout', o.timeout);
+      const t0 = Date.now();
+      if (g.kubeconfig) {
+        if (o.dryRun) throw new UsageError('--dry-run needs the agent socket (it checks the request against the node); leave out --kubeconfig');
+        if (o.skipPreStop) throw new UsageError('--skip-pre-stop is not part of a ContainerRestart; leave out --kubeconfig to use it');
+        // loaded here only: the Kubernetes client is large, and every other command starts without it
+        const { kubeRestart } = await import('./kube-restart-command.js');
+        process.exitCode = await kubeRestart({ kubeconfig: g.kubeconfig, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, json: g.output === 'json', t0 });
+        return;
+      }
+      const c = client(g);
+      try {
+        const op = await c.restart({
+          pod,
+          containers,
+          images,
+          graceSeconds: grace === undefined ? 0 : Math.ceil(grace / 1000),
+          graceSet: grace !== undefined,
+          minReadyMs: String(minReady ?? 0),
+          minReadySet: minReady !== undefined,
+          timeoutMs: String(timeout ?? 0),
+          dryRun: !!o.dryRun,
+          skipPreStop: !!o.skipPreStop,
+        });
+        if (o.dryRun) {
+          if (op.id) {
+            // An agent that predates --dry-run ignored it and queued a real operation: take it back.
+            await c.cancelOperation(op.id).catch(() => undefined);
+            throw new AgentError('FailedPrecondition', `this agent does not support --dry-run: it queued operation ${op.id}, which was cancelled`);
+          }
+          print(g, op, renderPlan(op));
+          return;
+        }
+        if (!o.wait) {
+          print(g, op, op.id);
+          return;
+        }
+        if (g.output === 'text') process.stdout.write(`operation ${op.id} on pod ${op.podName}\n`);
+        const end = await follow(g, c, op, false);
+        print(g, end, restartSummary(end));
+        if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('pull')
+    .description("pull images into the runtime's store (pre-warm the node)")
+    .argument('<images...>', 'image references, by tag or digest')
+    .option('--parallel <n>', "at most this many at once for this request (default: the agent's --max-parallel-pulls)")
+    .option('--timeout <duration>', 'deadline per image, e.g. 10m')
+    .option('--auth-file <file>', 'Docker config.json-style credentials')
+    .option('--pin', "protect the images from the kubelet's image garbage collection (containerd 1.7 and later)")
+    .option('--always', 'pull even when present')
+    .action(async (images: string[], o: { parallel?: string; timeout?: string; authFile?: string; pin?: boolean; always?: boolean }) => {
+      const g = globals();
+      for (const i of images) {
+        try {
+          parseImageRef(i);
+        } catch (err) {
+          throw new UsageError(asAgentError(err).message);
+        }
+      }
+      const parallel = o.parallel === undefined ? 0 : Number(o.parallel);
+      if (o.parallel !== undefined && (!/^\d+$/.test(o.parallel.trim()) || parallel < 1)) throw new UsageError(`--parallel takes a whole number of at least 1, got "${o.parallel}"`);
+      let authConfigJson = '';
+      if (o.authFile) {
+        try {
+          authConfigJson = await readAuthFileForRequest(o.authFile);
+        } catch (err) {
+          // The message names the flag and the file already.
+          throw new UsageError(asAgentError(err).message);
+        }
+      }
+      const timeout = durationFlag('timeout', o.timeout);
+      const c = client(g);
+      try {
+        const code = await runPull(
+          c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
+          { json: g.output === 'json', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
+        );
+        if (code !== 0) process.exitCode = EXIT.failed;
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('ops')
+    .description('operations, newest first')
+    .option('--pod <pod>', 'only this pod: NAMESPACE/NAME, a sandbox id, or an id prefix of 6+ characters as `pods` prints')
+    .action(async (o: { pod?: string }) => {
+      const g = globals();
+      const c = client(g);
+      try {
+        const ops = await c.listOperations(o.pod ?? '');
+        print(g, ops, ops.length === 0 ? `no operations${o.pod ? ` for pod ${o.pod}` : ''}` : renderOperations(ops));
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('get')
+    .description('one operation in full')
+    .argument('<op-id>', 'the id as `ops` prints it, or a prefix of at least 6 characters')
+    .action(async (id: string) => {
+      checkOperationId(id);
+      const g = globals();
+      const c = client(g);
+      try {
+        const op = await c.getOperation(id);
+        print(g, op, renderOperation(op));
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('watch')
+    .description('follow an operation until it ends; what happened before is replayed first')
+    .argument('<op-id>', 'the id as `ops` prints it, or a prefix of at least 6 characters')
+    .action(async (id: string) => {
+      checkOperationId(id);
+      const g = globals();
+      const c = client(g);
+      try {
+        const first = await c.getOperation(id);
+        const end = await follow(g, c, first, true);
+        print(g, end, renderOperation(end));
+        if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('cancel')
+    .summary('ask an operation to stop at its next safe point (cancel --help says what that does in each phase)')
+    .description('ask an operation to stop at its next safe point')
+    .addHelpText('after', CANCEL_HELP)
+    .argument('<op-id>', 'the id as `ops` prints it, or a prefix of at least 6 characters')
+    .action(async (id: string) => {
+      checkOperationId(id);
+      const g = globals();
+      const c = client(g);
+      try {
+        const op = await c.cancelOperation(id);
+        print(g, op, `cancel requested for operation ${op.id}: ${cancelEffect(op)}. \`inplacectl watch ${op.id.slice(0, 8)}\` shows how it ends.`);
+      } finally {
+        c.close();
+      }
+    });
+
+  prog
+    .command('version')
+    .description("inplacectl's version, and the agent's and its runtime's (as kubectl version does)")
+    .option('--client', "only inplacectl's version (no agent is asked)")
+    .action(async (o: { client?: boolean }) => {
+      const g = globals();
+      if (o.client) {
+        print(g, { client: { version: PACKAGE_VERSION } }, `Client Version: ${PACKAGE_VERSION}`);
+        return;
+      }
+      const c = client(g);
+      try {
+        const v = await c.version();
+        const agent = { version: v.version, api: v.api, runtime: v.runtime, runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion };
+        print(g, { client: { version: PACKAGE_VERSION }, agent }, `Client Version: ${PACKAGE_VERSION}\nAgent Version: ${v.version} (API ${v.api}, at ${c.target})\nRuntime: ${v.runtimeName} ${v.runtimeVersion} (${v.runtime})`);
+      } finally {
+        c.close();
+      }
+    });
+
+  addPrewarmCommand(prog, globals);
+  addRolloutCommand(prog, globals);
+
+  prog
+    .command('completion')
+    .description('print a shell completion script: source <(inplacectl completion bash)')
+    .addArgument(new Argument('<shell>', SHELLS.join(' or ')).choices(SHELLS))
+    .action((shell: (typeof SHELLS)[number]) => {
+      process.stdout.write(completionScript(prog, shell));
+    });
+
+  // A mistake prints one line and where to look, not the whole help.
+  for (const cmd of commandsOf(prog)) {
+    cmd.showHelpAfterError(`(run '${commandPath(cmd)} --help' for usage)`);
+    cmd.configureOutput({ outputError: (str, write) => write(`${cmd === prog ? 'inplacectl' : commandPath(cmd)}: ${oneLine(str)}\n`) });
+  }
+  return prog;
+}
+
+/** Runs inplacectl with argv; resolves with the exit status. */
+export async function main(argv: string[]): Promise<number> {
+  const prog = program();
+  const json = () => prog.opts<Globals>().output === 'json' || /(^|\s)(-o\s*|--output[=\s])json(\s|$)/.test(argv.slice(2).join(' '));
+  try {
+    await prog.parseAsync(argv);
+    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help and --version exit 0; everything else commander rejects (including no command) is bad usage
+      // (commander printed it).
+      if (err.exitCode === 0) return EXIT.ok;
+      if (json()) process.stdout.write(JSON.stringify(jsonError(new AgentError('InvalidArgument', oneLine(err.message)), EXIT.usage), null, 2) + '\n');
+      return EXIT.usage;
+    }
+    const code = exitStatusOf(err);
+    const e = isUsage(err) ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
+    process.stderr.write(`inplacectl: ${e.message}\n`);
+    if (json()) process.stdout.write(JSON.stringify(jsonError(e, code), null, 2) + '\n');
+    return code;
+  }
+}
