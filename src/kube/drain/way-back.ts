@@ -2,7 +2,7 @@
 // wayBack() once the last container is verified (the condition True again, then the address seen ready in
 // the slices, recorded with the window without ready endpoints). Also the note on a pod that cannot be
 // drained and has no preStop hook either.
-import type { V1Container, V1Pod } from '@kubernetes/client-node';
+import type { V1Container, V1Pod } from '../client.js';
 import type { Clock } from '../../clock.js';
 import type { ContainerTarget, Operation, StepRecord } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
