@@ -80,9 +80,9 @@ describe("request objects and their creator's rights (admission policies, the Da
       if (!pods.items.some((p) => !p.metadata?.deletionTimestamp && isReady(p))) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
     });
     // Exactly what deploy/ ships (scripts/kube-deploy-agent applied it; applied again in case an older run left another version).
-    // This checkout's CRDs and policies (other suites may have applied older ones to the shared cluster).
+    // This checkout's CRD, the agent's RBAC and the policies (other suites may have applied older ones to the shared cluster).
     await applyCrd(admin);
-    await applyDeployFiles(admin, POLICY_FILES);
+    await applyDeployFiles(admin, ['rbac.yaml', ...POLICY_FILES]);
     adminCrs = new ContainerRestartApi(admin);
     ns = await createNamespace(admin, 'kacc');
     users.createOnly = await userWithRules(admin, ns, 'create-only', [CR_RULE(['create'])]);
@@ -238,7 +238,8 @@ describe("request objects and their creator's rights (admission policies, the Da
             return e?.phase === 'Failed' ? e : undefined;
           });
           const msg = entry.images[0].message ?? '';
-          assert.match(msg, /^Forbidden: ImagePrewarm sec-nopol-\w+: its creator system:serviceaccount:kacc-\w+:warmer2 may not get secrets\/no-such-but-forbidden in namespace inplace-system/);
+          assert.equal(entry.images[0].reason, 'Forbidden', 'the reason is a field of its own');
+          assert.match(msg, /^ImagePrewarm sec-nopol-\w+: its creator system:serviceaccount:kacc-\w+:warmer2 may not get secrets\/no-such-but-forbidden in namespace inplace-system/);
           assert.equal(entry.images[0].attempts, 1, 'refused for good at once, not retried');
         } finally {
           await agent.stop();

@@ -25,6 +25,14 @@ export class ContainerRestartApi {
     this.api = kc.makeApiClient(CustomObjectsApi);
   }
 
+  /** This kubeconfig's user, asked once (a failed question is asked again next time). */
+  private requester(): Promise<Requester> {
+    return (this.self ??= selfRequester(this.kc).catch((err: unknown) => {
+      this.self = undefined;
+      throw err;
+    }));
+  }
+
   private base(namespace: string) {
     return { group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace };
   }
@@ -56,7 +64,7 @@ export class ContainerRestartApi {
    */
   async create(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
-    const body = cr.spec.requester ? cr : { ...cr, spec: { ...cr.spec, requester: await (this.self ??= selfRequester(this.kc)) } };
+    const body = cr.spec.requester ? cr : { ...cr, spec: { ...cr.spec, requester: await this.requester() } };
     try {
       return (await this.api.createNamespacedCustomObject({ ...this.base(namespace), body })) as ContainerRestart;
     } catch (err) {
