@@ -1,7 +1,7 @@
 // What the rollout coordinator and `inplacectl rollout` read and write through the API server, behind one small
 // interface, on @kubernetes/client-node. Every method throws AgentError (kubeError); a get answers undefined
 // for a 404.
-import * as k8s from '@kubernetes/client-node';
+import * as k8s from '../kube/client.js';
 import { apiStatusCode, kubeError } from '../kube/api-error.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';

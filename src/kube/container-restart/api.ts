@@ -1,6 +1,6 @@
 // The ContainerRestart calls the agent and inplacectl make, over @kubernetes/client-node. Every method throws
 // AgentError (see kubeError).
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '../client.js';
 import { kubeError } from '../api-error.js';
 import { selfRequester, type Requester } from '../requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart, type ContainerRestartStatus } from './types.js';
