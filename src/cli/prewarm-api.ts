@@ -4,6 +4,7 @@ import * as k8s from '@kubernetes/client-node';
 import { AgentError } from '../errors.js';
 import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
 import { serverMessage } from '../kube/api-error.js';
+import { selfRequester } from '../kube/requester.js';
 import { summarize } from '../fleet/summary.js';
 import { targetedNodes } from '../fleet/targets.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
@@ -41,9 +42,10 @@ export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ pr
 }
 
 
-/** Creates the ImagePrewarm. */
-export async function createPrewarm(kc: k8s.KubeConfig, body: object & { metadata: { name: string } }): Promise<void> {
+/** Creates the ImagePrewarm, its requester this kubeconfig's user (deploy/admission-requester.yaml writes the same where installed). */
+export async function createPrewarm(kc: k8s.KubeConfig, prewarm: object & { metadata: { name: string }; spec?: object }): Promise<void> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const body = { ...prewarm, spec: { ...prewarm.spec, requester: await selfRequester(kc) } };
   try {
     await custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body });
   } catch (err) {

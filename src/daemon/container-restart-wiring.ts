@@ -7,6 +7,8 @@ import type { KubeMode } from '../kube/kube-mode.js';
 import type { ContainerRestartMetrics } from '../kube/container-restart/metrics.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
+import { SubjectAccessReviewer } from '../kube/access-review.js';
+import { selfPod } from '../kube/self-pod.js';
 import type { DaemonOptions } from './options.js';
 import { agentIdentity } from './agent-identity.js';
 
@@ -32,6 +34,9 @@ export async function startContainerRestarts(
     // kubelet-managed, so known to no API server). A request for a pod elsewhere is left to that node's agent.
     hasPod: async (namespace, name) =>
       kube.pods.get(namespace, name) !== undefined || (await runtime.listPods({ withIp: false })).some((p) => p.name === `${namespace}/${name}`),
+    // The creator's own rights, checked before a request is taken (the admission policy may be missing).
+    access: new SubjectAccessReviewer(kube.kc),
+    selfPod: selfPod(),
     clock,
     log: log.child({ component: 'containerrestart' }),
     metrics,

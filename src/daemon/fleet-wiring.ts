@@ -6,6 +6,7 @@ import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
 import type { PrewarmMetrics } from '../fleet/prewarm-metrics.js';
+import { SubjectAccessReviewer } from '../kube/access-review.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';
@@ -37,6 +38,8 @@ export function startFleet(
     clock,
     log.child({ component: 'fleet' }),
     metrics,
+    // Each prewarm's creator is checked before a Secret it names is read (the admission policy may be missing).
+    new SubjectAccessReviewer(kc),
   );
   fleet.start();
   log.info('fleet pre-warm on: following ImagePrewarm objects', { node: nodeName, leaseNamespace: opts.fleetNamespace });

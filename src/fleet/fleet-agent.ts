@@ -9,6 +9,8 @@ import type { FleetApi } from './fleet-api.js';
 import type { FleetPuller } from './fleet-puller.js';
 import { NodeRecord } from './node-record.js';
 import { stepNodePart, type NodePartDeps } from './node-part.js';
+import type { AccessReviewer } from '../kube/access-review.js';
+import { checkPrewarmRequester } from './prewarm-access.js';
 import { keyringFromSecrets } from './pull-secrets.js';
 import { SlotClaimer } from './slots.js';
 import { SlotWatches } from './slot-watch.js';
@@ -78,6 +80,8 @@ export class FleetAgent {
     private readonly clock: Clock,
     private readonly log: Logger,
     private readonly metrics?: PrewarmMetrics,
+    /** Checks each prewarm's creator before its Secrets are read (the daemon always passes one). */
+    access?: AccessReviewer,
   ) {
     this.deps = {
       api,
@@ -88,7 +92,10 @@ export class FleetAgent {
       targets: new TargetCache(api, clock, opts.targetsTtlMs),
       clock,
       log,
-      keyring: (pw) => keyringFromSecrets(api, pw.spec.imagePullSecrets),
+      keyring: async (pw) => {
+        if (access) await checkPrewarmRequester(access, pw);
+        return keyringFromSecrets(api, pw.spec.imagePullSecrets);
+      },
       pollMs: opts.pollMs,
       idleMs: opts.idleMs,
       seedGoneMs: opts.seedGoneMs,

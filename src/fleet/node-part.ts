@@ -11,6 +11,7 @@
 // picks up where it was (a slot it still holds is taken again, not waited for).
 import type { Clock } from '../clock.js';
 import { asAgentError } from '../errors.js';
+import { REASON_FORBIDDEN } from '../kube/access-review.js';
 import type { Logger } from '../log.js';
 import type { AuthKeyring } from '../pull/types.js';
 import type { FleetApi, SlotLease } from './fleet-api.js';
@@ -227,8 +228,14 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
     try {
       keyring = await d.keyring(pw);
     } catch (err) {
-      const msg = asAgentError(err).message;
-      for (const img of entry.images) if (img.phase !== 'Succeeded') fail(d, pw, entry, img, `pull secret: ${msg}`);
+      const e = asAgentError(err);
+      // A creator without the rights the prewarm needs is refused for good: trying again would not change it.
+      const forbidden = e.reason === REASON_FORBIDDEN;
+      for (const img of entry.images) {
+        if (img.phase === 'Succeeded') continue;
+        if (forbidden) Object.assign(img, { phase: 'Failed', message: `${REASON_FORBIDDEN}: ${e.message}`, attempts: Math.max(1, img.attempts), completionTime: iso(d.clock.now()) });
+        else fail(d, pw, entry, img, `pull secret: ${e.message}`);
+      }
       await settle(d, pw, entry);
       return;
     }

@@ -1,5 +1,6 @@
 // The fleet pre-warm objects as plain TypeScript: ImagePrewarm (what operators ask for, cluster-scoped) and
 // NodePrewarm (one per node, written by that node's agent alone). Field names match deploy/crds/.
+import type { Requester } from '../kube/requester.js';
 
 /** API group and version of the fleet objects. */
 export const FLEET_GROUP = 'inplace-agent.io';
@@ -36,6 +37,8 @@ export interface ImagePrewarmSpec {
   backoffLimit?: number;
   /** Re-check (and re-pull what is gone) every this many seconds once done; 0 or absent: never. */
   refreshSeconds?: number;
+  /** Who created (or last changed) the spec, written at admission; the agents read Secrets only within their rights. */
+  requester?: Requester;
 }
 
 /** A failed node in the summary. */

@@ -1,6 +1,6 @@
 // Mocha global fixture: when the sandbox's runtimes are not answering and we are root, start the sandbox
-// (scripts/sandbox up) before any test, and likewise the test cluster (scripts/kube-sandbox up, which builds
-// Kubernetes first when it is missing), so `npm test` as root on a fresh machine runs every test for real; the
+// (scripts/sandbox up) before any test, and likewise the test cluster with CI's 3 nodes (scripts/kube-sandbox up
+// --nodes 3, which builds Kubernetes first when it is missing), so `npm test` as root on a fresh machine runs every test for real; the
 // containerd 2.x sandbox too (INPLACE_SANDBOX_CONTAINERD=2), when scripts/build-deps has built containerd 2.
 // When they are already up (CI starts them first), this costs one quick check each.
 import { spawnSync } from 'node:child_process';
@@ -72,8 +72,8 @@ export async function mochaGlobalSetup(): Promise<void> {
   }
   if (!up2) startContainerd2Sandbox(ctrd2.dir);
   if (!kubeUp) {
-    process.stderr.write('test: starting the test cluster (scripts/kube-sandbox up)\n');
-    const r = spawnSync('bash', [path.join(root, 'scripts/kube-sandbox'), 'up'], { stdio: ['ignore', 'inherit', 'inherit'] });
+    process.stderr.write('test: starting the test cluster (scripts/kube-sandbox up --nodes 3, as CI does)\n');
+    const r = spawnSync('bash', [path.join(root, 'scripts/kube-sandbox'), 'up', '--nodes', '3'], { stdio: ['ignore', 'inherit', 'inherit'] });
     // Not fatal here: the cluster's suites then skip, or fail with INPLACE_REQUIRE_RUNTIMES=1.
     if (r.status !== 0) process.stderr.write('test: scripts/kube-sandbox up failed; Kubernetes suites will skip or fail\n');
   }

@@ -2,6 +2,7 @@
 // AgentError (see kubeError).
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { kubeError } from '../api-error.js';
+import { selfRequester, type Requester } from '../requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart, type ContainerRestartStatus } from './types.js';
 
 /** The API path of ContainerRestarts, in one namespace or all (for watches). */
@@ -18,6 +19,7 @@ export interface ContainerRestartList {
 /** Typed access to ContainerRestart objects. */
 export class ContainerRestartApi {
   private readonly api: CustomObjectsApi;
+  private self?: Promise<Requester>;
 
   constructor(readonly kc: KubeConfig) {
     this.api = kc.makeApiClient(CustomObjectsApi);
@@ -48,11 +50,15 @@ export class ContainerRestartApi {
     }
   }
 
-  /** Creates an object (metadata.name or generateName set by the caller). */
+  /**
+   * Creates an object (metadata.name or generateName set by the caller), recording this kubeconfig's user as its
+   * requester when the caller named none: where deploy/admission-requester.yaml is installed it writes the same.
+   */
   async create(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
+    const body = cr.spec.requester ? cr : { ...cr, spec: { ...cr.spec, requester: await (this.self ??= selfRequester(this.kc)) } };
     try {
-      return (await this.api.createNamespacedCustomObject({ ...this.base(namespace), body: cr })) as ContainerRestart;
+      return (await this.api.createNamespacedCustomObject({ ...this.base(namespace), body })) as ContainerRestart;
     } catch (err) {
       throw kubeError(err, `create ContainerRestart in ${namespace}`);
     }

@@ -15,7 +15,9 @@ import type { Operation } from '../../engine/operation.js';
 import { Backoff } from '../../pull/backoff.js';
 import { kubeError } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
+import { REASON_FORBIDDEN, type AccessReviewer } from '../access-review.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
+import { checkRequester, type SelfPod } from './requester-check.js';
 import { RESULT_REFUSED, type ContainerRestartMetrics } from './metrics.js';
 import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
@@ -40,6 +42,10 @@ export interface ContainerRestartControllerDeps {
   defaults: RestartDefaults;
   /** Whether the pod namespace/name runs on this node. */
   hasPod(namespace: string, name: string): Promise<boolean>;
+  /** Checks the recorded requester's own rights before a request is taken (requester-check.ts). */
+  access: AccessReviewer;
+  /** The agent's own pod, which no request may target. */
+  selfPod?: SelfPod;
   clock: Clock;
   log: Logger;
   /** Where each request this agent took is reported once, when its status turns final. */
@@ -179,8 +185,11 @@ export class ContainerRestartController {
       if (!(await this.d.hasPod(ns, cr.spec.podName))) return;
       let req: ReturnType<typeof restartRequestFor>;
       try {
+        // Before the claim: a request its creator could not make themselves is refused, nothing touched.
+        await checkRequester(cr, this.d.access, this.d.selfPod);
         req = restartRequestFor(cr, this.d.defaults);
       } catch (err) {
+        if (AgentError.is(err, 'Unavailable')) throw err;
         return this.refuse(cr, err);
       }
       // The claim is written while the engine plans the request; the engine records and runs it only once the
@@ -255,8 +264,11 @@ export class ContainerRestartController {
     const message = err instanceof Error ? err.message : String(err);
     this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason: message });
     const uid = cr.metadata.uid;
-    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now()) : undefined));
-    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === REASON_REFUSED)) {
+    // A refusal for the creator's missing rights says so in its reason; every other refusal is Refused.
+    const reason = AgentError.is(err) && err.reason === REASON_FORBIDDEN ? REASON_FORBIDDEN : undefined;
+    // Never over another agent's claim that landed meanwhile (the write re-reads after a conflict).
+    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === REASON_REFUSED || c.reason === REASON_FORBIDDEN)) {
       this.report(written, RESULT_REFUSED, err instanceof AgentError ? (err.reason ?? '') : '');
     }
   }

@@ -46,8 +46,8 @@ export function claimedStatus(cr: ContainerRestart, operationId: string, nodeNam
   };
 }
 
-/** The final status of a request the agent refused before touching anything. */
-export function refusedStatus(cr: ContainerRestart, message: string, nodeName: string, agentId: string, now: string): ContainerRestartStatus {
+/** The final status of a request the agent refused before touching anything; reason defaults to Refused. */
+export function refusedStatus(cr: ContainerRestart, message: string, nodeName: string, agentId: string, now: string, reason = REASON_REFUSED): ContainerRestartStatus {
   return {
     ...cr.status,
     phase: 'Failed',
@@ -58,7 +58,7 @@ export function refusedStatus(cr: ContainerRestart, message: string, nodeName: s
     startTime: cr.status?.startTime ?? now,
     completionTime: now,
     message,
-    conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'False', reason: REASON_REFUSED, message }, now)],
+    conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'False', reason, message }, now)],
   };
 }
 

@@ -1,5 +1,6 @@
 // The ContainerRestart custom resource (deploy/crds/containerrestart.yaml), as plain TypeScript types.
 import type { FailurePolicy } from '../kubelet/options.js';
+import type { Requester } from '../requester.js';
 
 /** API group, version and plural of the resource. */
 export const CR_GROUP = 'inplace-agent.io';
@@ -26,6 +27,8 @@ export interface ContainerRestartSpec {
   };
   activeDeadlineSeconds?: number;
   ttlSecondsAfterFinished?: number;
+  /** Who created the request (written at admission, see requester.ts); the agent acts only within their rights. */
+  requester?: Requester;
 }
 
 /** Phases of a ContainerRestart. */

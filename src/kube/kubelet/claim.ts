@@ -40,7 +40,9 @@ export class KubeletClaims {
       if (!AgentError.is(err, 'NotFound')) throw err;
       throw new AgentError('FailedPrecondition', `pod ${pod.name} is managed by a kubelet but the API server does not know it; nothing was touched`);
     }
-    if (apiPod.metadata?.uid !== uid) {
+    // A static pod runs under the uid the kubelet derived from its file, which its mirror pod records in the
+    // kubernetes.io/config.mirror annotation (the mirror's own uid is another).
+    if ((apiPod.metadata?.annotations?.['kubernetes.io/config.mirror'] ?? apiPod.metadata?.uid) !== uid) {
       throw new AgentError('FailedPrecondition', `pod ${pod.name} in the API server (uid ${apiPod.metadata?.uid}) is not the one on this node (uid ${uid}); nothing was touched`);
     }
     if (apiPod.metadata?.deletionTimestamp) throw new AgentError('FailedPrecondition', `pod ${pod.name} is being deleted; nothing was touched`);
