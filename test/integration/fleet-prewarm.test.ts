@@ -10,7 +10,7 @@ import { stableOrder } from '../../src/fleet/node-order.js';
 import type { ImagePrewarm, ImagePrewarmSpec, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { ctl, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrds, deleteNodes, ensureNamespace, ensureNode, testKubeConfig } from '../support/kube-apply.js';
-import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { agentKubeconfig, applyObjects, deleteObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { startMiniContainerd, type MiniContainerd } from '../support/mini-containerd.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
@@ -85,6 +85,8 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   const password = `pw-${randomBytes(8).toString('hex')}`;
   /** The agents' kubeconfig: the shipped ServiceAccount's token. */
   let agentKc = '';
+  /** What this test created of deploy/ (the optional fleet RBAC, unless it was installed): deleted after. */
+  let installed: k8s.KubernetesObject[] = [];
   /** The shipped slot Role and its binding, put in this test's fleet namespace. */
   const slotRbac = shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
     .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
@@ -147,8 +149,8 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     await ensureNamespace(kc, NS);
     // The agent's identity and roles as deploy/ ships them; the slot Role (shipped for the agents' namespace,
     // inplace-system) in this test's own fleet namespace, so that its Leases stay apart from the DaemonSet's.
-    await applyObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']));
-    await applyObjects(kc, slotRbac);
+    installed = await applyObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']));
+    installed.push(...(await applyObjects(kc, slotRbac)));
     agentKc = await agentKubeconfig(kc);
     for (const n of NODES) await ensureNode(kc, n, { [NODE_LABEL]: 'yes' });
     registry = await startRegistry();
@@ -177,8 +179,9 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     for (const name of created) await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name }).catch(() => undefined);
     for (const n of NODES) await custom.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n }).catch(() => undefined);
     await deleteNodes(kc, NODES);
-    const objects = kc.makeApiClient(k8s.KubernetesObjectApi);
-    for (const o of slotRbac) await objects.delete(o).catch(() => undefined);
+    // The optional grants (get on Secrets among them) go again, so that other tests see deploy/'s base RBAC;
+    // the namespace and ServiceAccount stay (the DaemonSet lives there).
+    await deleteObjects(kc, installed.filter((o) => o.kind !== 'Namespace' && o.kind !== 'ServiceAccount'));
   });
 
   it('4 nodes, maxParallelNodes 2, seedNodes 1: the seed downloads first and alone, never more than 2 pull at once, all Succeeded, status 4/4', async () => {

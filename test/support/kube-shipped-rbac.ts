@@ -16,17 +16,33 @@ export function shippedObjects(files: string[]): k8s.KubernetesObject[] {
   return files.flatMap((f) => k8s.loadAllYaml(fs.readFileSync(path.join(root, 'deploy', f), 'utf8')) as k8s.KubernetesObject[]);
 }
 
-/** Creates each object, or replaces the one that exists (an earlier run's, or the DaemonSet install's). */
-export async function applyObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<void> {
+/**
+ * Creates each object, or replaces the one that exists (an earlier run's, or the DaemonSet install's). Returns
+ * the objects it created, for the test to delete again: a grant left behind would change what other tests see.
+ */
+export async function applyObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<k8s.KubernetesObject[]> {
   const api = kc.makeApiClient(k8s.KubernetesObjectApi);
+  const created: k8s.KubernetesObject[] = [];
   for (const o of objects) {
     try {
       await api.create(o);
+      created.push(o);
     } catch (err) {
       if ((err as { code?: number }).code !== 409) throw err;
       const cur = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata?.name ?? '', namespace: o.metadata?.namespace } } as k8s.KubernetesObject & { metadata: { name: string } });
       await api.replace({ ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata?.resourceVersion } });
     }
+  }
+  return created;
+}
+
+/** Deletes the objects (already gone is fine). */
+export async function deleteObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<void> {
+  const api = kc.makeApiClient(k8s.KubernetesObjectApi);
+  for (const o of [...objects].reverse()) {
+    await api.delete(o).catch((err: { code?: number }) => {
+      if (err.code !== 404) throw err;
+    });
   }
 }
 
