@@ -48,6 +48,16 @@ async function waitEnd(c: AgentClient, id: string): Promise<Operation> {
   return last;
 }
 
+/** Waits until the agent removed the operation's old containers (it does so after reporting success). */
+async function waitCleaned(c: AgentClient, id: string): Promise<void> {
+  for (let i = 0; i < 2000; i++) {
+    const op = await c.getOperation(id);
+    if (op.containers.every((x) => x.step === 'Done')) return;
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  throw new Error(`operation ${id}: old containers not removed`);
+}
+
 async function main(): Promise<void> {
   const rt = new CriRuntime(env.criEndpoint);
   try {
@@ -86,6 +96,7 @@ async function main(): Promise<void> {
     await waitEnd(client, (await client.restart({ ...base, pod: pod.name, containers: ['app'] })).id);
 
     const a: number[] = [];
+    const aClean: number[] = [];
     const aDown: number[] = [];
     const b: number[] = [];
     const bStopStart: number[] = [];
@@ -96,6 +107,9 @@ async function main(): Promise<void> {
       const op = await waitEnd(client, (await client.restart({ ...base, pod: pod.name, containers: ['app'] })).id);
       a.push(now() - t0);
       aDown.push(op.containers[0].downtimeMs!);
+      // The old container is removed after the report; (b) starts once it is, so the two never overlap.
+      await waitCleaned(client, op.id);
+      aClean.push(now() - t0);
 
       // (b) the raw CRI sequence: stop, remove, create, start.
       const cur = (await rt.listContainers({ podId: pod.podId })).find((x) => x.name === 'app' && x.state === 'running')!;
@@ -138,9 +152,10 @@ async function main(): Promise<void> {
       `  (a) agent restart through the API     median ${fmt(ma)}   (min ${fmt(Math.min(...a))}, max ${fmt(Math.max(...a))})`,
       `  (b) raw CRI stop+remove+create+start  median ${fmt(mb)}   (min ${fmt(Math.min(...b))}, max ${fmt(Math.max(...b))})`,
       `  (c) whole pod recreated               median ${fmt(mc)}   (min ${fmt(Math.min(...c))}, max ${fmt(Math.max(...c))})`,
-      `  a/b = ${(ma / mb).toFixed(2)}   target <= 1.2   ${verdict(ma / mb <= 1.2)}`,
+      `  (a') agent, until the old container was removed (after the report)   median ${fmt(median(aClean))}`,
+      `  a/b = ${(ma / mb).toFixed(2)}   target <= 1.0   ${verdict(ma / mb <= 1.0)}`,
       `  a/c = ${(ma / mc).toFixed(2)}   target <= 0.3   ${verdict(ma / mc <= 0.3)}`,
-      `  downtime (stop call -> replacement's start returned): agent median ${fmt(median(aDown))}; raw stop + start median ${fmt(median(bStopStart))}   ${verdict(median(aDown) <= median(bStopStart) * 1.05)}`,
+      `  downtime (stop call -> replacement's start returned): agent median ${fmt(median(aDown))}; raw stop + start median ${fmt(median(bStopStart))}; ratio ${(median(aDown) / median(bStopStart)).toFixed(2)}`,
       `  agent RSS idle ${rssIdle.toFixed(1)} MiB (target <= 96)   ${verdict(rssIdle <= 96)}`,
       `  agent RSS peak during 10 concurrent restarts ${rssPeak.toFixed(1)} MiB (target <= 160)   ${verdict(rssPeak <= 160)}; all 10 done in ${fmt(manyMs)}`,
     ];

@@ -99,7 +99,7 @@ const prewarmApi = () => import('./prewarm-api.js');
 export function renderPrewarmStatus(name: string, s: ImagePrewarmStatus, nodes: Record<string, string>): string {
   const lines = [`${name}: ${s.succeeded}/${s.desired} nodes done, ${s.pulling} pulling, ${s.waiting} waiting, ${s.failed} failed`];
   for (const [node, phase] of Object.entries(nodes)) lines.push(`  ${node.padEnd(30)} ${phase}`);
-  for (const f of s.failedNodes) lines.push(`failed: ${f.node}: ${f.reason}`);
+  for (const f of s.failedNodes) lines.push(`failed: ${f.node}: ${f.reason}${f.message ? `: ${f.message}` : ''}`);
   return lines.join('\n');
 }
 

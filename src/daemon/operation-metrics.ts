@@ -5,7 +5,8 @@ import { isTerminal, type Operation } from '../engine/operation.js';
 
 /** Registers the operation metrics in registry and keeps them updated from engine. */
 export function observeOperations(engine: Engine, registry: Registry): void {
-  const finished = new Counter({ name: 'inplace_operations_total', help: 'Restart operations finished, by final state', labelNames: ['state'], registers: [registry] });
+  // reason: the failure's constant (engine/reasons.ts), the same word as every other output; '' on success.
+  const finished = new Counter({ name: 'inplace_operations_total', help: 'Restart operations finished, by final state and reason', labelNames: ['state', 'reason'], registers: [registry] });
   const duration = new Histogram({
     name: 'inplace_operation_duration_seconds',
     help: 'Time from submission to the end of a restart operation',
@@ -25,7 +26,7 @@ export function observeOperations(engine: Engine, registry: Registry): void {
     if (!isTerminal(op.state)) {
       live.add(op.id);
     } else if (live.delete(op.id)) {
-      finished.inc({ state: op.state });
+      finished.inc({ state: op.state, reason: op.reason ?? '' });
       duration.observe({ state: op.state }, (Date.parse(op.finishedAt ?? op.updatedAt) - Date.parse(op.createdAt)) / 1000);
       for (const c of op.containers) if (c.downtimeMs !== undefined) downtime.observe(c.downtimeMs / 1000);
     }

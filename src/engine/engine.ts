@@ -120,6 +120,11 @@ export class Engine extends EventEmitter {
       this.d.log.info('resuming operation from journal', { op: op.id, pod: op.podName, state: op.state });
       this.schedule(op, true);
     }
+    // Ended operations whose old containers were still to be removed when the last agent stopped.
+    for (const op of all.filter((o) => isTerminal(o.state) && this.executor.pendingCleanup(o))) {
+      this.d.log.info('finishing the cleanup of an ended operation from journal', { op: op.id, pod: op.podName, state: op.state });
+      this.schedule(op, true);
+    }
     await this.prune();
   }
 
@@ -283,7 +288,7 @@ export class Engine extends EventEmitter {
     const replan = resumed || this.queue.depth(op.podId) > 0;
     const p = this.queue
       .run(op.podId, async () => {
-        if (isTerminal(op.state)) return;
+        if (isTerminal(op.state)) return this.executor.cleanup(op);
         if (this.isDraining) throw new Paused();
         // Pending until one of the node's operation slots is free (a cancel then ends it at once).
         const release = await this.slots.acquire(this.drainAbort.signal).catch(() => {
@@ -387,7 +392,8 @@ export class Engine extends EventEmitter {
   }
 
   private async prune(): Promise<void> {
-    const done = [...this.ops.values()].filter((o) => isTerminal(o.state)).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
+    // A record that still owes cleanup is kept: it is what gets the cleanup done after a crash.
+    const done = [...this.ops.values()].filter((o) => isTerminal(o.state) && !this.executor.pendingCleanup(o)).sort((a, b) => a.createdAt.localeCompare(b.createdAt));
     const excess = done.length - this.retention;
     for (let i = 0; i < excess; i++) {
       this.ops.delete(done[i].id);

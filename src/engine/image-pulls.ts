@@ -72,6 +72,8 @@ export async function pullImages(op: Operation, deadline: number, d: ImagePullsD
           const e = asAgentError(err);
           abort.abort(e);
           if (op.cancelRequested) throw new AgentError('Cancelled', `operation ${op.id} was cancelled while pulling ${p.image}; nothing was stopped`, { reason: Reasons.Cancelled });
+          // A pull the operation's deadline cut short failed for want of time, whatever the pull says.
+          if (d.clock.now() >= deadline) throw new AgentError('DeadlineExceeded', `image "${p.image}" was not present before the operation's deadline: ${pullFailureCause(e, p.image)}; nothing was stopped`, { cause: err, reason: Reasons.Deadline });
           // One sentence: the subject once, then the cause; the reason is a field of its own.
           throw new AgentError(e.kind === 'Cancelled' ? 'DeadlineExceeded' : e.kind, `image "${p.image}" could not be pulled: ${pullFailureCause(e, p.image)}; nothing was stopped`, { cause: err, reason: Reasons.PullFailed });
         }

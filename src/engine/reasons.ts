@@ -1,5 +1,7 @@
-// Fixed reasons carried by failed, rolled back and refused operations (the `reason` field of the API), so a
-// caller can branch on a constant instead of parsing a message.
+// Fixed reasons carried by failed, rolled back and refused operations, so a caller can branch on a constant
+// instead of parsing a message. Each is set where the failure happens, and the same word reaches every output:
+// the API's operation view, the ContainerRestart status and its condition, the pod's Warning Event, the
+// metrics' reason label, and the pre-warm status (docs/reference.md lists them).
 
 /** Why a running operation or one of its containers failed, was rolled back or was cancelled. */
 export const Reasons = {
@@ -16,6 +18,12 @@ export const Reasons = {
   ReplacementFailed: 'ReplacementFailed',
 } as const;
 
+/** Why an image of a pre-warm could not be made present on a node. */
+export const PrewarmReasons = {
+  PullFailed: Reasons.PullFailed,
+  Deadline: Reasons.Deadline,
+} as const;
+
 /** Why a request was refused before anything was touched. */
 export const RefusalReasons = {
   InvalidRequest: 'InvalidRequest',
@@ -27,6 +35,16 @@ export const RefusalReasons = {
   ContainerNotRunning: 'ContainerNotRunning',
   ContainerAmbiguous: 'ContainerNameAmbiguous',
   KubeletManaged: 'KubeletManaged',
+  /** The kubelet would not bring the container back (its restart policy, an init container, a static pod's image). */
+  KubeletWouldNotRestart: 'KubeletWouldNotRestart',
+  /** The pod on the node is not the API server's (unknown there, another uid, being deleted). */
+  PodNotInApiServer: 'PodNotInApiServer',
+  /** The request names an option this agent does not implement. */
+  Unsupported: 'UnsupportedRequest',
+  /** The request's creator may not do what it asks (kube/access-review.ts). */
+  Forbidden: 'Forbidden',
+  /** The agent has no record of an operation it had taken (its journal was lost); it is not run again. */
+  JournalLost: 'OperationRecordLost',
   OwnsPodNetwork: 'ContainerOwnsPodNetwork',
   InvalidPreStopHook: 'InvalidPreStopHook',
   ShuttingDown: 'AgentShuttingDown',
@@ -38,3 +56,10 @@ export const RefusalReasons = {
 
 /** One of Reasons or RefusalReasons. */
 export type Reason = (typeof Reasons)[keyof typeof Reasons] | (typeof RefusalReasons)[keyof typeof RefusalReasons];
+
+const REFUSALS: ReadonlySet<string> = new Set(Object.values(RefusalReasons));
+
+/** Whether a reason says the request was refused before anything was touched. */
+export function isRefusal(reason: string | undefined): boolean {
+  return reason !== undefined && REFUSALS.has(reason);
+}

@@ -4,11 +4,8 @@
 // step is safe to run again, so the same code both runs a new operation and resumes one that an agent killed
 // mid-way left behind (see the state machine in operation.ts).
 import { AgentError, asAgentError } from '../errors.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../log.js';
-import type { Runtime } from '../runtime/runtime.js';
 import type { ContainerDetail } from '../runtime/types.js';
-import type { ImagePuller } from './image-puller.js';
+import type { ExecutorDeps } from './executor-deps.js';
 import { pullImages } from './image-pulls.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { Paused, pausable } from './paused.js';
@@ -18,45 +15,10 @@ import type { RestartStrategy, StepContext } from './restart-strategy.js';
 import { isTransient } from './runtime-wait.js';
 
 export { Reasons, Paused };
-
-/** What the executor needs. */
-export interface ExecutorDeps {
-  runtime: Runtime;
-  puller: ImagePuller;
-  clock: Clock;
-  log: Logger;
-  /**
-   * Journals (atomically) and publishes a changed operation. With sync the record is also fsynced, so it
-   * survives a power loss; without, it survives any crash of the agent process.
-   */
-  save(op: Operation, sync: boolean): Promise<void>;
-  /** Publishes a change to watchers without journaling it (the next save carries it). */
-  publish(op: Operation): void;
-  /** True once the agent is draining. */
-  draining(): boolean;
-  /** Aborts when the agent starts draining (cuts pulls short). */
-  drainSignal?: AbortSignal;
-  /**
-   * Plans the operation again from the node's current facts (an operation that waited behind others on the
-   * same pod, or was resumed while still Pending). Throws when the request no longer fits the pod.
-   */
-  replan?: (op: Operation) => Promise<void>;
-  /** Called after each container step is journaled (fault injection in tests, tracing). */
-  afterStep?: (op: Operation, t: ContainerTarget, step: ContainerStep) => void;
-  /** Aborts when the operation is cancelled (cuts its pulls short, unless another caller waits on them). */
-  cancelSignal?: (op: Operation) => AbortSignal;
-  /** The strategies, by the name a planned container carries (see restart-strategy.ts); standalone among them. */
-  strategies: RestartStrategy[];
-}
+export type { ExecutorDeps };
 
 /** A read of the old containers older than this is taken again before they are touched. */
 const STALE_READ_MS = 1000;
-
-/** What a failed or cancelled operation's message adds: which containers were already replaced. */
-function replacedNote(op: Operation): string {
-  const done = op.containers.filter((c) => c.step === 'Done').map((c) => c.name);
-  return done.length > 0 ? `; already replaced: ${done.join(', ')}; the others were not touched` : '';
-}
 
 /** Runs one operation to a terminal state (or to a safe point when draining). */
 export class RestartExecutor {
@@ -65,8 +27,38 @@ export class RestartExecutor {
 
   constructor(private readonly d: ExecutorDeps) {}
 
-  /** Drives op from whatever state its journal record holds to the end; replan when it waited in the queue. */
+  /**
+   * Drives op from whatever state its journal record holds to the end (replan when it waited in the queue),
+   * then does what its strategies left until after it was reported (cleanup).
+   */
   async run(op: Operation, opts: { replan?: boolean } = {}): Promise<void> {
+    await this.drive(op, opts);
+    if (isTerminal(op.state)) await this.cleanup(op);
+  }
+
+  /** Whether an ended operation still owes work to its containers (see RestartStrategy.pending). */
+  pendingCleanup(op: Operation): boolean {
+    return op.containers.some((t) => this.strategyOf(t, false).pending?.(t) === true);
+  }
+
+  /**
+   * Does the work an ended operation's strategies left until after it was reported (the old containers'
+   * removal). A drain or a failure leaves it in the journal record, for the next start.
+   */
+  async cleanup(op: Operation): Promise<void> {
+    for (const t of op.containers) {
+      const s = this.strategyOf(t, false);
+      if (!s.cleanup || !s.pending?.(t)) continue;
+      try {
+        await s.cleanup(op, t, this.stepContext(op, t, Date.parse(op.createdAt) + op.request.timeoutMs, undefined));
+      } catch (err) {
+        if (err instanceof Paused) return;
+        this.d.log.error('cleanup after the operation failed; it is tried again at the next start', { op: op.id, container: t.name, step: t.step, error: asAgentError(err).message });
+      }
+    }
+  }
+
+  private async drive(op: Operation, opts: { replan?: boolean }): Promise<void> {
     const deadline = Date.parse(op.createdAt) + op.request.timeoutMs;
     const replan = this.d.replan;
     if (opts.replan && op.state === 'Pending' && replan) {
@@ -109,11 +101,11 @@ export class RestartExecutor {
         if (t.step !== 'RolledBack' && t.step !== 'Failed' && (await this.advance(op, t, deadline, inspected.get(t.oldId)!, inspectedAt))) continue;
         // This container failed (and was rolled back where it had been touched): the operation ends here.
         const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
-        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
+        await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${this.replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
         return;
       }
       if (this.cutShort.delete(op.id)) {
-        const kept = op.containers.filter((c) => c.step === 'Done').map((c) => c.name).join(', ');
+        const kept = this.replaced(op).join(', ');
         await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled', Reasons.Cancelled);
         return;
       }
@@ -123,7 +115,7 @@ export class RestartExecutor {
       if (err instanceof Paused) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
-      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + replacedNote(op), e.kind, e.reason);
+      await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + this.replacedNote(op), e.kind, e.reason);
     } finally {
       this.cutShort.delete(op.id);
     }
@@ -155,6 +147,17 @@ export class RestartExecutor {
       });
     }
     return strategy.advance(op, t, this.stepContext(op, t, deadline, old));
+  }
+
+  /** The containers already replaced: Done, or verified with cleanup pending. */
+  private replaced(op: Operation): string[] {
+    return op.containers.filter((c) => c.step === 'Done' || this.strategyOf(c, false).pending?.(c) === true).map((c) => c.name);
+  }
+
+  /** What a failed or cancelled operation's message adds: which containers were already replaced. */
+  private replacedNote(op: Operation): string {
+    const done = this.replaced(op);
+    return done.length > 0 ? `; already replaced: ${done.join(', ')}; the others were not touched` : '';
   }
 
   private safePoint(op: Operation, deadline: number): void {
@@ -216,6 +219,9 @@ export class RestartExecutor {
     if (kind) op.errorKind = kind;
     if (reason) op.reason = reason;
     op.finishedAt = this.nowIso();
+    // Success is told before it is journaled: nothing on the caller's path follows the verification. Were the
+    // agent to die before the write, the record (every container verified) ends the operation the same way.
+    if (state === 'Succeeded') this.d.publish(op);
     await this.save(op);
     this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, reason, error });
     for (const s of this.d.strategies) {
@@ -225,11 +231,12 @@ export class RestartExecutor {
   }
 
   /** The strategy a container was planned with (standalone when the record names none), holding its step. */
-  private strategyOf(t: ContainerTarget): RestartStrategy {
+  private strategyOf(t: ContainerTarget, strict = true): RestartStrategy {
     const name = t.strategy ?? 'standalone';
     const s = this.d.strategies.find((x) => x.name === name);
+    if (!s && !strict) return { name, steps: [], claim: () => Promise.resolve(false), advance: () => Promise.resolve(false) };
     if (!s) throw new AgentError('FailedPrecondition', `container "${t.name}" was planned for the ${name} strategy, which this agent does not run (start it in Kubernetes mode)`);
-    if (!s.steps.includes(t.step)) throw new AgentError('Internal', `container "${t.name}" is at step ${t.step}, which the ${name} strategy does not have`);
+    if (strict && !s.steps.includes(t.step)) throw new AgentError('Internal', `container "${t.name}" is at step ${t.step}, which the ${name} strategy does not have`);
     return s;
   }
 
@@ -239,7 +246,7 @@ export class RestartExecutor {
       old,
       step: (s, o) => this.step(op, t, s, o?.sync ?? true),
       mark: (s) => this.mark(op, t, s),
-      save: () => this.save(op),
+      save: (sync) => this.save(op, sync ?? true),
       publish: () => this.d.publish(op),
       verifying: (on) => {
         op.state = on ? 'Verifying' : 'Recreating';

@@ -27,8 +27,8 @@ export interface StepContext {
   step(step: ContainerStep, opts?: { sync?: boolean }): Promise<void>;
   /** Enters a step that records a finished side effect: published now, journaled with the next step. */
   mark(step: ContainerStep): void;
-  /** Journals the record as it is now (a changed id, say). */
-  save(): Promise<void>;
+  /** Journals the record as it is now (a changed id, say); sync false as for step(). */
+  save(sync?: boolean): Promise<void>;
   /** Publishes a change of the record to watchers without journaling it. */
   publish(): void;
   /** Shows the operation as Verifying (true) or back to Recreating (false) while this container is verified. */
@@ -69,4 +69,14 @@ export interface RestartStrategy {
   pulling?(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void;
   /** Told once an operation that had containers of this strategy reached a terminal state. */
   finished?(op: Operation): Promise<void>;
+  /**
+   * Whether a container of an ended operation still has work this strategy left until after the operation was
+   * reported (the old container's removal); its record is kept until cleanup() has done it.
+   */
+  pending?(t: ContainerTarget): boolean;
+  /**
+   * Does the work pending() reports, after the operation was reported, journaled so that a crash still gets it
+   * done (the next agent calls it again from the record); safe to call again.
+   */
+  cleanup?(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<void>;
 }

@@ -3,13 +3,18 @@
 // under a temporary name and the names are swapped between stop and start.
 //
 //   Waiting -> Creating -> Created -> [PreStop] -> Stopping -> Stopped -> Starting -> Started
-//           -> Verifying -> Verified -> RemovingOld -> Done
+//           -> Verifying -> Verified  ...the operation is reported...  -> RemovingOld -> Done
 //   Created (cancelled or out of time) -> RolledBack          (the replacement is discarded, nothing was stopped)
 //   any step from Creating on, failing -> RollingBack -> RolledBack | Failed
 //
 // Every step is journaled before its side effect, except Stopped, Starting and Started, which record a
 // finished call and reach the journal with the next intent: Stopping stands for "stop, then start", and its
 // recovery repeats both idempotently. Every step is safe to run again after a crash.
+//
+// Verified ends the container's part of the operation: the caller is told as soon as every replacement is
+// verified, and the old container is removed after that (cleanup). The journal's record of the ended operation
+// with a container at Verified or RemovingOld says the removal is still owed, so a crash never leaves the old
+// container behind: the next agent removes it at start-up.
 import { AgentError, asAgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
@@ -173,10 +178,7 @@ export class StandaloneStrategy implements RestartStrategy {
           }
           case 'Verified':
           case 'RemovingOld':
-            await this.enter(ctx, 'RemovingOld');
-            // Past the deadline too: the replacement runs and is verified, only the old container is left.
-            await this.whenAvailable(`remove the old container of "${t.name}"`, Math.max(deadline, this.d.clock.now() + ROLLBACK_WAIT_MS), () => rt.removeContainer(t.oldId));
-            ctx.mark('Done');
+            // The replacement runs and is verified: the old container is removed once the operation is reported.
             return true;
           case 'RollingBack':
             throw new AgentError('Aborted', t.error ?? 'rollback was interrupted; resuming it');
@@ -198,6 +200,29 @@ export class StandaloneStrategy implements RestartStrategy {
       await this.rollback(op, t, oldSpec, ctx);
       return false;
     }
+  }
+
+  /** Whether the old container of a replaced container is still to be removed. */
+  pending(t: ContainerTarget): boolean {
+    return t.step === 'Verified' || t.step === 'RemovingOld';
+  }
+
+  /**
+   * Removes the old container of a replaced one, after the operation was reported. RemovingOld is journaled
+   * first (the ended operation's record at Verified already owes it); a runtime that is away is waited for.
+   */
+  async cleanup(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<void> {
+    if (!this.pending(t)) return;
+    if (t.step !== 'RemovingOld') await this.enter(ctx, 'RemovingOld');
+    await this.whenAvailable(`remove the old container of "${t.name}"`, this.d.clock.now() + ROLLBACK_WAIT_MS, async () => {
+      try {
+        await this.d.runtime.removeContainer(t.oldId);
+      } catch (err) {
+        if (!AgentError.is(err, 'NotFound')) throw err;
+      }
+    });
+    ctx.mark('Done');
+    await ctx.save(false);
   }
 
   /** Enters a step; Stopping and RemovingOld skip the directory fsync (their recovery repeats idempotent calls). */

@@ -22,6 +22,7 @@ import type { SlotClaimer } from './slots.js';
 import { nextSlotMove, type SlotView, type SlotWatches, type TryState } from './slot-watch.js';
 import type { TargetCache } from './targets.js';
 import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
+import { PrewarmReasons } from '../engine/reasons.js';
 
 /** Defaults of the spec's optional fields. */
 export const SPEC_DEFAULTS = { maxParallelNodes: 1, seedNodes: 0, backoffLimit: 3 } as const;
@@ -108,7 +109,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
 
   const deadline = pw.spec.activeDeadlineSeconds;
   if (deadline && now > Date.parse(entry.firstSeen) + deadline * 1000) {
-    for (const img of entry.images) if (img.phase !== 'Succeeded') Object.assign(img, { phase: 'Failed', message: `DeadlineExceeded: not warm within activeDeadlineSeconds=${deadline}`, completionTime: iso(now) });
+    for (const img of entry.images) if (img.phase !== 'Succeeded') Object.assign(img, { phase: 'Failed', reason: PrewarmReasons.Deadline, message: `not warm within activeDeadlineSeconds=${deadline}`, completionTime: iso(now) });
     entry.phase = nodePhase(entry.images);
     await d.record.put(name, entry);
     return d.idleMs;
@@ -233,7 +234,7 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
       const forbidden = e.reason === REASON_FORBIDDEN;
       for (const img of entry.images) {
         if (img.phase === 'Succeeded') continue;
-        if (forbidden) Object.assign(img, { phase: 'Failed', message: `${REASON_FORBIDDEN}: ${e.message}`, attempts: Math.max(1, img.attempts), completionTime: iso(d.clock.now()) });
+        if (forbidden) Object.assign(img, { phase: 'Failed', reason: REASON_FORBIDDEN, message: e.message, attempts: Math.max(1, img.attempts), completionTime: iso(d.clock.now()) });
         else fail(d, pw, entry, img, `pull secret: ${e.message}`);
       }
       await settle(d, pw, entry);
@@ -242,7 +243,7 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
     entry.retryAfter = undefined;
     for (const img of entry.images) {
       if (img.phase === 'Succeeded' || img.phase === 'Failed') continue;
-      Object.assign(img, { phase: 'Pulling', startTime: iso(d.clock.now()), message: undefined, attempts: img.attempts + 1 });
+      Object.assign(img, { phase: 'Pulling', startTime: iso(d.clock.now()), message: undefined, reason: undefined, attempts: img.attempts + 1 });
       entry.phase = 'Pulling';
       // Recorded alongside the pull, not before it: a pull is safe to repeat, and the slot is held meanwhile.
       const recorded = d.record.put(name, entry).catch((err: unknown) => d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message }));
@@ -257,7 +258,7 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
       });
       await recorded;
       if (outcome.ok) {
-        Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined });
+        Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined, reason: undefined });
         if (img.bytesTotal > 0) img.bytesDone = img.bytesTotal;
       } else {
         fail(d, pw, entry, img, outcome.message || outcome.kind || 'pull failed');
@@ -271,10 +272,11 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
   }
 }
 
-/** Records a failed attempt: Waiting again with a back-off while attempts are left, else Failed. */
+/** Records a failed attempt (reason ImagePullFailed): Waiting again with a back-off while attempts are left, else Failed. */
 function fail(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, img: NodeImageStatus, message: string): void {
   const limit = pw.spec.backoffLimit ?? SPEC_DEFAULTS.backoffLimit;
   const now = d.clock.now();
+  img.reason = PrewarmReasons.PullFailed;
   if (img.attempts === 0) img.attempts = 1;
   if (img.attempts > limit) {
     Object.assign(img, { phase: 'Failed', message: `${message} (after ${img.attempts} attempts)`, completionTime: iso(now) });

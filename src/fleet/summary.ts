@@ -1,6 +1,7 @@
 // ImagePrewarm.status, summed up from the per-node records. Any agent could compute it; to keep the API load
 // O(1) per node, only the agent of the first node in the prewarm's stable order writes it (one list of the
 // NodePrewarm objects per interval), and the second one takes over when the summary has gone stale.
+import { PrewarmReasons } from '../engine/reasons.js';
 import type { ImagePrewarm, ImagePrewarmStatus, NodePrewarm } from './types.js';
 
 /** The status of a prewarm over its targeted nodes (in stable order), from their NodePrewarm objects. */
@@ -18,8 +19,9 @@ export function summarize(pw: ImagePrewarm, order: string[], records: NodePrewar
     else if (phase === 'Waiting') s.waiting++;
     else {
       s.failed++;
-      const why = e?.images.filter((i) => i.phase === 'Failed').map((i) => `${i.image}: ${i.message ?? 'failed'}`) ?? [];
-      s.failedNodes.push({ node, reason: why.join('; ') || 'failed' });
+      const failed = e?.images.filter((i) => i.phase === 'Failed') ?? [];
+      const message = failed.map((i) => `${i.image}: ${i.message ?? 'failed'}`).join('; ');
+      s.failedNodes.push({ node, reason: failed.find((i) => i.reason)?.reason ?? PrewarmReasons.PullFailed, ...(message ? { message } : {}) });
     }
   }
   return s;

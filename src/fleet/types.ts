@@ -44,7 +44,10 @@ export interface ImagePrewarmSpec {
 /** A failed node in the summary. */
 export interface FailedNode {
   node: string;
+  /** Why, a constant of engine/reasons.ts (PrewarmReasons): the first failed image's. */
   reason: string;
+  /** Each failed image with its message. */
+  message?: string;
 }
 
 /** ImagePrewarm.status, summed up from the NodePrewarm objects. */
@@ -84,6 +87,8 @@ export interface NodeImageStatus {
   digest?: string;
   pinned?: boolean;
   message?: string;
+  /** Why the last attempt failed, a constant of engine/reasons.ts (PrewarmReasons). */
+  reason?: string;
   attempts: number;
   startTime?: string;
   completionTime?: string;

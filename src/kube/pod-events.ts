@@ -10,15 +10,16 @@ import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { KubeApi } from './kube-api.js';
 
-/** Fixed event reasons. */
+/**
+ * Fixed reasons of Normal events. A Warning event about a failed restart carries the failure's own reason (a
+ * constant of engine/reasons.ts, the same word as the operation, the ContainerRestart and the metrics).
+ */
 export const EventReasons = {
   Draining: 'Draining',
   Pulling: 'Pulling',
   Pulled: 'Pulled',
   Killing: 'Killing',
   Restarted: 'Restarted',
-  RestartFailed: 'RestartFailed',
-  RolledBack: 'RolledBack',
   BackOff: 'BackOff',
 } as const;
 

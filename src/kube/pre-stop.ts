@@ -7,6 +7,7 @@ import https from 'node:https';
 import net from 'node:net';
 import type { V1Container, V1LifecycleHandler } from '@kubernetes/client-node';
 import { AgentError } from '../errors.js';
+import { RefusalReasons } from '../engine/reasons.js';
 import type { Clock } from '../clock.js';
 import type { ExecResult } from '../runtime/types.js';
 
@@ -36,7 +37,7 @@ export function resolvePort(c: V1Container, port: number | string): number {
   if (typeof port === 'number') return port;
   if (/^\d+$/.test(port)) return Number(port);
   const named = (c.ports ?? []).find((p) => p.name === port);
-  if (!named) throw new AgentError('InvalidArgument', `the preStop hook of container "${c.name}" names port "${port}", which the container does not declare`);
+  if (!named) throw new AgentError('InvalidArgument', `the preStop hook of container "${c.name}" names port "${port}", which the container does not declare`, { reason: RefusalReasons.InvalidPreStopHook });
   return named.containerPort;
 }
 
@@ -44,7 +45,7 @@ export function resolvePort(c: V1Container, port: number | string): number {
 export function checkPreStop(c: V1Container): void {
   const h = preStopHandler(c);
   if (!h) return;
-  if (h.exec && (h.exec.command ?? []).length === 0) throw new AgentError('InvalidArgument', `the preStop exec hook of container "${c.name}" has no command`);
+  if (h.exec && (h.exec.command ?? []).length === 0) throw new AgentError('InvalidArgument', `the preStop exec hook of container "${c.name}" has no command`, { reason: RefusalReasons.InvalidPreStopHook });
   if (h.httpGet) resolvePort(c, h.httpGet.port);
   if (h.tcpSocket) resolvePort(c, h.tcpSocket.port);
 }

@@ -100,7 +100,8 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     await api.create(containerRestart(ns, 'bad-name', { podName: 'refuse', containers: [{ name: 'app' }, { name: 'nope' }] }));
     const done = await waitForStatus(api, ns, 'bad-name', (cr) => cr.status?.phase === 'Failed');
     const cond = done.status?.conditions?.find((c) => c.type === 'Succeeded');
-    assert.equal(cond?.reason, 'Refused');
+    assert.equal(cond?.reason, 'ContainerNotFound');
+    assert.equal(done.status?.reason, 'ContainerNotFound');
     assert.match(done.status?.message ?? '', /nope/);
     assert.match(done.status?.message ?? '', /app/, 'the message lists the names the pod has');
     const after = await running(p.podId);

@@ -242,9 +242,9 @@ for (const f of flavours) {
         await h.clock.advance(1);
         const end = await h.ended(op.id);
         assert.equal(end.state, 'Failed');
-        assert.equal(end.reason, Reasons.PullFailed);
+        assert.equal(end.reason, Reasons.Deadline, 'a pull the deadline cut short failed for want of time');
         assert.equal(end.errorKind, 'DeadlineExceeded');
-        assert.match(end.error ?? '', /^image "127\.0\.0\.1:\d+\/inplace\/hangs:1" could not be pulled: .*; nothing was stopped$/);
+        assert.match(end.error ?? '', /^image "127\.0\.0\.1:\d+\/inplace\/hangs:1" was not present before the operation's deadline: .*; nothing was stopped$/);
         assert.deepEqual(end.containers[0].steps.map((x) => x.step), ['Waiting']);
         assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }]);
       } finally {

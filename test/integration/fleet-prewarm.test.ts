@@ -256,11 +256,12 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
       assert.equal(e.images[0]!.attempts, 2, 'one try and one retry (backoffLimit 1)');
       assert.match(e.images[0]!.message ?? '', /not found/i);
       assert.match(e.images[0]!.message ?? '', /after 2 attempts/);
+      assert.equal(e.images[0]!.reason, 'ImagePullFailed');
     }
     const st = await ctlKube('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', KUBECONFIG);
     assert.equal(st.code, 1, 'status --watch exits 1 when nodes failed');
     assert.match(st.stdout, /0\/4 nodes done, 0 pulling, 0 waiting, 4 failed/);
-    for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: .*not found`, 'i'));
+    for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: ImagePullFailed: .*not found`, 'i'));
   });
 
   it('podSelector: only the nodes running the selected pods pull', async () => {

@@ -238,7 +238,8 @@ describe("request objects and their creator's rights (admission policies, the Da
             return e?.phase === 'Failed' ? e : undefined;
           });
           const msg = entry.images[0].message ?? '';
-          assert.match(msg, /^Forbidden: ImagePrewarm sec-nopol-\w+: its creator system:serviceaccount:kacc-\w+:warmer2 may not get secrets\/no-such-but-forbidden in namespace inplace-system/);
+          assert.equal(entry.images[0].reason, 'Forbidden', 'the reason is a field of its own');
+          assert.match(msg, /^ImagePrewarm sec-nopol-\w+: its creator system:serviceaccount:kacc-\w+:warmer2 may not get secrets\/no-such-but-forbidden in namespace inplace-system/);
           assert.equal(entry.images[0].attempts, 1, 'refused for good at once, not retried');
         } finally {
           await agent.stop();

@@ -47,6 +47,13 @@ describe('ContainerRestart: spec to engine request', () => {
     assert.throws(() => restartRequestFor(cr({ strategy: { ordered: false } }), defaults), /ordered false/);
     assert.doesNotThrow(() => restartRequestFor(cr({ strategy: { failurePolicy: 'Rollback', ordered: true } }), defaults));
   });
+
+  it('refuses failurePolicy Ignore (an object stored before the CRD dropped it), reason UnsupportedRequest', () => {
+    assert.throws(
+      () => restartRequestFor(cr({ strategy: { failurePolicy: 'Ignore' as never } }), defaults),
+      (e: unknown) => AgentError.is(e, 'InvalidArgument') && e.reason === 'UnsupportedRequest' && /failurePolicy Ignore is not supported/.test(e.message),
+    );
+  });
 });
 
 describe('ContainerRestart: status from the operation', () => {
@@ -63,17 +70,21 @@ describe('ContainerRestart: status from the operation', () => {
     assert.equal(s.conditions?.[0].status, 'Unknown');
   });
 
-  it('terminal states: Succeeded True; RolledBack and Cancelled are Failed with the reason', () => {
+  it('terminal states: Succeeded True; RolledBack and Cancelled are Failed with the operation\'s reason, in the condition, the status and per container', () => {
     const ok = statusFromOperation(cr(), op({ state: 'Succeeded', finishedAt: '2026-01-01T00:00:04.000Z' }), 'n', now);
     assert.equal(ok.phase, 'Succeeded');
     assert.equal(ok.completionTime, '2026-01-01T00:00:04.000Z');
     assert.equal(ok.conditions?.[0].status, 'True');
-    const rb = statusFromOperation(cr(), op({ state: 'RolledBack', error: 'cancelled' }), 'n', now);
+    assert.equal(ok.reason, undefined);
+    const rb = statusFromOperation(cr(), op({ state: 'RolledBack', error: 'cancelled', reason: 'Cancelled' }), 'n', now);
     assert.equal(rb.phase, 'Failed');
-    assert.deepEqual([rb.conditions?.[0].status, rb.conditions?.[0].reason, rb.message], ['False', 'RolledBack', 'cancelled']);
-    const failed = statusFromOperation(cr(), op({ state: 'Failed', containers: [{ ...op().containers[0], step: 'RolledBack', exitCode: 3, error: 'exited with 3' }] }), 'n', now);
+    assert.deepEqual([rb.conditions?.[0].status, rb.conditions?.[0].reason, rb.reason, rb.message], ['False', 'Cancelled', 'Cancelled', 'cancelled']);
+    const failed = statusFromOperation(cr(), op({ state: 'Failed', reason: 'ReplacementExitedDuringMinReady', containers: [{ ...op().containers[0], step: 'RolledBack', exitCode: 3, error: 'exited with 3', reason: 'ReplacementExitedDuringMinReady' }] }), 'n', now);
     assert.equal(failed.message, 'exited with 3');
     assert.equal(failed.containers?.[0].exitCode, 3);
+    assert.deepEqual([failed.reason, failed.conditions?.[0].reason, failed.containers?.[0].reason], ['ReplacementExitedDuringMinReady', 'ReplacementExitedDuringMinReady', 'ReplacementExitedDuringMinReady']);
+    const view = operationView({ ...cr(), status: failed });
+    assert.deepEqual([view.reason, view.containers[0].reason], ['ReplacementExitedDuringMinReady', 'ReplacementExitedDuringMinReady'], 'the CLI reads the same reason back');
   });
 
   it('lastTransitionTime moves only when the condition status changes; equal statuses compare equal', () => {
@@ -93,6 +104,9 @@ describe('ContainerRestart: status from the operation', () => {
     const r = refusedStatus(cr({}, c), 'container "x" not found', 'node-a', 'agent-2', now);
     assert.deepEqual([r.phase, r.operationId, r.agentId, r.completionTime, r.conditions?.[0].reason], ['Failed', 'uid-1', 'agent-1', now, 'Refused'], 'the agent that took it stays recorded');
     assert.equal(refusal({ ...cr(), status: r }), 'container "x" not found');
+    const nf = refusedStatus(cr({}, c), 'container "x" not found', 'node-a', 'agent-2', now, 'ContainerNotFound');
+    assert.deepEqual([nf.reason, nf.conditions?.[0].reason], ['ContainerNotFound', 'ContainerNotFound']);
+    assert.equal(refusal({ ...cr(), status: nf }), 'container "x" not found', 'a refusal with its own reason is still a refusal');
     assert.equal(refusal({ ...cr(), status: c }), undefined);
   });
 });

@@ -50,7 +50,7 @@ describe('fleet pre-warm: the summary', () => {
       { desired: s.desired, succeeded: s.succeeded, pulling: s.pulling, failed: s.failed, waiting: s.waiting, gen: s.observedGeneration },
       { desired: 5, succeeded: 1, pulling: 1, failed: 1, waiting: 2, gen: 3 },
     );
-    assert.deepEqual(s.failedNodes, [{ node: 'c', reason: 'r/a:1: not found' }]);
+    assert.deepEqual(s.failedNodes, [{ node: 'c', reason: 'ImagePullFailed', message: 'r/a:1: not found' }]);
   });
 
   it('the first node writes it; the second only when it went stale', () => {

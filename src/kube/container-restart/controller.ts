@@ -11,15 +11,16 @@ import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { Engine } from '../../engine/engine.js';
-import type { Operation } from '../../engine/operation.js';
+import { isTerminal, type Operation } from '../../engine/operation.js';
 import { Backoff } from '../../pull/backoff.js';
 import { kubeError } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
-import { REASON_FORBIDDEN, type AccessReviewer } from '../access-review.js';
+import type { AccessReviewer } from '../access-review.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
 import { checkRequester, type SelfPod } from './requester-check.js';
 import { RESULT_REFUSED, type ContainerRestartMetrics } from './metrics.js';
 import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation } from './status.js';
+import { RefusalReasons } from '../../engine/reasons.js';
 import { writeStatus } from './status-writer.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
 
@@ -27,6 +28,9 @@ import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from '.
 const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
 /** How often a missing CRD is looked for again. */
 const CRD_RECHECK_MS = 30_000;
+
+/** Least time between two status writes of a running operation's progress, ms (its end is written at once). */
+const STATUS_COALESCE_MS = 250;
 
 /** What the controller is built from. */
 export interface ContainerRestartControllerDeps {
@@ -71,10 +75,25 @@ export class ContainerRestartController {
   /** Requests (by uid) whose end was reported to the metrics. */
   private readonly reported = new Set<string>();
   private crdMissingSaid = false;
+  /** Objects whose status write for a running operation waits out STATUS_COALESCE_MS. */
+  private readonly coalescing = new Set<string>();
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
-    // After the step that announced the change has gone on to its side effect: the status write waits its turn.
-    if (key) setImmediate(() => this.enqueue(key));
+    if (!key) return;
+    // The end is written at once, after the step that announced it has gone on to its side effect. Progress
+    // (Pulling, Recreating, ...) is written once per STATUS_COALESCE_MS at most: the API server and the CPU it
+    // shares with the agent and the kubelet are left to the restart's own calls (the patch, the stop).
+    if (isTerminal(op.state)) {
+      setImmediate(() => this.enqueue(key));
+      return;
+    }
+    if (this.coalescing.has(key)) return;
+    this.coalescing.add(key);
+    this.d.clock
+      .sleep(STATUS_COALESCE_MS, this.stopping.signal)
+      .then(() => this.enqueue(key))
+      .catch(() => undefined)
+      .finally(() => this.coalescing.delete(key));
   };
 
   constructor(private readonly d: ContainerRestartControllerDeps) {
@@ -225,7 +244,7 @@ export class ContainerRestartController {
 
     if (!this.d.engine.has(opId)) {
       if (cr.status?.phase !== 'Pending') {
-        return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`));
+        return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`, { reason: RefusalReasons.JournalLost }));
       }
       try {
         await this.d.engine.restart(restartRequestFor(cr, this.d.defaults), { id: opId });
@@ -262,15 +281,13 @@ export class ContainerRestartController {
 
   private async refuse(cr: ContainerRestart, err: unknown): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
-    this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason: message });
+    // The refusal's own reason, set where it was refused; a request the agent cannot read is InvalidRequest.
+    const reason = (err instanceof AgentError && err.reason) || (AgentError.is(err, 'InvalidArgument') ? RefusalReasons.InvalidRequest : REASON_REFUSED);
+    this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason, message });
     const uid = cr.metadata.uid;
-    // A refusal for the creator's missing rights says so in its reason; every other refusal is Refused.
-    const reason = AgentError.is(err) && err.reason === REASON_FORBIDDEN ? REASON_FORBIDDEN : undefined;
     // Never over another agent's claim that landed meanwhile (the write re-reads after a conflict).
     const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
-    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === REASON_REFUSED || c.reason === REASON_FORBIDDEN)) {
-      this.report(written, RESULT_REFUSED, err instanceof AgentError ? (err.reason ?? '') : '');
-    }
+    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === reason)) this.report(written, RESULT_REFUSED, reason);
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {

@@ -1,5 +1,6 @@
 // A ContainerRestart seen as the agent's Operation record, so inplacectl prints it as it prints an RPC restart.
 import type { ContainerStep, Operation, OperationState } from '../../engine/operation.js';
+import { isRefusal } from '../../engine/reasons.js';
 import { REASON_REFUSED, SUCCEEDED_CONDITION } from './status.js';
 import type { ContainerRestart } from './types.js';
 
@@ -38,17 +39,19 @@ export function operationView(cr: ContainerRestart): Operation {
         exitCode: s?.exitCode,
         error: s?.message,
         downtimeMs: s?.downtimeMilliseconds,
+        reason: s?.reason,
       };
     }),
     createdAt: st.startTime ?? now,
     updatedAt: now,
     finishedAt: st.completionTime,
     error: st.message,
+    reason: st.reason,
   };
 }
 
 /** Why the agent refused the request without touching anything, when it did. */
 export function refusal(cr: ContainerRestart): string | undefined {
   const c = cr.status?.conditions?.find((x) => x.type === SUCCEEDED_CONDITION);
-  return c?.status === 'False' && c.reason === REASON_REFUSED ? (c.message ?? cr.status?.message ?? 'refused') : undefined;
+  return c?.status === 'False' && (c.reason === REASON_REFUSED || isRefusal(c.reason)) ? (c.message ?? cr.status?.message ?? 'refused') : undefined;
 }

@@ -1,5 +1,6 @@
 // From a ContainerRestart's spec to the engine's RestartRequest: the same request an RPC restart makes.
 import { AgentError } from '../../errors.js';
+import { RefusalReasons } from '../../engine/reasons.js';
 import type { KubeletRequest } from '../kubelet/options.js';
 import { parseImageRef } from '../../runtime/image-ref.js';
 import type { ContainerRestart } from './types.js';
@@ -20,8 +21,12 @@ export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefault
   const s = spec.strategy ?? {};
   // The engine restarts one container after the other: a request for anything else is refused rather than
   // run differently from what it says.
+  // An object stored before the CRD dropped Ignore (it acted as Fail) is refused rather than run as something else.
+  if ((s.failurePolicy as string | undefined) === 'Ignore') {
+    throw new AgentError('InvalidArgument', 'strategy.failurePolicy Ignore is not supported by this agent: use Fail (the pod is left as the failure left it) or Rollback', { reason: RefusalReasons.Unsupported });
+  }
   if (s.ordered === false) {
-    throw new AgentError('InvalidArgument', 'strategy.ordered false is not supported by this agent: containers are restarted one at a time, in the order given');
+    throw new AgentError('InvalidArgument', 'strategy.ordered false is not supported by this agent: containers are restarted one at a time, in the order given', { reason: RefusalReasons.Unsupported });
   }
   const images: Record<string, string> = {};
   for (const c of spec.containers) {
@@ -29,7 +34,7 @@ export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefault
     try {
       parseImageRef(c.image);
     } catch (err) {
-      throw new AgentError('InvalidArgument', `container ${c.name}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new AgentError('InvalidArgument', `container ${c.name}: ${err instanceof Error ? err.message : String(err)}`, { reason: RefusalReasons.InvalidRequest });
     }
     images[c.name] = c.image;
   }

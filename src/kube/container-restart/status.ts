@@ -1,11 +1,12 @@
 // The status of a ContainerRestart, computed from the agent's operation record: pure functions of their inputs.
 import type { Operation, OperationState } from '../../engine/operation.js';
+import { Reasons } from '../../engine/reasons.js';
 import type { ContainerRestart, ContainerRestartCondition, ContainerRestartPhase, ContainerRestartStatus } from './types.js';
 
 /** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
 export const SUCCEEDED_CONDITION = 'Succeeded';
 
-/** Reason of a request the agent refused without touching anything. */
+/** Reason of a request the agent refused without touching anything, when the refusal carries no reason of its own. */
 export const REASON_REFUSED = 'Refused';
 
 const PHASE: Record<OperationState, ContainerRestartPhase> = {
@@ -58,6 +59,7 @@ export function refusedStatus(cr: ContainerRestart, message: string, nodeName: s
     startTime: cr.status?.startTime ?? now,
     completionTime: now,
     message,
+    reason,
     conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'False', reason, message }, now)],
   };
 }
@@ -67,11 +69,13 @@ export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeNam
   const phase = phaseOf(op.state);
   const finished = phase === 'Succeeded' || phase === 'Failed';
   const message = op.error ?? op.containers.find((c) => c.error)?.error;
+  // The operation's reason, set where it failed (a constant of engine/reasons.ts).
+  const reason = phase === 'Failed' ? (op.reason ?? op.containers.find((c) => c.reason)?.reason ?? Reasons.ReplacementFailed) : undefined;
   const cond: Omit<ContainerRestartCondition, 'lastTransitionTime'> =
     phase === 'Succeeded'
       ? { type: SUCCEEDED_CONDITION, status: 'True', reason: 'Succeeded', message: 'every container restarted and verified' }
       : phase === 'Failed'
-        ? { type: SUCCEEDED_CONDITION, status: 'False', reason: op.state, message: message ?? op.state }
+        ? { type: SUCCEEDED_CONDITION, status: 'False', reason, message: message ?? op.state }
         : { type: SUCCEEDED_CONDITION, status: 'Unknown', reason: op.state, message: `operation ${op.state}` };
   const status: ContainerRestartStatus = {
     phase,
@@ -85,6 +89,7 @@ export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeNam
     completionTime: finished ? (cr.status?.completionTime ?? op.finishedAt ?? now) : undefined,
     summary: op.containers.map((c) => `${c.name}:${c.step}`).join(','),
     message,
+    reason,
     containers: op.containers.map((c) => ({
       name: c.name,
       state: c.step,
@@ -95,6 +100,7 @@ export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeNam
       exitCode: c.exitCode,
       downtimeMilliseconds: c.downtimeMs,
       message: c.error,
+      reason: c.reason,
     })),
     conditions: [condition(cr.status, cond, now)],
   };

@@ -46,6 +46,8 @@ export interface ContainerRestartContainerStatus {
   exitCode?: number;
   downtimeMilliseconds?: number;
   message?: string;
+  /** Why this container failed or was rolled back (a constant of engine/reasons.ts). */
+  reason?: string;
 }
 
 /** A Kubernetes-style condition. */
@@ -69,6 +71,8 @@ export interface ContainerRestartStatus {
   podIP?: string;
   summary?: string;
   message?: string;
+  /** Why the request failed or was refused (a constant of engine/reasons.ts); also the condition's reason. */
+  reason?: string;
   observedGeneration?: number;
   startTime?: string;
   completionTime?: string;

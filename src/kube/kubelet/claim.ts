@@ -5,6 +5,7 @@ import { AgentError, asAgentError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';
 import { KUBELET_POD_UID_LABEL, type PlannedTarget } from '../../engine/restart-plan.js';
+import { RefusalReasons as R } from '../../engine/reasons.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Pod } from '../../runtime/types.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
@@ -38,20 +39,20 @@ export class KubeletClaims {
       apiPod = await this.d.cache.read(ns, name);
     } catch (err) {
       if (!AgentError.is(err, 'NotFound')) throw err;
-      throw new AgentError('FailedPrecondition', `pod ${pod.name} is managed by a kubelet but the API server does not know it; nothing was touched`);
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} is managed by a kubelet but the API server does not know it; nothing was touched`, { reason: R.PodNotInApiServer });
     }
     // A static pod runs under the uid the kubelet derived from its file, which its mirror pod records in the
     // kubernetes.io/config.mirror annotation (the mirror's own uid is another).
     if ((apiPod.metadata?.annotations?.['kubernetes.io/config.mirror'] ?? apiPod.metadata?.uid) !== uid) {
-      throw new AgentError('FailedPrecondition', `pod ${pod.name} in the API server (uid ${apiPod.metadata?.uid}) is not the one on this node (uid ${uid}); nothing was touched`);
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} in the API server (uid ${apiPod.metadata?.uid}) is not the one on this node (uid ${uid}); nothing was touched`, { reason: R.PodNotInApiServer });
     }
-    if (apiPod.metadata?.deletionTimestamp) throw new AgentError('FailedPrecondition', `pod ${pod.name} is being deleted; nothing was touched`);
+    if (apiPod.metadata?.deletionTimestamp) throw new AgentError('FailedPrecondition', `pod ${pod.name} is being deleted; nothing was touched`, { reason: R.PodNotInApiServer });
     const spec = specContainer(apiPod, target.name);
     const same = !req.images[target.name] || req.images[target.name] === spec?.container.image;
     const refusal = kubeletRefusal(apiPod, target.name, same);
-    if (refusal) throw new AgentError('FailedPrecondition', `${refusal}; nothing was touched`);
+    if (refusal) throw new AgentError('FailedPrecondition', `${refusal}; nothing was touched`, { reason: R.KubeletWouldNotRestart });
     if (!same && apiPod.metadata?.annotations?.['kubernetes.io/config.mirror']) {
-      throw new AgentError('FailedPrecondition', `pod ${pod.name} is a static pod: its spec cannot be changed through the API server, so its image cannot be; nothing was touched`);
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} is a static pod: its spec cannot be changed through the API server, so its image cannot be; nothing was touched`, { reason: R.KubeletWouldNotRestart });
     }
     if (same && !req.skipPreStop && spec) checkPreStop(spec.container);
     // The runtime knows the image by the id the kubelet resolved; the pod spec's reference is the one to keep.

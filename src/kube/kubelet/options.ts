@@ -15,8 +15,11 @@ export const KubeletSteps = [...CommonSteps, 'Draining', 'PreStop', 'Stopping', 
 /** One of KubeletSteps. */
 export type KubeletStep = (typeof KubeletSteps)[number];
 
-/** What a failed image change leads to: Rollback patches the old image back; Fail leaves it (see docs/kubernetes.md). */
-export type FailurePolicy = 'Fail' | 'Ignore' | 'Rollback';
+/**
+ * What a failed image change leads to: Rollback patches the old image back; Fail leaves it. Either way the
+ * operation stops at that container (see docs/kubernetes.md).
+ */
+export type FailurePolicy = 'Fail' | 'Rollback';
 
 /** The request fields only the kubelet strategy reads. */
 export interface KubeletOptions {

@@ -4,6 +4,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation } from '../../engine/operation.js';
+import { Reasons } from '../../engine/reasons.js';
 import type { ConditionWriter } from '../condition-writer.js';
 import { containerStatus } from '../container-status.js';
 import type { KubeApi } from '../kube-api.js';
@@ -63,12 +64,14 @@ export class RestartReport {
     const notRunning = mine.filter((c) => containerStatus(pod, c.name)?.state?.running === undefined);
     const rolledBack = mine.filter((c) => c.step === 'RolledBack' && c.rollbackId !== '');
     const why = op.error ?? 'the restart failed';
+    // A Warning Event's reason is the failure's own (a constant of engine/reasons.ts), as in every other output.
+    const reasonOf = (c: ContainerTarget) => c.reason ?? op.reason ?? Reasons.ReplacementFailed;
     if (notRunning.length > 0) {
       await this.d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.RestartFailed, message: `${notRunning.map((c) => c.name).join(', ')} not running: ${why}` });
-      for (const c of notRunning) await this.d.events.record(pod, c.name, 'Warning', EventReasons.RestartFailed, `Restart of container ${c.name} (image ${c.newImage}) failed: ${c.error ?? why}`);
+      for (const c of notRunning) await this.d.events.record(pod, c.name, 'Warning', reasonOf(c), `Restart of container ${c.name} (image ${c.newImage}) failed: ${c.error ?? why}`);
       return;
     }
-    for (const c of rolledBack) await this.d.events.record(pod, c.name, 'Warning', EventReasons.RolledBack, `Rolled container ${c.name} back to image ${c.oldImage}: ${c.error ?? why}`);
+    for (const c of rolledBack) await this.d.events.record(pod, c.name, 'Warning', reasonOf(c), `Rolled container ${c.name} back to image ${c.oldImage}: ${c.error ?? why}`);
     await this.d.conditions.set(ns, name, {
       status: 'True',
       reason: rolledBack.length > 0 ? ConditionReasons.RolledBack : ConditionReasons.Ready,

@@ -89,9 +89,11 @@ export class KubeletStrategy implements RestartStrategy {
     const same = t.newImage === t.oldImage;
     // Steps entered by this call, as opposed to steps read back from the journal after a restart.
     const entered = new Set<string>();
+    // Stopping and Patching skip the directory fsync: off the path to the kubelet. A power loss that brings back
+    // the record before them repeats an idempotent call (a stop of a stopped container, a patch to the same image).
     const enter = async (s: KubeletStep) => {
       entered.add(s);
-      await ctx.step(s, { sync: s !== 'Stopping' });
+      await ctx.step(s, { sync: s !== 'Stopping' && s !== 'Patching' });
     };
     let pod = await this.cache.fresh(ns, name, ctx.deadline);
     const spec = specContainer(pod, t.name)?.container;
@@ -170,7 +172,7 @@ export class KubeletStrategy implements RestartStrategy {
             break;
           case 'Verifying':
             try {
-              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId]);
+              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline);
             } catch (err) {
               if (!(err instanceof VerifyFailed)) throw err;
               t.error = err.message;
@@ -189,11 +191,12 @@ export class KubeletStrategy implements RestartStrategy {
             ctx.mark('Done');
             return true;
           case 'RollingBack': {
-            // The old image is put back past the deadline too: the container may be down meanwhile.
-            await this.actions.patchImage(ns, name, t.name, t.oldImage, Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS));
+            // The old image is put back, and seen running, past the deadline too: the container may be down meanwhile.
+            const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS);
+            await this.actions.patchImage(ns, name, t.name, t.oldImage, until);
             try {
               const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
-              t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, true);
+              t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, until, true);
             } catch (err) {
               t.reason = Reasons.RollbackFailed;
               t.error = `${t.error ?? 'the new image failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;

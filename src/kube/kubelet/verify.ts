@@ -51,9 +51,10 @@ export class Verifier {
 
   /**
    * Waits until a new instance (an id not in `notIds`) of the container runs `image`, for minReady, and is Ready
-   * when it has a readiness probe. Returns the new instance's id; throws VerifyFailed when it failed.
+   * when it has a readiness probe, by `deadline` (epoch ms). Returns the new instance's id; throws VerifyFailed
+   * when it failed.
    */
-  async verify(op: Operation, t: ContainerTarget, ctx: StepContext, image: string, notIds: string[], rollingBack = false): Promise<string> {
+  async verify(op: Operation, t: ContainerTarget, ctx: StepContext, image: string, notIds: string[], deadline: number, rollingBack = false): Promise<string> {
     const [ns, name] = splitName(op.podName);
     const issuedAt = Date.parse(t.steps.filter((s) => s.step === 'Stopping' || s.step === 'Patching' || s.step === 'RollingBack').at(-1)?.at ?? '') || this.d.clock.now();
     let seen: { id: string; since: number } | undefined;
@@ -71,8 +72,8 @@ export class Verifier {
         }
         if (t.newImage !== t.oldImage) throw new VerifyFailed(Reasons.Cancelled, `cancelled before a new instance of "${t.name}" ran; its old image ${t.oldImage} is put back`);
       }
-      if (this.d.clock.now() > ctx.deadline) {
-        throw new VerifyFailed(Reasons.Deadline, `no new instance of "${t.name}" (image ${image}) was verified before the operation's deadline${t.waiting ? `; last seen: ${t.waiting}` : ''}`);
+      if (this.d.clock.now() > deadline) {
+        throw new VerifyFailed(Reasons.Deadline, `no new instance of "${t.name}" (image ${image}) was verified before the ${rollingBack ? "rollback's" : "operation's"} deadline${t.waiting ? `; last seen: ${t.waiting}` : ''}`);
       }
       let pod: V1Pod;
       try {
@@ -118,8 +119,8 @@ export class Verifier {
           this.d.log.warn('kubelet back-off seen', { op: op.id, container: t.name, until: obs.until?.toISOString(), message: obs.message });
           await this.d.events.record(pod, t.name, 'Warning', EventReasons.BackOff, `Back-off restarting container ${t.name}: next start ${obs.until ? `at ${obs.until.toISOString()}` : 'unknown'}`);
         }
-        if (obs.until && obs.until.getTime() > ctx.deadline) {
-          throw new VerifyFailed(Reasons.Deadline, `${note}, after the operation's deadline ${new Date(ctx.deadline).toISOString()}`);
+        if (obs.until && obs.until.getTime() > deadline) {
+          throw new VerifyFailed(Reasons.Deadline, `${note}, after the ${rollingBack ? "rollback's" : "operation's"} deadline ${new Date(deadline).toISOString()}`);
         }
       }
       const left = seen ? op.request.minReadyMs - (this.d.clock.now() - seen.since) : Infinity;

@@ -1,0 +1,196 @@
+// One reason from where a failure happens to every output (issue 17), on the project's real one-node cluster:
+// a crash, a pull failure, a timeout and a refusal, each asked for with a ContainerRestart of a kubelet-managed
+// pod, show the same fixed word in the agent's gRPC operation view, the ContainerRestart status (top level, per
+// container and as the Succeeded condition's reason), the pod's Warning Event, the metrics' reason label and,
+// for the pull failure, the ImagePrewarm/NodePrewarm status. Where an output does not apply it is said so.
+import assert from 'node:assert/strict';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
+import { AgentClient } from '../../src/api/client.js';
+import { AgentError } from '../../src/errors.js';
+import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import type { ContainerRestart, ContainerRestartSpec } from '../../src/kube/container-restart/types.js';
+import type { ImagePrewarm, NodePrewarm } from '../../src/fleet/types.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const env = kubeEnv();
+const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
+
+describe('one reason end to end: crash, pull failure, timeout, refusal (real cluster)', function () {
+  this.timeout(240_000);
+  const kc = new KubeConfig();
+  let core: CoreV1Api;
+  let custom: CustomObjectsApi;
+  let api: ContainerRestartApi;
+  let ns = '';
+  let agent: AgentProcess | undefined;
+  let fleetAgent: AgentProcess | undefined;
+  let metricsAddr = '';
+  const fleetNode = `ireason-${process.pid}`;
+  const prewarm = `ireason-${process.pid}`;
+  const registry = env.sandbox.images.appV1.split('/')[0];
+  const missing = `${registry}/inplace/none:missing-${process.pid}`;
+
+  const pod = async (name: string): Promise<V1Pod> => {
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: { metadata: { name }, spec: { nodeName: env.nodeName, terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: env.sandbox.images.appV1 }] } },
+    });
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const p = await core.readNamespacedPod({ name, namespace: ns });
+      if (p.status?.containerStatuses?.[0]?.state?.running) return p;
+      if (Date.now() > deadline) throw new Error(`pod ${name} not running: ${JSON.stringify(p.status)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  };
+
+  /** Runs a ContainerRestart to its end and returns it. */
+  const run = async (name: string, spec: ContainerRestartSpec): Promise<ContainerRestart> => {
+    await api.create(containerRestart(ns, name, spec));
+    return waitForStatus(api, ns, name, (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed', 120_000);
+  };
+
+  /** The agent's own view of an operation, over gRPC. */
+  const view = async (id: string) => {
+    const c = new AgentClient(`unix://${agent?.socket}`);
+    try {
+      return await c.getOperation(id);
+    } finally {
+      c.close();
+    }
+  };
+
+  /** The Warning Events the agent recorded on a pod. */
+  const warnings = async (podName: string): Promise<CoreV1Event[]> => {
+    const list = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${podName}` });
+    return list.items.filter((e) => e.type === 'Warning' && e.source?.component === 'inplace-agent');
+  };
+
+  /** The metrics' finished-operations counter for a state and reason. */
+  const finishedCount = async (state: string, reason: string): Promise<number> => {
+    const text = await (await fetch(`http://${metricsAddr}/metrics`)).text();
+    const line = text.split('\n').find((l) => l.startsWith('inplace_operations_total{') && l.includes(`state="${state}"`) && l.includes(`reason="${reason}"`));
+    return line ? Number(line.split(' ').at(-1)) : 0;
+  };
+
+  /** The same word in the status (top, container, condition) and in the agent's operation view. */
+  const sameEverywhere = async (cr: ContainerRestart, reason: string) => {
+    const st = cr.status;
+    assert.equal(st?.phase, 'Failed', JSON.stringify(st));
+    assert.equal(st?.reason, reason, JSON.stringify(st));
+    assert.equal(st?.conditions?.find((c) => c.type === 'Succeeded')?.reason, reason);
+    const op = await view(st?.operationId ?? '');
+    assert.equal(op.reason, reason, 'gRPC operation view');
+    return op;
+  };
+
+  before(async function () {
+    await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
+      kc.loadFromFile(env.kubeconfig);
+      core = kc.makeApiClient(CoreV1Api);
+      await core.readNode({ name: env.nodeName });
+    });
+    custom = kc.makeApiClient(CustomObjectsApi);
+    await applyCrd(kc);
+    await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
+    api = new ContainerRestartApi(kc);
+    ns = await createNamespace(kc, 'kreason');
+    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', env.kubeconfig, '--node-name', env.nodeName, '--watch-namespace', ns, '--no-fleet-prewarm', '--metrics-addr', '127.0.0.1:0', '--min-ready', '500ms']);
+    metricsAddr = /metrics and probes listening address=(\S+)/.exec(agent.log())?.[1] ?? '';
+    assert.ok(metricsAddr, agent.log());
+  });
+
+  afterEach(function () {
+    if (this.currentTest?.state === 'failed') process.stderr.write(`--- agent (last lines)\n${agent?.log().split('\n').slice(-30).join('\n')}\n`);
+  });
+
+  after(async () => {
+    await agent?.stop();
+    await fleetAgent?.stop();
+    await custom?.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm }).catch(() => undefined);
+    await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: fleetNode }).catch(() => undefined);
+    if (core) await deleteNodes(kc, [fleetNode]);
+    if (ns) await deleteNamespace(kc, ns);
+  });
+
+  it('a crash: ReplacementExitedDuringMinReady in the operation, the status, its condition, the container, the Event and the metrics', async () => {
+    const p = await pod('crash');
+    const cr = await run('crash', { podName: 'crash', containers: [{ name: 'app', image: env.sandbox.images.crash }], strategy: { minReadySeconds: 3, failurePolicy: 'Rollback' } });
+    const reason = 'ReplacementExitedDuringMinReady';
+    const op = await sameEverywhere(cr, reason);
+    assert.equal(cr.status?.containers?.[0]?.reason, reason);
+    assert.equal(op.containers[0].reason, reason);
+    assert.equal(op.containers[0].step, 'RolledBack');
+    const ev = await warnings(p.metadata?.name ?? '');
+    assert.deepEqual([...new Set(ev.map((e) => e.reason))], [reason], JSON.stringify(ev.map((e) => [e.reason, e.message])));
+    assert.equal(await finishedCount('Failed', reason), 1);
+  });
+
+  it('a pull failure: ImagePullFailed in the operation, the status, its condition and the metrics (nothing touched: no Event), and in the pre-warm status', async () => {
+    const p = await pod('pull');
+    const cr = await run('pull', { podName: 'pull', containers: [{ name: 'app', image: missing }] });
+    const reason = 'ImagePullFailed';
+    const op = await sameEverywhere(cr, reason);
+    assert.equal(op.state, 'Failed');
+    assert.equal(op.containers[0].step, 'Waiting', 'nothing was touched');
+    assert.deepEqual(await warnings(p.metadata?.name ?? ''), [], 'no Event: the pod was not touched');
+    assert.equal(await finishedCount('Failed', reason), 1);
+
+    // The same image pre-warmed by an agent that takes part in the fleet pre-warm, as a node of its own.
+    await ensureNode(kc, fleetNode, { 'inplace-agent.test/reasons': `${process.pid}` });
+    fleetAgent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', env.kubeconfig, '--node-name', fleetNode, '--watch-namespace', `${ns}-none`, '--fleet-namespace', ns, '--fleet-poll', '300ms', '--fleet-backoff', '300ms']);
+    await custom.createClusterCustomObject({
+      ...G,
+      plural: 'imageprewarms',
+      body: { apiVersion: 'inplace-agent.io/v1alpha1', kind: 'ImagePrewarm', metadata: { name: prewarm }, spec: { images: [missing], nodeSelector: { 'inplace-agent.test/reasons': `${process.pid}` }, backoffLimit: 0 } },
+    });
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const pw = (await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm })) as ImagePrewarm;
+      const np = (await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: fleetNode }).catch(() => undefined)) as NodePrewarm | undefined;
+      const img = np?.status?.prewarms?.[prewarm]?.images[0];
+      const failed = pw.status?.failedNodes?.find((f) => f.node === fleetNode);
+      if (img?.phase === 'Failed' && failed) {
+        assert.equal(img.reason, reason, JSON.stringify(img));
+        assert.equal(failed.reason, reason, JSON.stringify(failed));
+        assert.match(failed.message ?? '', new RegExp(missing.replace(/[.:/]/g, '.')));
+        assert.doesNotMatch(failed.message ?? '', /^ImagePullFailed/, 'the reason is a field, not a prefix');
+        break;
+      }
+      if (Date.now() > deadline) throw new Error(`pre-warm did not fail: ${JSON.stringify({ pw: pw.status, np: np?.status })}\n${fleetAgent.log().split('\n').slice(-20).join('\n')}`);
+      await new Promise((r) => setTimeout(r, 300));
+    }
+  });
+
+  it('a timeout: DeadlineExceeded in the operation, the status, its condition, the container, the Event and the metrics', async () => {
+    const p = await pod('slow');
+    const cr = await run('slow', { podName: 'slow', containers: [{ name: 'app', image: env.sandbox.images.appV2 }], strategy: { minReadySeconds: 60, failurePolicy: 'Rollback' }, activeDeadlineSeconds: 10 });
+    const reason = 'DeadlineExceeded';
+    const op = await sameEverywhere(cr, reason);
+    assert.equal(cr.status?.containers?.[0]?.reason, reason);
+    assert.equal(op.containers[0].reason, reason);
+    const ev = await warnings(p.metadata?.name ?? '');
+    assert.deepEqual([...new Set(ev.map((e) => e.reason))], [reason], JSON.stringify(ev.map((e) => [e.reason, e.message])));
+    assert.equal(await finishedCount('Failed', reason), 1);
+  });
+
+  it('a refusal: ContainerNotFound in the status and its condition, and from the gRPC Restart call (no operation: no Event, no metric)', async () => {
+    const p = await pod('refuse');
+    const cr = await run('refuse', { podName: 'refuse', containers: [{ name: 'nope' }] });
+    const reason = 'ContainerNotFound';
+    assert.equal(cr.status?.reason, reason, JSON.stringify(cr.status));
+    assert.equal(cr.status?.conditions?.find((c) => c.type === 'Succeeded')?.reason, reason);
+    const c = new AgentClient(`unix://${agent?.socket}`);
+    try {
+      await assert.rejects(c.restart({ pod: `${ns}/refuse`, containers: ['nope'] }), (err: unknown) => err instanceof AgentError && err.reason === reason);
+    } finally {
+      c.close();
+    }
+    assert.deepEqual(await warnings(p.metadata?.name ?? ''), []);
+  });
+});
