@@ -1,17 +1,21 @@
 // `npm run bench:restart`: in-place restart through the agent versus the raw CRI sequence and versus
 // recreating the whole pod, on the sandbox's containerd, all in one run; plus the agent's memory.
+// `npm run bench:restart -- --runtime docker`: on the sandbox's dockerd, the agent versus `docker restart` and
+// versus compose's recreate (docker stop, docker rm, docker run with the same config), rounds interleaved.
 // Needs the sandbox up (`sudo scripts/sandbox up`). Rounds: BENCH_ROUNDS (default 20).
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import { AgentClient } from '../src/api/client.js';
 import type { OperationView as Operation } from '../src/api/convert.js';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../test/testbed/cri-pods.js';
 import type { TestPod, TestPodSpec } from '../test/testbed/pod-fixture.js';
 import { sandboxEnv } from '../test/testbed/sandbox-env.js';
+import { dockerBench } from './restart-docker.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const env = sandboxEnv();
@@ -170,7 +174,10 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
+const { values: cli } = parseArgs({ options: { runtime: { type: 'string', default: 'cri' } } });
+if (cli.runtime !== 'cri' && cli.runtime !== 'docker') throw new Error(`--runtime takes cri or docker, not "${cli.runtime}"`);
+
+(cli.runtime === 'docker' ? dockerBench(ROUNDS, GRACE) : main()).then(
   () => process.exit(0),
   (err: unknown) => {
     process.stderr.write(`bench:restart failed: ${err instanceof Error ? err.stack : String(err)}\n`);

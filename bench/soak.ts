@@ -30,6 +30,7 @@ import { CRI_NAMESPACE } from '../src/runtime/types.js';
 import { CriPodFixture } from '../test/testbed/cri-pods.js';
 import type { TestPod } from '../test/testbed/pod-fixture.js';
 import { sandboxEnv } from '../test/testbed/sandbox-env.js';
+import { agentNodeFlags } from './agent-launch.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const env = sandboxEnv();
@@ -87,12 +88,6 @@ interface Agent {
   stateDir: string;
   logFile: string;
   stop(): Promise<void>;
-}
-
-/** The node flags the agent's own launcher line (its shebang) gives, so the agent runs here as installed. */
-function agentNodeFlags(): string[] {
-  const first = fs.readFileSync(path.join(root, 'dist/src/daemon/main.js'), 'utf8').split('\n', 1)[0];
-  return first.replace(/^#!\/usr\/bin\/env -S node\s*/, '').split(/\s+/).filter((f) => f.startsWith('--'));
 }
 
 async function startAgent(work: string, name: string, retention = RETENTION): Promise<Agent> {

@@ -1,6 +1,6 @@
 // The API server calls of `inplacectl prewarm`, in a module of their own so that inplacectl loads the Kubernetes
 // client only when a prewarm command runs.
-import * as k8s from '@kubernetes/client-node';
+import * as k8s from '../kube/client.js';
 import { AgentError } from '../errors.js';
 import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
 import { serverMessage } from '../kube/api-error.js';

@@ -6,7 +6,7 @@ import { collect } from './args.js';
 import { loadTarget } from './kube-target.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../kube/client.js';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
 export class PrewarmUsageError extends Error {}

@@ -1,5 +1,5 @@
 // Starts the fleet pre-warm when the agent runs in Kubernetes mode (a kubeconfig and a node name).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../kube/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';

@@ -1,8 +1,11 @@
-#!/usr/bin/env -S node --max-semi-space-size=4
+#!/usr/bin/env -S node --max-semi-space-size=1 --v8-pool-size=1 --optimize-for-size
 // inplace-agent: the node daemon's entry point. Parses flags, starts the daemon, drains on SIGTERM/SIGINT.
-// V8's young generation is kept at 4 MiB per semi-space (16 by default): under a burst of 200 requests the
-// peak RSS is about 30 MiB lower for a little more GC work (bench:soak; README). Launchers that run
-// `node main.js` themselves pass the same flag (scripts/kube-deploy-agent, bench/soak.ts).
+// Node flags for a small, mostly idle daemon (bench:rss, bench:soak; docs/benchmarks.md): V8's young generation
+// is kept at 1 MiB per semi-space (16 by default; idle RSS about 6 MiB lower, and a burst of 200 requests peaks
+// no higher, for more frequent minor GCs), V8 gets one worker thread instead of one per core (about 1 MiB), and
+// V8 favours memory over speed (--optimize-for-size: about 3 MiB; the agent waits on runtimes, not on its JS).
+// Launchers that run `node main.js` themselves read these flags from this line (scripts/kube-deploy-agent,
+// bench/agent-launch.ts).
 import { readFileSync } from 'node:fs';
 import { createLogger } from '../log.js';
 import { asAgentError } from '../errors.js';

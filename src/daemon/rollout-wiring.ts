@@ -1,5 +1,5 @@
 // Starts the rollout coordinator when the agent runs in Kubernetes mode (a kubeconfig and a node name).
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '../kube/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';

@@ -1,6 +1,6 @@
 // What the fleet pre-warm needs from the Kubernetes API, as one small interface, and its implementation on
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
-import * as k8s from '@kubernetes/client-node';
+import * as k8s from '../kube/client.js';
 import { apiStatusCode } from '../kube/api-error.js';
 import { followList, type FollowFailure } from '../kube/list-follower.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';

@@ -2,7 +2,7 @@
 // SubjectAccessReview per needed permission, for the user recorded in the object (name, uid, groups, extra as
 // recorded). A request whose creator lacks a permission is refused with reason Forbidden, naming it, before
 // anything is touched. Needs `create subjectaccessreviews` (deploy/rbac.yaml).
-import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AuthorizationV1Api, type KubeConfig } from './client.js';
 import { AgentError } from '../errors.js';
 import { apiStatusCode, kubeError } from './api-error.js';
 import { permissionText, type Need, type Permission } from './request-permissions.js';

@@ -2,7 +2,7 @@
 // the condition says something else. The writes to one pod run one after another in the order they were asked
 // for, so a caller may go on without waiting for one (a restart does not wait for its Restarting write) and a
 // later write still lands after it. An API server that is briefly away is tried again.
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from './client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';

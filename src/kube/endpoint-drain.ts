@@ -2,7 +2,7 @@
 // NotReady and the EndpointSlice controller marks its address not ready, so Services stop sending it traffic.
 // This waits, by watching the slices (not a fixed sleep), until the address is no longer a ready endpoint of
 // any slice that held it, bounded by the drain time.
-import type { V1EndpointSlice } from '@kubernetes/client-node';
+import type { V1EndpointSlice } from './client.js';
 import type { Clock } from '../clock.js';
 import type { KubeApi } from './kube-api.js';
 

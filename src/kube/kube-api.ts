@@ -10,7 +10,7 @@ import {
   type KubeConfig,
   type V1EndpointSlice,
   type V1Pod,
-} from '@kubernetes/client-node';
+} from './client.js';
 import { AgentError, type ErrorKind } from '../errors.js';
 
 /** What the agent reads and writes through the API server. Every method throws AgentError. */

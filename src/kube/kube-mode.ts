@@ -1,6 +1,6 @@
 // Kubernetes mode, assembled: this node's pods watched, the readiness-gate condition kept, and the kubelet
 // restart strategy the engine uses for kubelet-managed containers.
-import type { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from './client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';

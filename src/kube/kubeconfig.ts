@@ -1,5 +1,5 @@
 // Loads the Kubernetes client configuration from where kubeconfig-source.ts found it.
-import { KubeConfig } from '@kubernetes/client-node';
+import { KubeConfig } from './client.js';
 import { AgentError } from '../errors.js';
 import { kubeConfigSource, type KubeConfigSource } from './kubeconfig-source.js';
 

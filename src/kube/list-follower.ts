@@ -4,7 +4,7 @@
 // that succeeded and on each change after it, never an empty list made up from a failed one. An answer that
 // will not change by retrying soon (403: not permitted; 404: the resource is not served, e.g. its CRD is not
 // installed) is retried at a long interval instead.
-import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '@kubernetes/client-node';
+import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from './client.js';
 import { Backoff } from '../pull/backoff.js';
 import { apiStatusCode } from './api-error.js';
 import { systemClock } from '../clock.js';

@@ -2,7 +2,7 @@
 // alive by its own restart-with-backoff. The client's ListWatch re-lists by itself on 410 Gone; every other
 // failure ends the watch, and this class starts it again after a growing delay.
 import { EventEmitter } from 'node:events';
-import { CoreV1Api, ListWatch, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, ListWatch, Watch, type KubeConfig, type V1Pod } from './client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { Backoff } from '../pull/backoff.js';

@@ -4,7 +4,7 @@
 // events of one pod are written one after another in the order they were recorded, so a caller need not wait
 // for a write (a restart does not wait on its events) to keep them in order.
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Pod } from './client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';

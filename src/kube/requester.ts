@@ -2,7 +2,7 @@
 // carry it in spec.requester: written at admission from request.userInfo by deploy/admission-requester.yaml (a
 // MutatingAdmissionPolicy) and checked against it by deploy/admission-policy.yaml; inplacectl fills it itself for
 // clusters without those policies. The agent acts for this user, never with its own rights alone.
-import { AuthenticationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AuthenticationV1Api, type KubeConfig } from './client.js';
 import { kubeError } from './api-error.js';
 
 /** The user a request object was created by, as the API server authenticated them. */

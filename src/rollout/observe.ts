@@ -1,6 +1,6 @@
 // From API objects to the planner's views (the one place that reads workload, revision, pod, ContainerRestart
 // and ImagePrewarm fields for a rollout).
-import type { V1ControllerRevision, V1Pod } from '@kubernetes/client-node';
+import type { V1ControllerRevision, V1Pod } from '../kube/client.js';
 import type { ContainerRestart } from '../kube/container-restart/types.js';
 import type { ImagePrewarm } from '../fleet/types.js';
 import type { PodView, PrewarmView, RestartView, RevisionView, WorkloadView } from './plan.js';

@@ -226,6 +226,7 @@ export function planRollout(input: PlanInput): Plan {
   const blocked: string[] = [];
   type Candidate = { pod: PodView; images: { name: string; image: string }[]; fallback?: string };
   const candidates: Candidate[] = [];
+  const unscheduled: string[] = [];
   const imagesToWarm = new Set<string>();
   // Once any pod of this revision was given a ContainerRestart, the pre-warm is behind us.
   const started = restartOf.size > 0;
@@ -240,6 +241,11 @@ export function planRollout(input: PlanInput): Plan {
     }
     if (r && r.phase !== 'Succeeded') {
       inFlight.add(p.name);
+      continue;
+    }
+    // Not on a node (yet): no agent could update it. It stays behind, and unavailable, until it is scheduled.
+    if (!p.nodeName) {
+      unscheduled.push(p.name);
       continue;
     }
     const wanted = (target.template.spec?.containers ?? []).filter((c) => c.image);
@@ -305,7 +311,7 @@ export function planRollout(input: PlanInput): Plan {
     blocked.push(...cannot.map((c) => `pod ${c.pod.name}: ${c.fallback}`));
     return finish('Paused', REASON.notInPlace, `cannot update in place (fallback Pause): ${blocked.join('; ')}`, 'False');
   }
-  if (candidates.length === 0 && inFlight.size === 0) {
+  if (candidates.length === 0 && inFlight.size === 0 && unscheduled.length === 0) {
     const scope = partition > 0 ? ` (partition ${partition}: ${live.length - inScope.size} pods keep their revision)` : '';
     return finish('Succeeded', REASON.complete, `${updated} of ${live.length} pods at revision ${target.hash}${scope}`, 'False');
   }
@@ -334,7 +340,8 @@ export function planRollout(input: PlanInput): Plan {
     else actions.push({ kind: 'restart', name: restartName(rollout.metadata.name, c.pod.name, target.revision), pod: c.pod.name, podUid: c.pod.uid, containers: c.images, revisionHash: target.hash, revisionNumber: target.revision });
   }
   const toGo = candidates.filter((c) => !inFlight.has(c.pod.name)).length;
-  return finish('Progressing', REASON.updating, `${updated} of ${live.length} pods updated, ${inFlight.size} in flight, ${toGo} waiting (maxUnavailable ${maxUnavailable})`, 'True');
+  const notOnANode = unscheduled.length > 0 ? `, ${unscheduled.length} not on a node yet (${unscheduled.join(', ')})` : '';
+  return finish('Progressing', REASON.updating, `${updated} of ${live.length} pods updated, ${inFlight.size} in flight, ${toGo} waiting${notOnANode} (maxUnavailable ${maxUnavailable})`, 'True');
 }
 
 /** The pod patch that finishes an update: the new revision's labels, annotations and revision labels. */

@@ -1,8 +1,9 @@
 // What the rollout coordinator and `inplacectl rollout` read and write through the API server, behind one small
 // interface, on @kubernetes/client-node. Every method throws AgentError (kubeError); a get answers undefined
 // for a 404.
-import * as k8s from '@kubernetes/client-node';
+import * as k8s from '../kube/client.js';
 import { apiStatusCode, kubeError } from '../kube/api-error.js';
+import { selfRequester, type Requester } from '../kube/requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../fleet/types.js';
 import { IPR_GROUP, IPR_KIND, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
@@ -64,8 +65,17 @@ export class KubeRolloutApi implements RolloutApi {
   private readonly custom: k8s.CustomObjectsApi;
   private readonly core: k8s.CoreV1Api;
   private readonly apps: k8s.AppsV1Api;
+  /** The agent's own identity, recorded as the requester of what it creates (see requester.ts). */
+  private readonly self: () => Promise<Requester>;
 
   constructor(kc: k8s.KubeConfig) {
+    let self: Promise<Requester> | undefined;
+    // Asked once; a failed question is asked again next time.
+    this.self = () =>
+      (self ??= selfRequester(kc).catch((err: unknown) => {
+        self = undefined;
+        throw err;
+      }));
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
@@ -121,8 +131,10 @@ export class KubeRolloutApi implements RolloutApi {
 
   async createRestart(cr: ContainerRestart): Promise<void> {
     const namespace = cr.metadata.namespace ?? 'default';
+    // The agent asks in its own name (deploy/admission-requester.yaml writes the same where it is installed).
+    const body = { ...cr, spec: { ...cr.spec, requester: cr.spec.requester ?? (await this.self()) } };
     await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
-      this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body: cr, fieldManager: FIELD_MANAGER }),
+      this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body, fieldManager: FIELD_MANAGER }),
     );
   }
 
@@ -146,7 +158,7 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   async createPrewarm(pw: ImagePrewarm): Promise<void> {
-    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw };
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw, spec: { ...pw.spec, requester: pw.spec.requester ?? (await this.self()) } };
     await call(`create ImagePrewarm ${pw.metadata.name}`, () => this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }));
   }
 

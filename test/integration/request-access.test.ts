@@ -80,9 +80,9 @@ describe("request objects and their creator's rights (admission policies, the Da
       if (!pods.items.some((p) => !p.metadata?.deletionTimestamp && isReady(p))) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
     });
     // Exactly what deploy/ ships (scripts/kube-deploy-agent applied it; applied again in case an older run left another version).
-    // This checkout's CRDs and policies (other suites may have applied older ones to the shared cluster).
+    // This checkout's CRD, the agent's RBAC and the policies (other suites may have applied older ones to the shared cluster).
     await applyCrd(admin);
-    await applyDeployFiles(admin, POLICY_FILES);
+    await applyDeployFiles(admin, ['rbac.yaml', ...POLICY_FILES]);
     adminCrs = new ContainerRestartApi(admin);
     ns = await createNamespace(admin, 'kacc');
     users.createOnly = await userWithRules(admin, ns, 'create-only', [CR_RULE(['create'])]);

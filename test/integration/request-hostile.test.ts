@@ -167,9 +167,9 @@ describe('hostile request objects: each refused at admission or by the agent, ev
       agentPod = mine.metadata?.name ?? '';
       await fs.access(STATIC_DIR);
     });
-    // This checkout's CRDs and policies (other suites may have applied older ones to the shared cluster).
+    // This checkout's CRD, the agent's RBAC and the policies (other suites may have applied older ones to the shared cluster).
     await applyCrd(admin);
-    await applyDeployFiles(admin, POLICY_FILES);
+    await applyDeployFiles(admin, ['rbac.yaml', ...POLICY_FILES]);
     await applyCrds(admin, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
     crs = new ContainerRestartApi(admin);
     ns = await createNamespace(admin, 'kbad');

@@ -9,7 +9,7 @@ import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/rollout/types.js';
@@ -86,12 +86,15 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
 
   /** Follows the pods of app and the ContainerRestarts of the namespace: the most pods unready at once, and the order of updates. */
   async function sample(app: string, expected: number) {
-    const ready = new Map<string, boolean>();
+    // The pods as they are now, then every change after that list (a watch without a resourceVersion would
+    // begin with one ADDED per pod, and the first of them would look like five pods missing).
+    const list = await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${app}` });
+    const ready = new Map<string, boolean>(list.items.map((p) => [p.metadata?.name ?? '', isReady(p) && !p.metadata?.deletionTimestamp]));
     let maxUnready = 0;
     const order: string[] = [];
     const pw = await new Watch(kc).watch(
       `/api/v1/namespaces/${ns}/pods`,
-      { labelSelector: `app=${app}` },
+      { labelSelector: `app=${app}`, resourceVersion: list.metadata?.resourceVersion },
       (type, p: V1Pod) => {
         const n = p.metadata?.name ?? '';
         if (type === 'DELETED') ready.delete(n);
@@ -101,7 +104,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       },
       () => undefined,
     );
-    const cw = await new Watch(kc).watch(`/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${ns}/${CR_PLURAL}`, {}, (type, cr: ContainerRestart) => {
+    const crList = (await custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns })) as { metadata?: { resourceVersion?: string } };
+    const cw = await new Watch(kc).watch(`/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${ns}/${CR_PLURAL}`, { resourceVersion: crList.metadata?.resourceVersion }, (type, cr: ContainerRestart) => {
       if (type === 'ADDED' && !order.includes(cr.metadata.name ?? '')) order.push(cr.metadata.name ?? '');
     }, () => undefined);
     return {
@@ -304,6 +308,96 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     assert.equal((await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updatedReplicas, REPLICAS);
   });
 
+  /** The DaemonSet's agent pod on a node. */
+  const agentOn = async (node: string) =>
+    (await core.listNamespacedPod({ namespace: AGENT_NS, labelSelector: 'app.kubernetes.io/name=inplace-agent', fieldSelector: `spec.nodeName=${node}` })).items.find((p) => !p.metadata?.deletionTimestamp);
+  /** Kills a node's agent (SIGKILL: no grace, no Lease given back) and waits for its successor to be Ready. */
+  const killAgent = async (node: string) => {
+    const victim = await agentOn(node);
+    assert.ok(victim, `an agent on ${node}`);
+    await core.deleteNamespacedPod({ name: victim.metadata?.name ?? '', namespace: AGENT_NS, gracePeriodSeconds: 0 });
+    return victim.metadata?.uid;
+  };
+  const agentsReady = () =>
+    until('an agent Ready on every node again', 180_000, async () => {
+      for (const n of nodes) {
+        const p = await agentOn(n);
+        if (!p || !isReady(p)) return undefined;
+      }
+      return true;
+    });
+  const coordinationLease = () => kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ name: 'inplace-rollouts-slot-0', namespace: AGENT_NS });
+  /** The StatefulSet's update revision once it has observed its latest template: name and revision number. */
+  const newRevision = () =>
+    until('the StatefulSet to observe its template', 30_000, async () => {
+      const sts = await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns });
+      if (sts.status?.observedGeneration !== sts.metadata?.generation || !sts.status?.updateRevision) return undefined;
+      const cr = await apps.readNamespacedControllerRevision({ name: sts.status.updateRevision, namespace: ns });
+      return { hash: sts.status.updateRevision, number: String(cr.revision) };
+    });
+  const ofRevision = async (rev: { hash: string; number: string }) =>
+    (await restarts()).filter((c) => c.metadata.annotations?.['inplace-agent.io/rollout-revision'] === rev.hash && c.metadata.annotations?.['inplace-agent.io/rollout-revision-number'] === rev.number);
+
+  it('the coordinating agent killed mid-rollout: another takes over within the Lease duration, and the rollout ends with each pod updated once', async () => {
+    const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    const s = await sample('web', REPLICAS);
+    try {
+      await kubectl('set', 'image', 'statefulset/web', `app=${V2}`);
+      const rev = await newRevision();
+      await until('the rollout under way', 60_000, async () => ((await ofRevision(rev)).length > 0 ? true : undefined));
+      const lease = await coordinationLease();
+      const holder = lease.spec?.holderIdentity ?? '';
+      const leaseMs = (lease.spec?.leaseDurationSeconds ?? 15) * 1000;
+      const node = holder.split('/')[0];
+      assert.ok(nodes.includes(node), `the Lease holder ${holder} names a node`);
+      const killedAt = Date.now();
+      await killAgent(node);
+      // Handed over: the Lease renewed after the kill (by another node's agent, or by the restarted one).
+      const renewed = await until('the Lease renewed after the kill', leaseMs + 30_000, async () => {
+        const l = await coordinationLease();
+        const t = l.spec?.renewTime ? new Date(l.spec.renewTime as unknown as string).getTime() : 0;
+        return t > killedAt ? { at: Date.now(), holder: l.spec?.holderIdentity } : undefined;
+      });
+      assert.ok(renewed.at - killedAt <= leaseMs + 2000, `handed over ${renewed.at - killedAt} ms after the kill (Lease ${leaseMs} ms), to ${renewed.holder}`);
+      const done = await settled('web', ['Succeeded'], () => stsRevision('web'));
+      assert.equal(done.status?.updatedReplicas, REPLICAS);
+      const crs = await ofRevision(rev);
+      assert.deepEqual(crs.map((c) => c.spec.podName).sort(), [...before.keys()].sort(), 'one ContainerRestart per pod for the revision');
+      assert.ok(s.maxUnready() <= 1, `at most 1 pod unready at once, across the hand-over; saw ${s.maxUnready()}`);
+    } finally {
+      s.stop();
+    }
+    for (const p of await pods('web')) {
+      assert.equal(p.metadata?.uid, before.get(p.metadata?.name ?? ''));
+      assert.equal(image(p, 'app'), V2);
+    }
+    await agentsReady();
+  });
+
+  it("a node's agent killed mid-pod: the pod's update finishes when the agent is back (its journal), not run twice", async () => {
+    await patchRollout('web', { strategy: { gracePeriodSeconds: 5, minReadySeconds: 8 } });
+    const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    await kubectl('set', 'image', 'statefulset/web', `app=${V1}`);
+    const rev = await newRevision();
+    // A pod in its verification window (minReadySeconds 8): its agent is killed there.
+    const running = await until('a ContainerRestart verifying its new container', 120_000, async () =>
+      (await ofRevision(rev)).find((c) => c.status?.operationState === 'Verifying' && c.status.nodeName),
+    );
+    const node = running.status?.nodeName ?? '';
+    await killAgent(node);
+    await agentsReady();
+    const done = await settled('web', ['Succeeded'], () => stsRevision('web'));
+    assert.deepEqual(done.status?.failures ?? [], []);
+    const cr = (await ofRevision(rev)).find((c) => c.metadata.name === running.metadata.name);
+    assert.equal(cr?.status?.phase, 'Succeeded', JSON.stringify(cr?.status));
+    assert.equal(cr?.status?.operationId, running.status?.operationId, 'the same operation, resumed from the journal');
+    for (const p of await pods('web')) {
+      assert.equal(p.metadata?.uid, before.get(p.metadata?.name ?? ''));
+      assert.equal(image(p, 'app'), V1);
+    }
+    await patchRollout('web', { strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } });
+  });
+
   it('DaemonSet with OnDelete: one pod per node updated in place, updatedNumberScheduled reaches the node count', async () => {
     await apps.createNamespacedDaemonSet({
       namespace: ns,
@@ -314,7 +408,12 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
           updateStrategy: { type: 'OnDelete' },
           template: {
             metadata: { labels: { app: 'ds' } },
-            spec: { terminationGracePeriodSeconds: 5, readinessGates: [{ conditionType: READY_CONDITION }], containers: ['app', ...SIBLINGS].map((c) => ({ name: c, image: V1, args: ['sh', '-c', APP] })) },
+            spec: {
+              terminationGracePeriodSeconds: 5,
+              readinessGates: [{ conditionType: READY_CONDITION }],
+              // Only the cluster's real nodes: other tests register bare Node objects that run nothing.
+              affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes }] }] } } },
+              containers: ['app', ...SIBLINGS].map((c) => ({ name: c, image: V1, args: ['sh', '-c', APP] })) },
           },
         },
       },

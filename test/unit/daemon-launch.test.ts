@@ -15,7 +15,7 @@ describe('daemon launch line', () => {
 
   it('keeps the young generation small, with flags this node accepts', () => {
     assert.match(shebang, /^#!\/usr\/bin\/env -S node /);
-    assert.ok(flags.includes('--max-semi-space-size=4'), shebang);
+    assert.ok(flags.includes('--max-semi-space-size=1'), shebang);
     const r = spawnSync(process.execPath, [...flags, main, '--version'], { encoding: 'utf8' });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /^\d+\.\d+\.\d+/);

@@ -101,6 +101,13 @@ describe('rollout planner', () => {
     assert.deepEqual(kinds(young), [], 'pods Ready for less than minReadySeconds are not available yet');
   });
 
+  it('a pod on no node is left behind (no agent could update it) and counted unavailable', () => {
+    const p = planRollout(input({ rollout: ipr({ maxUnavailable: 2 }), pods: [0, 1, 2, 3, 4, 5].map((i) => pod(i, i === 5 ? { nodeName: undefined, ready: false } : {})) }));
+    assert.deepEqual(kinds(p), ['restart:web-4']);
+    assert.equal(p.status.phase, 'Progressing');
+    assert.match(p.status.message ?? '', /1 not on a node yet \(web-5\)/);
+  });
+
   it('a pod in flight holds the budget; a running ContainerRestart is never doubled', () => {
     const p = planRollout(input({ restarts: [cr('web-5', 'Running')] }));
     assert.deepEqual(kinds(p), []);

@@ -1,6 +1,6 @@
 // The ContainerRestart calls the agent and inplacectl make, over @kubernetes/client-node. Every method throws
 // AgentError (see kubeError).
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '../client.js';
 import { kubeError } from '../api-error.js';
 import { selfRequester, type Requester } from '../requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart, type ContainerRestartStatus } from './types.js';
@@ -23,6 +23,14 @@ export class ContainerRestartApi {
 
   constructor(readonly kc: KubeConfig) {
     this.api = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  /** This kubeconfig's user, asked once (a failed question is asked again next time). */
+  private requester(): Promise<Requester> {
+    return (this.self ??= selfRequester(this.kc).catch((err: unknown) => {
+      this.self = undefined;
+      throw err;
+    }));
   }
 
   private base(namespace: string) {
@@ -56,7 +64,7 @@ export class ContainerRestartApi {
    */
   async create(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
-    const body = cr.spec.requester ? cr : { ...cr, spec: { ...cr.spec, requester: await (this.self ??= selfRequester(this.kc)) } };
+    const body = cr.spec.requester ? cr : { ...cr, spec: { ...cr.spec, requester: await this.requester() } };
     try {
       return (await this.api.createNamespacedCustomObject({ ...this.base(namespace), body })) as ContainerRestart;
     } catch (err) {

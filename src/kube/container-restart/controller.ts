@@ -6,7 +6,7 @@
 // and the engine journals the operation under that id before touching anything. An agent that restarts finds
 // the id in the status and either follows the journaled operation or, if the journal never got it, submits it
 // then. A request whose status says it ran but whose journal record is gone is failed, never run again.
-import { makeInformer, type Informer, type KubeConfig, type ObjectCache } from '@kubernetes/client-node';
+import { makeInformer, type Informer, type KubeConfig, type ObjectCache } from '../client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';

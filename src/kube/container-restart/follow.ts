@@ -1,6 +1,6 @@
 // Follows one ContainerRestart until it finishes: a watch on that object alone, started again (after reading
 // the object) whenever it ends before the object does, so an API server restart only delays the outcome.
-import { Watch } from '@kubernetes/client-node';
+import { Watch } from '../client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import { Backoff } from '../../pull/backoff.js';

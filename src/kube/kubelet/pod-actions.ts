@@ -1,7 +1,7 @@
 // The kubelet strategy's side effects on a pod: drain its address from its EndpointSlices, stop the old
 // instance (the kubelet starts the next), or patch the container's image in the spec (the kubelet recreates
 // exactly that container). Each is safe to repeat.
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '../client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';

@@ -1,6 +1,6 @@
 // The pods the kubelet strategy read last. Planning reads a pod just before the operation runs: the first step
 // uses that read instead of asking the API server again, and a patch's answer replaces it.
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '../client.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import { whileUnavailable } from '../../engine/runtime-wait.js';

@@ -1,7 +1,7 @@
 // What the kubelet strategy tells the cluster about a restart: the pod's readiness-gate condition (Draining,
 // Restarting, then the outcome) and the Events that go with it. Nothing here waits on the restart itself
 // except the outcome, written once the operation has ended.
-import type { V1Pod } from '@kubernetes/client-node';
+import type { V1Pod } from '../client.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';

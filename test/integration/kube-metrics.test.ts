@@ -1,0 +1,200 @@
+// Kubernetes mode's metrics, scraped from /metrics of real agents on the real cluster, before and after the work
+// they count: a ContainerRestart run by the DaemonSet's agent on the first node (restart result and duration,
+// the drain's slices part, API requests by verb), and an ImagePrewarm followed by an agent process that runs as
+// deploy/'s ServiceAccount for a bare Node object of its own (the prewarm's nodes by state).
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import * as k8s from '@kubernetes/client-node';
+import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { READY_CONDITION } from '../../src/kube/ready-condition.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { applyCrds, deleteNodes, ensureNamespace, ensureNode } from '../support/kube-apply.js';
+import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const env = kubeEnv();
+const AGENT_NS = 'inplace-system';
+const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
+const run = randomBytes(3).toString('hex');
+const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
+
+/** The sum of the samples of metric whose labels include every given one (0 when there are none). */
+function sample(text: string, metric: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== metric) continue;
+    const have = Object.fromEntries([...(m[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((x) => [x[1], x[2]]));
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, seen: () => string = () => ''): Promise<T> {
+  const deadline = Date.now() + ms;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''} ${seen()}`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}
+
+async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const port = (srv.address() as net.AddressInfo).port;
+  await new Promise((r) => srv.close(r));
+  return port;
+}
+
+async function scrape(url: string): Promise<string> {
+  const r = await fetch(url);
+  if (!r.ok) throw new Error(`GET ${url}: ${r.status}`);
+  return r.text();
+}
+
+describe('Kubernetes-mode metrics move with the work they count (real cluster)', function () {
+  this.timeout(180_000);
+  const kc = new k8s.KubeConfig();
+  let core: k8s.CoreV1Api;
+  let ns: string | undefined;
+  /** /metrics of the DaemonSet's agent on the first node. */
+  let dsMetrics = '';
+
+  before(async function () {
+    await requireRuntime(this, `the agent's DaemonSet Ready on node ${env.nodeName} (scripts/kube-deploy-agent)`, async () => {
+      kc.loadFromFile(env.kubeconfig);
+      core = kc.makeApiClient(k8s.CoreV1Api);
+      const pods = await core.listNamespacedPod({ namespace: AGENT_NS, fieldSelector: `spec.nodeName=${env.nodeName}`, labelSelector: 'app.kubernetes.io/name=inplace-agent' });
+      const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      if (!pod?.status?.podIP) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
+      const port = pod.spec?.containers.find((c) => c.name === 'agent')?.ports?.find((p) => p.name === 'metrics')?.containerPort;
+      dsMetrics = `http://${pod.status.podIP}:${port ?? 9464}/metrics`;
+      await scrape(dsMetrics);
+    });
+  });
+
+  after(async () => {
+    if (ns) await deleteNamespace(kc, ns);
+  });
+
+  it('a ContainerRestart: its result and duration by reason, the drain\'s slices part, API requests by verb and code', async () => {
+    ns = await createNamespace(kc, 'kmetrics');
+    await core.createNamespacedService({ namespace: ns, body: { metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ port: 80 }] } } });
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'web', labels: { app: 'web' } },
+        spec: {
+          nodeName: env.nodeName,
+          terminationGracePeriodSeconds: 5,
+          readinessGates: [{ conditionType: READY_CONDITION }],
+          containers: [{ name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] }],
+        },
+      },
+    });
+    // A second ready endpoint of the Service, so that draining web has somewhere else to send traffic.
+    await core.createNamespacedPod({
+      namespace: ns,
+      body: {
+        metadata: { name: 'peer', labels: { app: 'web' } },
+        spec: { nodeName: env.nodeName, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] }] },
+      },
+    });
+    for (const name of ['web', 'peer']) {
+      await until(`pod ${name} Ready`, 60_000, async () => {
+        const p = await core.readNamespacedPod({ name, namespace: ns as string });
+        return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
+      });
+    }
+    const before = await scrape(dsMetrics);
+    const api = new ContainerRestartApi(kc);
+    await api.create(containerRestart(ns, 'bounce', { podName: 'web', containers: [{ name: 'app' }], strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } }));
+    const done = await waitForStatus(api, ns, 'bounce', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed', 90_000);
+    assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+    // The status and the metrics are written by the same sync; the scrape may come a moment before the counter.
+    const ok = { result: 'Succeeded', reason: '' };
+    const after = await until('inplace_containerrestarts_total to move', 10_000, async () => {
+      const t = await scrape(dsMetrics);
+      return sample(t, 'inplace_containerrestarts_total', ok) > sample(before, 'inplace_containerrestarts_total', ok) ? t : undefined;
+    });
+    const moved = (metric: string, labels: Record<string, string> = {}) => sample(after, metric, labels) - sample(before, metric, labels);
+    assert.ok(moved('inplace_containerrestart_duration_seconds_count', ok) >= 1, 'a duration was observed');
+    assert.ok(moved('inplace_containerrestart_duration_seconds_sum', ok) > 0, 'the duration is above zero');
+    assert.ok(moved('inplace_drain_duration_seconds_count', { part: 'slices' }) >= 1, "the drain's slices part was observed");
+    assert.ok(moved('inplace_kube_api_requests_total', { verb: 'patch' }) >= 1, 'patches (condition, ContainerRestart status) were counted');
+    assert.ok(moved('inplace_kube_api_requests_total', { verb: 'create' }) >= 1, 'creates (events) were counted');
+    assert.ok(sample(after, 'inplace_kube_api_requests_total', { verb: 'watch', code: '200' }) >= 1, 'the watches were counted');
+  });
+
+  describe('an ImagePrewarm followed by an agent as deploy/ ships it', () => {
+    const node = `ipm-${run}`;
+    const fleetNs = 'inplace-metrics-test';
+    const label = 'inplace-agent.test/metrics';
+    const prewarm = `metrics-${run}`;
+    let custom: k8s.CustomObjectsApi;
+    let agent: AgentProcess | undefined;
+    let url = '';
+    const slotRbac = shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
+      .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
+      .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: fleetNs } }));
+
+    before(async () => {
+      custom = kc.makeApiClient(k8s.CustomObjectsApi);
+      await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
+      await ensureNamespace(kc, fleetNs);
+      await applyObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']));
+      await applyObjects(kc, slotRbac);
+      await ensureNode(kc, node, { [label]: run });
+      const port = await freePort();
+      url = `http://127.0.0.1:${port}/metrics`;
+      // Its ContainerRestart watch is kept to this test's own empty namespace: the runtime is the first node's,
+      // whose pods belong to the DaemonSet's agent.
+      agent = await startAgent([
+        ...['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', await agentKubeconfig(kc), '--node-name', node],
+        ...['--watch-namespace', fleetNs, '--fleet-namespace', fleetNs, '--fleet-poll', '300ms', '--metrics-addr', `127.0.0.1:${port}`],
+      ]);
+    });
+
+    after(async () => {
+      await agent?.stop();
+      await custom?.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm }).catch(() => undefined);
+      await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: node }).catch(() => undefined);
+      await deleteNodes(kc, [node]);
+      const objects = kc.makeApiClient(k8s.KubernetesObjectApi);
+      for (const o of slotRbac) await objects.delete(o).catch(() => undefined);
+    });
+
+    it('its nodes by state: the one node succeeded, none failed, pulling or waiting; gone with the object', async () => {
+      const first = await scrape(url);
+      assert.equal(sample(first, 'inplace_imageprewarm_nodes', { imageprewarm: prewarm }), 0);
+      await custom.createClusterCustomObject({
+        ...G,
+        plural: 'imageprewarms',
+        body: { apiVersion: `${G.group}/${G.version}`, kind: 'ImagePrewarm', metadata: { name: prewarm }, spec: { images: [env.sandbox.images.appV1], nodeSelector: { [label]: run } } },
+      });
+      const state = (t: string, s: string) => sample(t, 'inplace_imageprewarm_nodes', { imageprewarm: prewarm, state: s });
+      const t = await until(
+        `${prewarm}: 1 node succeeded`,
+        60_000,
+        async () => ((x) => (state(x, 'succeeded') === 1 ? x : undefined))(await scrape(url)),
+        () => agent?.log().split('\n').slice(-10).join('\n') ?? '',
+      );
+      for (const s of ['failed', 'pulling', 'waiting']) assert.equal(state(t, s), 0, s);
+      assert.ok(sample(t, 'inplace_kube_api_requests_total', { verb: 'list' }) >= 1, 'lists were counted');
+
+      await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm });
+      await until(`${prewarm}'s series to go`, 30_000, async () => ((x) => (!x.includes(`imageprewarm="${prewarm}"`) ? true : undefined))(await scrape(url)));
+    });
+  });
+});
