@@ -1,6 +1,6 @@
 // `kubectl inplace pods`: pods from the API server with their containers (by name) and, per pod, the newest
 // ContainerRestart that names it; loaded only when the command runs (the Kubernetes client is large).
-import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, type V1Pod } from '../kube/client.js';
 import { kubeError } from '../kube/api-error.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import type { ContainerRestart } from '../kube/container-restart/types.js';
