@@ -2,7 +2,7 @@
 // pod's node runs; followed to its end and printed as the RPC path prints it, with the same exit statuses.
 import { systemClock } from '../clock.js';
 import { AgentError } from '../errors.js';
-import { loadKubeConfig } from '../kube/kubeconfig.js';
+import { loadTarget, namespaceOf } from './kube-target.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { followContainerRestart } from '../kube/container-restart/follow.js';
 import { operationView, refusal } from '../kube/container-restart/operation-view.js';
@@ -19,7 +19,10 @@ function toView(op: Operation): OperationView {
 
 /** What the command was asked. Durations in ms; undefined leaves the agent's default. */
 export interface KubeRestartArgs {
-  kubeconfig: string;
+  kubeconfig?: string;
+  /** kubectl's --context and -n (the namespace of a POD given without one). */
+  context?: string;
+  namespace?: string;
   pod: string;
   containers: string[];
   images: Record<string, string>;
@@ -37,7 +40,7 @@ const DEFAULT_TAKE_DEADLINE_MS = 10 * 60_000;
 const NOTICE_AFTER_MS = 15_000;
 
 /** The object for a request (whole seconds: durations are rounded up, as the RPC path rounds the grace). */
-export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'wait' | 'json' | 't0'>, defaultNamespace: string): ContainerRestart {
+export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'context' | 'namespace' | 'wait' | 'json' | 't0'>, defaultNamespace: string): ContainerRestart {
   const slash = a.pod.indexOf('/');
   const namespace = slash > 0 ? a.pod.slice(0, slash) : defaultNamespace;
   const podName = slash > 0 ? a.pod.slice(slash + 1) : a.pod;
@@ -58,10 +61,9 @@ export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'wai
 
 /** Creates the object and follows it; resolves with the exit status (0 succeeded, 1 failed or refused). */
 export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
-  const kc = loadKubeConfig({ kubeconfig: a.kubeconfig });
-  if (!kc) throw new AgentError('InvalidArgument', `no kubeconfig at ${a.kubeconfig}`);
+  const kc = await loadTarget(a);
   const api = new ContainerRestartApi(kc);
-  const ns = kc.getContextObject(kc.getCurrentContext())?.namespace || 'default';
+  const ns = namespaceOf(kc, a);
   const unknownImage = Object.keys(a.images).find((n) => !a.containers.includes(n));
   if (unknownImage) throw new AgentError('InvalidArgument', `--image names container ${unknownImage}, which is not among those to restart (${a.containers.join(', ')})`);
   const created = await api.create(containerRestartFor(a, ns));

@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { parseDuration } from '../duration.js';
 import { collect } from './args.js';
+import { loadTarget } from './kube-target.js';
 import { parseImageRef } from '../runtime/image-ref.js';
 import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
 import type { KubeConfig } from '../kube/client.js';
@@ -14,6 +15,8 @@ interface PrewarmGlobals {
   output: 'text' | 'json';
   /** inplacectl's global --kubeconfig. */
   kubeconfig?: string;
+  /** kubectl-inplace's --context. */
+  context?: string;
 }
 
 function pairs(values: string[], flag: string): Record<string, string> {
@@ -81,11 +84,12 @@ export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
   return spec;
 }
 
-async function kubeconfigOf(o: { kubeconfig?: string }): Promise<KubeConfig> {
-  const { loadKubeConfig } = await import('../kube/kubeconfig.js');
-  const kc = loadKubeConfig({ kubeconfig: o.kubeconfig });
-  if (!kc) throw new PrewarmUsageError('no Kubernetes API configured: give --kubeconfig, set $KUBECONFIG, or run in a cluster');
-  return kc;
+async function kubeconfigOf(o: { kubeconfig?: string; context?: string }): Promise<KubeConfig> {
+  try {
+    return await loadTarget(o);
+  } catch (err) {
+    throw new PrewarmUsageError((err as Error).message);
+  }
 }
 
 /** The calls to the API server, loaded only when a prewarm command runs (the Kubernetes client is large). */

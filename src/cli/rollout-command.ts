@@ -2,6 +2,7 @@
 // The Kubernetes client is loaded only when one of these runs.
 import type { Command } from 'commander';
 import { parseDuration } from '../duration.js';
+import { loadTarget, namespaceOf } from './kube-target.js';
 import type { InPlaceRollout } from '../rollout/types.js';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
@@ -10,6 +11,9 @@ export class RolloutUsageError extends Error {}
 interface RolloutGlobals {
   output: 'text' | 'json';
   kubeconfig?: string;
+  /** kubectl-inplace's --context and -n. */
+  context?: string;
+  namespace?: string;
 }
 
 /** The rollout's status as text lines. */
@@ -41,11 +45,15 @@ export function watchEnd(r: InPlaceRollout): number | undefined {
 }
 
 async function access(g: RolloutGlobals, namespace: string | undefined) {
-  const { loadKubeConfig } = await import('../kube/kubeconfig.js');
-  const kc = loadKubeConfig({ kubeconfig: g.kubeconfig });
-  if (!kc) throw new RolloutUsageError('no Kubernetes API configured: give --kubeconfig, set $KUBECONFIG, or run in a cluster');
+  let kc;
+  try {
+    kc = await loadTarget(g);
+  } catch (err) {
+    throw new RolloutUsageError((err as Error).message);
+  }
   const { KubeRolloutApi } = await import('../rollout/rollout-api.js');
-  const ns = namespace ?? (kc.getContextObject(kc.getCurrentContext())?.namespace || 'default');
+  // -n of the subcommand, else kubectl-inplace's global -n, else the context's.
+  const ns = namespaceOf(kc, { namespace: namespace ?? g.namespace });
   return { api: new KubeRolloutApi(kc), ns };
 }
 

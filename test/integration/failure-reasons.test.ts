@@ -35,10 +35,12 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
   const registry = env.sandbox.images.appV1.split('/')[0];
   const missing = `${registry}/inplace/none:missing-${process.pid}`;
 
-  const pod = async (name: string): Promise<V1Pod> => {
+  /** A pod of one container; readyOnV1: Ready only while the container runs the v1 image (/app/version). */
+  const pod = async (name: string, readyOnV1 = false): Promise<V1Pod> => {
+    const probe = readyOnV1 ? { readinessProbe: { exec: { command: ['sh', '-c', 'grep -q v1 /app/version'] }, periodSeconds: 1 } } : {};
     await core.createNamespacedPod({
       namespace: ns,
-      body: { metadata: { name }, spec: { nodeName: env.nodeName, terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: env.sandbox.images.appV1 }] } },
+      body: { metadata: { name }, spec: { nodeName: env.nodeName, terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: env.sandbox.images.appV1, ...probe }] } },
     });
     const deadline = Date.now() + 60_000;
     for (;;) {
@@ -168,8 +170,9 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
   });
 
   it('a timeout: DeadlineExceeded in the operation, the status, its condition, the container, the Event and the metrics', async () => {
-    const p = await pod('slow');
-    const cr = await run('slow', { podName: 'slow', containers: [{ name: 'app', image: env.sandbox.images.appV2 }], strategy: { minReadySeconds: 60, failurePolicy: 'Rollback' }, activeDeadlineSeconds: 10 });
+    // v2 runs but never becomes Ready (its readiness probe looks for v1): the deadline ends the verification.
+    const p = await pod('slow', true);
+    const cr = await run('slow', { podName: 'slow', containers: [{ name: 'app', image: env.sandbox.images.appV2 }], strategy: { minReadySeconds: 1, gracePeriodSeconds: 2, failurePolicy: 'Rollback' }, activeDeadlineSeconds: 10 });
     const reason = 'DeadlineExceeded';
     const op = await sameEverywhere(cr, reason);
     assert.equal(cr.status?.containers?.[0]?.reason, reason);

@@ -79,6 +79,8 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   const proxies = new Map<string, RegistryProxy>();
   const containerds = new Map<string, MiniContainerd>();
   const agents = new Map<string, AgentProcess>();
+  /** Every agent process started, restarted ones included (their logs are read at the end). */
+  const everyAgent: { node: string; a: AgentProcess }[] = [];
   const stateDirs = new Map<string, string>();
   const downloads: Download[] = [];
   const created: string[] = [];
@@ -107,6 +109,7 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     );
     stateDirs.set(node, a.stateDir);
     agents.set(node, a);
+    everyAgent.push({ node, a });
     return a;
   }
 
@@ -309,5 +312,14 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     await waitFor('the image back on ipf-c', async () => spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'ls', '-q'], { encoding: 'utf8' }).stdout.split('\n').includes(ref) || undefined, 25_000);
     assert.ok(Date.now() - removedAt <= 10_000 + 8_000, 'back within one refresh interval (plus a poll and the pull)');
     await allDone('refresh', ['ipf-c'], 'Succeeded', 10_000);
+  });
+
+  // Last, over everything the agents did above: the shipped roles are enough. (A missing verb need not fail a
+  // scenario: the slot watch, refused, falls back to listing; it shows here.)
+  it('with the shipped ServiceAccount and roles, the API server refused the agents nothing', () => {
+    for (const { node, a } of everyAgent) {
+      const refused = a.log().split('\n').filter((l) => /forbidden|\b403\b/i.test(l));
+      assert.deepEqual(refused, [], `agent ${node} was refused by the API server`);
+    }
   });
 });

@@ -379,9 +379,9 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
     await kubectl('set', 'image', 'statefulset/web', `app=${V1}`);
     const rev = await newRevision();
-    // A pod in its verification window (minReadySeconds 8): its agent is killed there.
-    const running = await until('a ContainerRestart verifying its new container', 120_000, async () =>
-      (await ofRevision(rev)).find((c) => c.status?.operationState === 'Verifying' && c.status.nodeName),
+    // A pod under way (its new container must run for 8 s): its agent is killed there.
+    const running = await until('a ContainerRestart under way on its node', 120_000, async () =>
+      (await ofRevision(rev)).find((c) => c.status?.phase === 'Running' && c.status.nodeName),
     );
     const node = running.status?.nodeName ?? '';
     await killAgent(node);
