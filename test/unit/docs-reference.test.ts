@@ -1,11 +1,12 @@
-// docs/reference.md lists every daemon flag with its environment variable and default, and every metric the
-// code registers: the flags are read from the daemon's own command, the metrics from the source.
+// docs/reference.md lists every daemon flag with its environment variable and default, every metric the code
+// registers, and every reason: the flags are read from the daemon's own command, the metrics from the source.
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Option } from 'commander';
 import { daemonCommand } from '../../src/daemon/options.js';
+import { Reasons, RefusalReasons } from '../../src/engine/reasons.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const reference = readFileSync(path.join(root, 'docs/reference.md'), 'utf8');
@@ -81,6 +82,13 @@ describe('docs/reference.md', () => {
     assert.ok(metrics.length >= 13, `expected the agent's metrics, found ${metrics.join(', ')}`);
     const table = reference.split('\n').filter((l) => l.startsWith('| `'));
     const missing = metrics.filter((m) => !table.some((r) => r.startsWith(`| \`${m}\``)));
+    assert.deepEqual(missing, []);
+  });
+
+  it('lists every reason constant in its Reasons table', () => {
+    const section = reference.slice(reference.indexOf('## Reasons'), reference.indexOf('## Metrics'));
+    const rows = section.split('\n').filter((l) => l.startsWith('| `'));
+    const missing = [...Object.values(Reasons), ...Object.values(RefusalReasons)].filter((r) => !rows.some((row) => row.split('|')[1].includes(`\`${r}\``)));
     assert.deepEqual(missing, []);
   });
 });
