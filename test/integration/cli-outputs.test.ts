@@ -20,6 +20,7 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})
 interface JsonOp {
   id: string;
   state: string;
+  finishedAt?: string;
   containers: { name: string; steps: { step: ContainerStep; at: string }[] }[];
 }
 
@@ -28,9 +29,13 @@ function stepLines(stdout: string): { name: string; text: string }[] {
   return [...stdout.matchAll(/^ +[0-9.]+m?s {4}([\w-]+): (.*)$/gm)].map((m) => ({ name: m[1], text: m[2] }));
 }
 
-/** Every journaled step of op but Waiting, in order, as [container, step]. */
+/**
+ * Every step of op but Waiting journaled until it ended, in order, as [container, step]. (The old container's
+ * removal is journaled after the operation succeeded, when the follower has stopped: `get` shows it.)
+ */
 function journaled(op: JsonOp): [string, ContainerStep][] {
-  return op.containers.flatMap((c) => c.steps.filter((s) => s.step !== 'Waiting').map((s) => [c.name, s.step] as [string, ContainerStep]));
+  const end = op.finishedAt ? Date.parse(op.finishedAt) : Infinity;
+  return op.containers.flatMap((c) => c.steps.filter((s) => s.step !== 'Waiting' && Date.parse(s.at) <= end).map((s) => [c.name, s.step] as [string, ContainerStep]));
 }
 
 /** Asserts that the printed step lines are the journaled steps, one each, in the same order. */

@@ -3,8 +3,11 @@
 // pod, show the same fixed word in the agent's gRPC operation view, the ContainerRestart status (top level, per
 // container and as the Succeeded condition's reason), the pod's Warning Event, the metrics' reason label and,
 // for the pull failure, the ImagePrewarm/NodePrewarm status. Where an output does not apply it is said so.
+// The ContainerRestarts are taken by the agent that owns the node: the DaemonSet's (scripts/kube-deploy-agent),
+// read through its hostPath socket and its metrics port; a second agent for the same node would race it.
 import assert from 'node:assert/strict';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
+import path from 'node:path';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { AgentError } from '../../src/errors.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
@@ -15,6 +18,7 @@ import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
+import { until } from '../support/kube-users.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
@@ -27,7 +31,8 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
   let custom: CustomObjectsApi;
   let api: ContainerRestartApi;
   let ns = '';
-  let agent: AgentProcess | undefined;
+  /** The DaemonSet agent's unix socket on this node (its hostPath run directory). */
+  let agentSocket = '';
   let fleetAgent: AgentProcess | undefined;
   let metricsAddr = '';
   const fleetNode = `ireason-${process.pid}`;
@@ -59,7 +64,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
 
   /** The agent's own view of an operation, over gRPC. */
   const view = async (id: string) => {
-    const c = new AgentClient(`unix://${agent?.socket}`);
+    const c = new AgentClient(`unix://${agentSocket}`);
     try {
       return await c.getOperation(id);
     } finally {
@@ -73,7 +78,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     return list.items.filter((e) => e.type === 'Warning' && e.source?.component === 'inplace-agent');
   };
 
-  /** The metrics' finished-operations counter for a state and reason. */
+  /** The metrics' finished-operations counter for a state and reason (the agent's lifetime count: compare deltas). */
   const finishedCount = async (state: string, reason: string): Promise<number> => {
     const text = await (await fetch(`http://${metricsAddr}/metrics`)).text();
     const line = text.split('\n').find((l) => l.startsWith('inplace_operations_total{') && l.includes(`state="${state}"`) && l.includes(`reason="${reason}"`));
@@ -102,17 +107,29 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
     api = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'kreason');
-    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', env.kubeconfig, '--node-name', env.nodeName, '--watch-namespace', ns, '--no-fleet-prewarm', '--metrics-addr', '127.0.0.1:0', '--min-ready', '500ms']);
-    metricsAddr = /metrics and probes listening address=(\S+)/.exec(agent.log())?.[1] ?? '';
-    assert.ok(metricsAddr, agent.log());
+    await requireRuntime(this, `the agent's DaemonSet inplace-system/inplace-agent Ready on node ${env.nodeName} (scripts/kube-deploy-agent)`, async () => {
+      const ds = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'inplace-agent', namespace: 'inplace-system' });
+      const pods = await core.listNamespacedPod({ namespace: 'inplace-system', fieldSelector: `spec.nodeName=${env.nodeName}`, labelSelector: 'app.kubernetes.io/name=inplace-agent' });
+      const ready = pods.items.find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      if (!ready?.status?.podIP) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
+      const container = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent');
+      const port = container?.ports?.find((p) => p.name === 'metrics')?.containerPort ?? 9464;
+      metricsAddr = `${ready.status.podIP}:${port}`;
+      const run = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'agent-run')?.hostPath?.path;
+      if (!run) throw new Error('the DaemonSet has no hostPath volume "agent-run"');
+      // On the test cluster every node shares one filesystem: each agent's run directory is its node's subdirectory.
+      const mount = container?.volumeMounts?.find((m) => m.name === 'agent-run');
+      const sub = mount?.subPathExpr === '$(NODE_NAME)' ? env.nodeName : (mount?.subPath ?? '');
+      agentSocket = path.join(run, sub, 'agent.sock');
+      await fetch(`http://${metricsAddr}/metrics`).then((r) => r.text());
+    });
   });
 
   afterEach(function () {
-    if (this.currentTest?.state === 'failed') process.stderr.write(`--- agent (last lines)\n${agent?.log().split('\n').slice(-30).join('\n')}\n`);
+    if (this.currentTest?.state === 'failed' && fleetAgent) process.stderr.write(`--- fleet agent (last lines)\n${fleetAgent.log().split('\n').slice(-30).join('\n')}\n`);
   });
 
   after(async () => {
-    await agent?.stop();
     await fleetAgent?.stop();
     await custom?.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm }).catch(() => undefined);
     await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: fleetNode }).catch(() => undefined);
@@ -122,6 +139,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
 
   it('a crash: ReplacementExitedDuringMinReady in the operation, the status, its condition, the container, the Event and the metrics', async () => {
     const p = await pod('crash');
+    const before = await finishedCount('Failed', 'ReplacementExitedDuringMinReady');
     const cr = await run('crash', { podName: 'crash', containers: [{ name: 'app', image: env.sandbox.images.crash }], strategy: { minReadySeconds: 3, failurePolicy: 'Rollback' } });
     const reason = 'ReplacementExitedDuringMinReady';
     const op = await sameEverywhere(cr, reason);
@@ -130,18 +148,19 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     assert.equal(op.containers[0].step, 'RolledBack');
     const ev = await warnings(p.metadata?.name ?? '');
     assert.deepEqual([...new Set(ev.map((e) => e.reason))], [reason], JSON.stringify(ev.map((e) => [e.reason, e.message])));
-    assert.equal(await finishedCount('Failed', reason), 1);
+    await until(`inplace_operations_total{state="Failed",reason="${reason}"} to move by one`, 10_000, async () => ((await finishedCount('Failed', reason)) === before + 1 ? true : undefined));
   });
 
   it('a pull failure: ImagePullFailed in the operation, the status, its condition and the metrics (nothing touched: no Event), and in the pre-warm status', async () => {
     const p = await pod('pull');
+    const before = await finishedCount('Failed', 'ImagePullFailed');
     const cr = await run('pull', { podName: 'pull', containers: [{ name: 'app', image: missing }] });
     const reason = 'ImagePullFailed';
     const op = await sameEverywhere(cr, reason);
     assert.equal(op.state, 'Failed');
     assert.equal(op.containers[0].step, 'Waiting', 'nothing was touched');
     assert.deepEqual(await warnings(p.metadata?.name ?? ''), [], 'no Event: the pod was not touched');
-    assert.equal(await finishedCount('Failed', reason), 1);
+    await until(`inplace_operations_total{state="Failed",reason="${reason}"} to move by one`, 10_000, async () => ((await finishedCount('Failed', reason)) === before + 1 ? true : undefined));
 
     // The same image pre-warmed by an agent that takes part in the fleet pre-warm, as a node of its own.
     await ensureNode(kc, fleetNode, { 'inplace-agent.test/reasons': `${process.pid}` });
@@ -172,6 +191,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
   it('a timeout: DeadlineExceeded in the operation, the status, its condition, the container, the Event and the metrics', async () => {
     // v2 runs but never becomes Ready (its readiness probe looks for v1): the deadline ends the verification.
     const p = await pod('slow', true);
+    const before = await finishedCount('Failed', 'DeadlineExceeded');
     const cr = await run('slow', { podName: 'slow', containers: [{ name: 'app', image: env.sandbox.images.appV2 }], strategy: { minReadySeconds: 1, gracePeriodSeconds: 2, failurePolicy: 'Rollback' }, activeDeadlineSeconds: 10 });
     const reason = 'DeadlineExceeded';
     const op = await sameEverywhere(cr, reason);
@@ -179,7 +199,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     assert.equal(op.containers[0].reason, reason);
     const ev = await warnings(p.metadata?.name ?? '');
     assert.deepEqual([...new Set(ev.map((e) => e.reason))], [reason], JSON.stringify(ev.map((e) => [e.reason, e.message])));
-    assert.equal(await finishedCount('Failed', reason), 1);
+    await until(`inplace_operations_total{state="Failed",reason="${reason}"} to move by one`, 10_000, async () => ((await finishedCount('Failed', reason)) === before + 1 ? true : undefined));
   });
 
   it('a refusal: ContainerNotFound in the status and its condition, and from the gRPC Restart call (no operation: no Event, no metric)', async () => {
@@ -188,7 +208,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     const reason = 'ContainerNotFound';
     assert.equal(cr.status?.reason, reason, JSON.stringify(cr.status));
     assert.equal(cr.status?.conditions?.find((c) => c.type === 'Succeeded')?.reason, reason);
-    const c = new AgentClient(`unix://${agent?.socket}`);
+    const c = new AgentClient(`unix://${agentSocket}`);
     try {
       await assert.rejects(c.restart({ pod: `${ns}/refuse`, containers: ['nope'] }), (err: unknown) => err instanceof AgentError && err.reason === reason);
     } finally {
