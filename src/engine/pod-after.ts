@@ -10,7 +10,13 @@ import type { Operation } from './operation.js';
  */
 export async function readPodAfter(runtime: Runtime, op: Operation): Promise<{ podId: string; podIp: string } | undefined> {
   const candidates = [op.podId];
-  if (op.containers.length === 1 && op.containers[0].newId) candidates.push(op.containers[0].newId);
+  const only = op.containers.length === 1 ? op.containers[0] : undefined;
+  // The old container is removed only after the operation is reported, so a pod of one read under its old id
+  // would still be found then, stopped and without an IP: its replacement is read first.
+  if (only?.newId) {
+    if (only.oldId === op.podId) candidates.unshift(only.newId);
+    else candidates.push(only.newId);
+  }
   for (const id of candidates) {
     try {
       const pod = await runtime.getPod(id);

@@ -173,6 +173,9 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
       await deleteNodes(kc, [node]);
       const objects = kc.makeApiClient(k8s.KubernetesObjectApi);
       for (const o of slotRbac) await objects.delete(o).catch(() => undefined);
+      // The optional fleet RBAC grants `get secrets` cluster-wide: left behind, it would widen the agent's rights
+      // for every test after this one (kube-rbac checks that the shipped roles read no Secret).
+      for (const o of shippedObjects(['optional/fleet-prewarm-rbac.yaml'])) await objects.delete(o).catch(() => undefined);
     });
 
     it('its nodes by state: the one node succeeded, none failed, pulling or waiting; gone with the object', async () => {
