@@ -79,6 +79,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   let taken = false;
   let noticed = false;
   const printer = new ProgressPrinter();
+  const seen = new Map<string, OperationView['containers'][number]['steps']>();
   let last = created;
   const it = followContainerRestart(api, created, systemClock);
   // One next() at a time: a timed-out wait keeps its pending next() for the following round.
@@ -100,7 +101,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
       if (next.done) break;
       last = next.value;
       taken ||= !!last.status?.operationId;
-      const op = toView(operationView(last));
+      const op = withSeenSteps(toView(operationView(last)), seen);
       if (!a.json) for (const line of printer.next(op)) process.stdout.write(line + '\n');
       if (isFinished(last.status?.phase)) break;
     }
@@ -122,4 +123,21 @@ async function withTimeout<T>(p: Promise<T>, ms: number | undefined): Promise<T 
   const res = await Promise.race([p, new Promise<'timeout'>((r) => (timer = setTimeout(() => r('timeout'), ms)))]);
   clearTimeout(timer);
   return res;
+}
+
+/**
+ * The object's status holds each container's current step, not its history: the steps are gathered as they are
+ * seen (seen, per container), so the progress printer prints each once, in order. Steps written between two
+ * reads of the object are not seen.
+ */
+function withSeenSteps(op: OperationView, seen: Map<string, OperationView['containers'][number]['steps']>): OperationView {
+  return {
+    ...op,
+    containers: op.containers.map((c) => {
+      const steps = seen.get(c.name) ?? [];
+      if (c.step !== 'Waiting' && steps.at(-1)?.step !== c.step) steps.push({ step: c.step, at: op.updatedAt });
+      seen.set(c.name, steps);
+      return { ...c, steps: [...steps] };
+    }),
+  };
 }
