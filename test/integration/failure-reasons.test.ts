@@ -72,10 +72,13 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     }
   };
 
-  /** The Warning Events the agent recorded on a pod. */
+  /**
+   * The Warning Events the agent recorded on a pod about the operation's outcome. These pods have no readiness
+   * gate and no preStop, so each stop also brings the RestartedUndrained warning (the drain's, not a failure's).
+   */
   const warnings = async (podName: string): Promise<CoreV1Event[]> => {
     const list = await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${podName}` });
-    return list.items.filter((e) => e.type === 'Warning' && e.source?.component === 'inplace-agent');
+    return list.items.filter((e) => e.type === 'Warning' && e.source?.component === 'inplace-agent' && e.reason !== 'RestartedUndrained');
   };
 
   /** The metrics' finished-operations counter for a state and reason (the agent's lifetime count: compare deltas). */
