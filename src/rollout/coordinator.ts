@@ -161,7 +161,7 @@ export class RolloutCoordinator {
     for (const r of rollouts) {
       if (!this.leading()) break;
       try {
-        const plan = await reconcileRollout({ api: this.api, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log }, r);
+        const plan = await reconcileRollout({ api: this.api, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log }, r, rollouts);
         busy ||= plan.status.phase === 'Progressing' || plan.status.phase === 'Prewarming' || !finished(r);
         this.failingRollouts.delete(r.metadata.uid ?? '');
       } catch (err) {

@@ -2,6 +2,7 @@
 // It remembers nothing. Every round the coordinating agent reads the objects again and asks it what to do next
 // and what the status is, as the stock StatefulSet and DaemonSet controllers reconcile from what they observe.
 //
+//   another, older rollout names the same workload                                    -> Failed (TargetInUse), nothing done
 //   for each pod of the target revision's scope, highest ordinal (StatefulSet) or node order (DaemonSet) first:
 //     updated                      label controller-revision-hash = target            -> nothing
 //     its ContainerRestart failed                                                      -> failure: stop starting
@@ -15,6 +16,7 @@ import type { InPlaceRollout, InPlaceRolloutStatus, RolloutCondition, RolloutFai
 /** Reasons the status gives (condition reasons). */
 export const REASON = {
   targetNotFound: 'TargetNotFound',
+  targetInUse: 'TargetInUse',
   notOnDelete: 'TargetNotOnDelete',
   waitingForController: 'WaitingForController',
   revisionNotFound: 'RevisionNotFound',
@@ -109,6 +111,8 @@ export interface PlanInput {
   pods: PodView[];
   restarts: RestartView[];
   prewarm?: PrewarmView;
+  /** Another (older) rollout that names the same workload and so holds it (see target-claim.ts). */
+  heldBy?: string;
   nowMs: number;
 }
 
@@ -199,6 +203,13 @@ export function planRollout(input: PlanInput): Plan {
     },
   });
 
+  if (input.heldBy) {
+    return stopped(
+      'Failed',
+      REASON.targetInUse,
+      `${spec.targetRef.kind} ${spec.targetRef.name} is already rolled out by InPlaceRollout ${input.heldBy} (the oldest that names it); this one does nothing while that one exists`,
+    );
+  }
   if (!w) return stopped('Failed', REASON.targetNotFound, `${spec.targetRef.kind} ${spec.targetRef.name} not found in namespace ${rollout.metadata.namespace ?? 'default'}`);
   if (w.updateStrategy !== 'OnDelete') {
     return stopped(

@@ -7,6 +7,7 @@ import { CR_GROUP, CR_KIND, CR_VERSION, type ContainerRestart } from '../kube/co
 import { podViews, prewarmView, restartViews, revisionViews, REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION, selectorOf, workloadView } from './observe.js';
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, prewarmName, targetRevision, type Plan, type PlanInput, type RolloutAction } from './plan.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
+import { targetHolder } from './target-claim.js';
 import { sameJson } from './template-diff.js';
 import { IPR_GROUP, IPR_KIND, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 
@@ -26,10 +27,13 @@ export interface ReconcileDeps {
   log: Logger;
 }
 
-/** Reads everything the planner looks at for the rollout. */
-export async function observe(api: RolloutApi, rollout: InPlaceRollout, nowMs: number): Promise<{ input: PlanInput; workload?: Workload }> {
+/** Reads everything the planner looks at for the rollout; `all` is every rollout, to see which one holds the workload. */
+export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InPlaceRollout[], nowMs: number): Promise<{ input: PlanInput; workload?: Workload }> {
   const ns = rollout.metadata.namespace ?? 'default';
   const ref = rollout.spec.targetRef;
+  const holder = targetHolder(rollout, all);
+  // Held by another rollout: nothing of the workload is read, nothing will be done.
+  if (holder !== rollout) return { input: { rollout, revisions: [], pods: [], restarts: [], heldBy: holder.metadata.name, nowMs } };
   const w = await api.getWorkload(ns, ref.kind, ref.name);
   if (!w) return { input: { rollout, revisions: [], pods: [], restarts: [], nowMs } };
   const sel = selectorOf(w);
@@ -114,9 +118,9 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | unde
   }
 }
 
-/** One round: observe, plan, act, write the status. Returns the plan. */
-export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout): Promise<Plan> {
-  const { input, workload } = await observe(d.api, rollout, d.nowMs());
+/** One round: observe, plan, act, write the status. `all` is every rollout of the round. Returns the plan. */
+export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout, all: InPlaceRollout[] = [rollout]): Promise<Plan> {
+  const { input, workload } = await observe(d.api, rollout, all, d.nowMs());
   const plan = planRollout(input);
   for (const a of plan.actions) {
     if (!d.leading()) return plan;

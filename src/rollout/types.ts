@@ -90,6 +90,8 @@ export interface InPlaceRollout {
     generation?: number;
     resourceVersion?: string;
     labels?: Record<string, string>;
+    creationTimestamp?: string | Date;
+    deletionTimestamp?: string | Date;
   };
   spec: InPlaceRolloutSpec;
   status?: InPlaceRolloutStatus;

@@ -3,19 +3,28 @@
 // CI runs three). The test starts no agent of its own. It changes the workload's template as a user does
 // (kubectl set image, kubectl rollout undo) and reads every outcome back from the API server: the pods' UIDs,
 // IPs and container IDs, the StatefulSet's own updatedReplicas, the rollout's status, and the order in which
-// the ContainerRestarts appeared. Unready pods are sampled through a watch during each rollout.
+// the ContainerRestarts appeared. Unready pods are sampled through a watch during each rollout. The last case
+// installs the optional fleet RBAC of deploy/ as a user would (removed again after, unless it was there), for
+// the pre-warm, and counts the requests of two clients through a Service across a whole rollout.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/rollout/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm, type NodePrewarmEntry } from '../../src/fleet/types.js';
+import { prewarmName } from '../../src/rollout/plan.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/rollout/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { applyObjects, deleteObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
+import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../support/traffic.js';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -53,6 +62,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
   let ns = '';
   let nodes: string[] = [];
   let last = '';
+  /** What this test installed of deploy/optional/fleet-prewarm-rbac.yaml (nothing when it was there): removed after. */
+  let fleetRbac: KubernetesObject[] = [];
 
   const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
   const ctl = (...args: string[]) => run(process.execPath, [CTL, '--kubeconfig', env.kubeconfig, ...args]).then(
@@ -155,6 +166,9 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       for (const n of nodes) if (!agents.some((p) => p.spec?.nodeName === n)) throw new Error(`no Ready agent on node ${n}`);
       await custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL });
     });
+    // The pre-warm's RBAC as a user installs it. Installed first: an agent refused ImagePrewarms looks again within
+    // 5 minutes, and the case that needs it comes last.
+    fleetRbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));
     ns = await createNamespace(kc, 'ipr');
     await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('web', REPLICAS) });
     await until(`${REPLICAS} pods of web Ready`, 180_000, async () => ((await pods('web')).filter(isReady).length === REPLICAS ? true : undefined));
@@ -165,6 +179,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
 
   after(async () => {
     if (ns) await deleteNamespace(kc, ns);
+    // The optional grants (get on Secrets among them) go again, so that other tests see deploy/'s base RBAC.
+    await deleteObjects(kc, fleetRbac);
   });
 
   it('StatefulSet of 6 three-container pods: one image rolled out in place, highest ordinal first, never more than maxUnavailable unready, updatedReplicas 6', async () => {
@@ -198,6 +214,23 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     assert.equal(status.code, 0, status.stderr);
     assert.match(status.stdout, /: Succeeded/);
     assert.match(status.stdout, /6\/6 updated, 6 ready/);
+  });
+
+  it('a second InPlaceRollout on the same StatefulSet is refused in its status, naming the first, and starts nothing', async () => {
+    await createRollout('web-again', { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web' }, maxUnavailable: 3, prewarm: false });
+    try {
+      // The coordinator's decision on it: Failed at its generation, with the reason and the holder's name.
+      const refused = await settled('web-again', ['Failed'], undefined, 60_000);
+      const c = refused.status?.conditions?.find((x) => x.type === 'Progressing');
+      assert.equal(c?.reason, 'TargetInUse', JSON.stringify(refused.status));
+      assert.match(c?.message ?? '', /StatefulSet web is already rolled out by InPlaceRollout web \(/);
+      const uid = refused.metadata.uid ?? '';
+      assert.deepEqual((await restarts()).filter((cr) => cr.metadata.labels?.[ROLLOUT_LABEL] === uid), [], 'no ContainerRestart of the second rollout');
+      const first = await rollout('web');
+      assert.equal(first.status?.phase, 'Succeeded', 'the first rollout is untouched');
+    } finally {
+      await custom.deleteNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: ns, name: 'web-again' });
+    }
   });
 
   it('kubectl rollout undo takes every pod back in place', async () => {
@@ -446,5 +479,116 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     } finally {
       s.stop();
     }
+  });
+
+  /** Every object at path (a watch from the start: existing objects arrive as ADDED) handed to on until stopped. */
+  const follow = async <T,>(url: string, query: Record<string, string>, on: (o: T) => void) => {
+    const w = await new Watch(kc).watch(url, query, (_type, o: T) => on(o), () => undefined);
+    return () => w.abort();
+  };
+
+  it('behind a Service, with pre-warm: every node of the pods pulls the new image before the first pod is touched, and clients see 0 failed requests through the whole rollout', async () => {
+    const SRV = 'srv';
+    const served = await agentImage(kc);
+    // A tag no node has: each node gets it from the pre-warm's pull or from the pod's own, never from before.
+    const next = await retag(env.sandbox.registry, served, `ipr-${randomBytes(4).toString('hex')}`);
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: SRV },
+        spec: {
+          replicas: nodes.length,
+          serviceName: SRV,
+          podManagementPolicy: 'Parallel',
+          updateStrategy: { type: 'OnDelete' },
+          selector: { matchLabels: { app: SRV } },
+          template: {
+            metadata: { labels: { app: SRV } },
+            spec: {
+              terminationGracePeriodSeconds: 5,
+              readinessGates: [{ conditionType: READY_CONDITION }],
+              affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes }] }] } } },
+              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: SRV } } }],
+              containers: [serverContainer(served)],
+            },
+          },
+        },
+      },
+    });
+    const svc = await createService(kc, ns, SRV, SRV);
+    await waitReadyEndpoints(kc, ns, SRV, nodes.length, 180_000);
+    const lasting = { maxMs: 900_000, maxRequests: 1_000_000 };
+    const clients = {
+      newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port, everyMs: 20, ...lasting }),
+      keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port, everyMs: 10, ...lasting }, 2),
+    };
+    await waitServing(clients);
+    const before = new Map((await pods(SRV)).map((p) => [p.metadata?.name ?? '', p]));
+    const podNodes = new Set([...before.values()].map((p) => p.spec?.nodeName ?? ''));
+    await createRollout(SRV, { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: SRV }, maxUnavailable: 1, prewarm: true, strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } });
+    const uid = (await settled(SRV, ['Succeeded'], () => stsRevision(SRV))).metadata.uid ?? '';
+
+    // The pre-warm's objects are deleted once the pods are under way: what they said is kept from watches.
+    const prewarms = new Map<string, ImagePrewarm>();
+    const nodeEntries = new Map<string, Map<string, NodePrewarmEntry>>();
+    const stops = [
+      await follow<ImagePrewarm>(`/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`, { labelSelector: `${ROLLOUT_LABEL}=${uid}` }, (pw) => {
+        if ((pw.status?.succeeded ?? 0) >= (prewarms.get(pw.metadata.name)?.status?.succeeded ?? 0)) prewarms.set(pw.metadata.name, pw);
+      }),
+      await follow<NodePrewarm>(`/apis/${FLEET_GROUP}/${FLEET_VERSION}/${NODE_PREWARM_PLURAL}`, {}, (np) => {
+        for (const [name, e] of Object.entries(np.status?.prewarms ?? {})) {
+          if (e.phase !== 'Succeeded') continue;
+          const m = nodeEntries.get(name) ?? new Map<string, NodePrewarmEntry>();
+          if (!m.has(np.metadata.name)) m.set(np.metadata.name, e);
+          nodeEntries.set(name, m);
+        }
+      }),
+    ];
+    let target = '';
+    let tallies: Record<string, Tally> = {};
+    try {
+      ({ tallies } = await withTraffic(clients, 2000, async () => {
+        await kubectl('set', 'image', `statefulset/${SRV}`, `app=${next}`);
+        target = await stsRevision(SRV);
+        // Up to the agents' 5-minute look again at ImagePrewarms, should they have been refused them so far.
+        return settled(SRV, ['Succeeded'], () => stsRevision(SRV), 480_000);
+      }));
+    } finally {
+      for (const stop of stops) stop();
+    }
+
+    // The pre-warm: every node holding a pod pulled the image, and said so before any pod's update began.
+    const pwName = prewarmName(uid, target);
+    const pw = prewarms.get(pwName);
+    assert.ok(pw, `the ImagePrewarm ${pwName} of the rollout was seen`);
+    assert.deepEqual(pw.spec.images, [next]);
+    assert.equal(pw.status?.desired, podNodes.size, JSON.stringify(pw.status));
+    assert.equal(pw.status?.succeeded, podNodes.size, JSON.stringify(pw.status));
+    const entries = nodeEntries.get(pwName) ?? new Map<string, NodePrewarmEntry>();
+    assert.deepEqual([...entries.keys()].sort(), [...podNodes].sort(), 'each node of the pods pulled in the pre-warm');
+    const crs = (await restarts()).filter((c) => c.metadata.labels?.[ROLLOUT_LABEL] === uid);
+    assert.equal(crs.length, before.size, 'one ContainerRestart per pod');
+    const firstStart = Math.min(...crs.map((c) => Date.parse(c.status?.startTime ?? '')));
+    for (const [node, e] of entries) {
+      const done = Date.parse(e.images.find((i) => i.image === next)?.completionTime ?? '');
+      assert.ok(done <= firstStart, `${node} had the image (${new Date(done).toISOString()}) before the first pod update began (${new Date(firstStart).toISOString()})`);
+    }
+    // And each pod's own update found the image on its node: no Pulling event, "already present".
+    for (const name of before.keys()) {
+      const evs = (await core.listNamespacedEvent({ namespace: ns, fieldSelector: `involvedObject.name=${name}` })).items.filter((e) => e.message?.includes(next));
+      assert.deepEqual(evs.filter((e) => e.reason === 'Pulling').map((e) => e.message), [], `${name}: no pull of its own`);
+      assert.ok(evs.some((e) => e.reason === 'Pulled' && /already present on machine/.test(e.message ?? '')), `${name}: ${JSON.stringify(evs.map((e) => `${e.reason}: ${e.message}`))}`);
+    }
+
+    // The rollout itself: in place, every pod on the new image, and no request failed through the Service.
+    for (const p of await pods(SRV)) {
+      const b = before.get(p.metadata?.name ?? '') as V1Pod;
+      assert.equal(p.metadata?.uid, b.metadata?.uid, `${p.metadata?.name}: same pod`);
+      assert.equal(image(p, 'app'), next);
+    }
+    const text = describeTallies(tallies);
+    console.log(`      traffic through the rollout: ${text}`);
+    for (const t of Object.values(tallies)) assert.ok(t.ok > 100, `the clients got answers: ${text}`);
+    assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
   });
 });
