@@ -214,6 +214,18 @@ describe('drain: the Drainer', () => {
     assert.match(back.detail, /not a ready endpoint again within 1000 ms/);
   });
 
+  it('an address that no Service listed when it was drained has no way back to wait for', async () => {
+    const clock = new ManualClock();
+    const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.6', true]])]]), clock), settle(clock), clock);
+    const r = await d.drain('op4/', 'shop', A, 5000);
+    assert.match(r.detail, /not an endpoint of any EndpointSlice/);
+    const began = clock.now();
+    const back = await d.readyAgain('op4/', 'shop', A, 10_000);
+    assert.equal(clock.now(), began, 'nothing waited for');
+    assert.equal(back.ready, false);
+    assert.match(back.detail, /^not an endpoint of any Service: no way back to wait for$/);
+  });
+
   it('drain 0 waits for nothing', async () => {
     const clock = new ManualClock();
     const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.5', true]])]]), clock), settle(clock), clock);

@@ -46,6 +46,8 @@ const RECHECK_MS = 100;
 /** One drained address: its feed, and the Services it belonged to with their windows without ready endpoints. */
 class Session {
   services: string[] = [];
+  /** The Services were taken from a first view (track() ran). */
+  tracked = false;
   private readonly zeroSince = new Map<string, number>();
   private readonly windows = new Map<string, number>();
   private readonly unsubscribe: () => void;
@@ -57,6 +59,7 @@ class Session {
   /** Notes the Services of the address from the first view (later views keep them). */
   track(services: string[], slices: V1EndpointSlice[], at: number): void {
     this.services = services;
+    this.tracked = true;
     this.seen(slices, at);
   }
 
@@ -194,6 +197,10 @@ export class Drainer {
       this.sessions.set(key, session);
     }
     try {
+      // Drained while no Service listed the address: no slice will hold it again, so there is nothing to wait for.
+      if (measured && session.tracked && session.services.length === 0) {
+        return { ready: false, waitedMs: 0, unserved: [], detail: 'not an endpoint of any Service: no way back to wait for' };
+      }
       let view = await this.firstView(session, until);
       if (view !== undefined && measured) {
         await session.feed.refresh();
