@@ -93,9 +93,11 @@ export function restartViews(crs: ContainerRestart[]): RestartView[] {
 export function prewarmView(pw: ImagePrewarm): PrewarmView {
   const st = pw.status;
   const current = st?.observedGeneration === (pw.metadata.generation ?? 0);
+  const created = pw.metadata.creationTimestamp ? new Date(pw.metadata.creationTimestamp).getTime() : undefined;
   return {
     name: pw.metadata.name,
     done: current && (st?.desired ?? 0) > 0 && st?.succeeded === st?.desired,
     failedNodes: current ? (st?.failedNodes ?? []) : [],
+    ...(!st?.lastSummaryTime && created !== undefined ? { silentSinceMs: created } : {}),
   };
 }

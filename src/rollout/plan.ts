@@ -101,6 +101,8 @@ export interface PrewarmView {
   /** Every targeted node has the images. */
   done: boolean;
   failedNodes: { node: string; reason: string }[];
+  /** No agent has summed it up yet: since when it exists (ms since the epoch). */
+  silentSinceMs?: number;
 }
 
 /** Everything the planner looks at. */
@@ -130,6 +132,9 @@ export interface Plan {
   prewarm?: string;
   status: InPlaceRolloutStatus;
 }
+
+/** A pre-warm no agent has reported on for this long gets a hint about the fleet RBAC in the message. */
+export const PREWARM_SILENT_HINT_MS = 30_000;
 
 /** Default maxUnavailable, progressDeadlineSeconds. */
 export const DEFAULT_MAX_UNAVAILABLE = 1;
@@ -338,7 +343,10 @@ export function planRollout(input: PlanInput): Plan {
     }
     if (!pw || !pw.done) {
       if (!pw) actions.push({ kind: 'prewarm', name, images: [...imagesToWarm].sort() });
-      return finish('Prewarming', REASON.prewarming, `pulling ${[...imagesToWarm].sort().join(', ')} on the nodes of the ${w.kind}'s pods (ImagePrewarm ${name})`, 'True', name);
+      const silent = pw?.silentSinceMs !== undefined && nowMs - pw.silentSinceMs >= PREWARM_SILENT_HINT_MS;
+      // The agents follow ImagePrewarms with deploy/rbac.yaml, but record and sum up their parts only with the opt-in file.
+      const hint = silent ? `; no agent has reported on it within ${PREWARM_SILENT_HINT_MS / 1000} s: apply deploy/optional/fleet-prewarm-rbac.yaml, or set prewarm: false` : '';
+      return finish('Prewarming', REASON.prewarming, `pulling ${[...imagesToWarm].sort().join(', ')} on the nodes of the ${w.kind}'s pods (ImagePrewarm ${name})${hint}`, 'True', name);
     }
   }
 

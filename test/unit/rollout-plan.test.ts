@@ -223,6 +223,12 @@ describe('rollout planner', () => {
     assert.match(failed.status.message ?? '', /node n2: app:v2: not found/);
     const started = planRollout(input({ rollout: on, restarts: [cr('web-5', 'Running')] }));
     assert.equal(started.prewarm, undefined, 'once a pod was started, no pre-warm is needed');
+    // No agent has summed it up for a while: the message says what is likely missing.
+    const quiet = planRollout(input({ rollout: on, prewarm: { name, done: false, failedNodes: [], silentSinceMs: NOW - 10_000 } }));
+    assert.doesNotMatch(quiet.status.message ?? '', /fleet-prewarm-rbac/);
+    const silent = planRollout(input({ rollout: on, prewarm: { name, done: false, failedNodes: [], silentSinceMs: NOW - 45_000 } }));
+    assert.equal(silent.status.phase, 'Prewarming');
+    assert.match(silent.status.message ?? '', /no agent has reported on it within 30 s: apply deploy\/optional\/fleet-prewarm-rbac.yaml, or set prewarm: false/);
   });
 
   it('DaemonSet: stable node order, partition keeps the last pods, relabel sets pod-template-generation', () => {
