@@ -130,7 +130,8 @@ async function call(target: PushTarget, method: string, url: string, body?: Buff
   return fetch(full, { method, headers, body: body ? new Uint8Array(body) : undefined, redirect: 'manual' });
 }
 
-async function pushBlob(target: PushTarget, repo: string, digest: string, blob: Buffer): Promise<void> {
+/** Uploads a blob to repo unless the registry has it. */
+export async function pushBlob(target: PushTarget, repo: string, digest: string, blob: Buffer): Promise<void> {
   const head = await call(target, 'HEAD', `/v2/${repo}/blobs/${digest}`);
   if (head.status === 200) return;
   const start = await call(target, 'POST', `/v2/${repo}/blobs/uploads/`);

@@ -1,0 +1,204 @@
+// `npm run bench:rollout`: one image change rolled out to the N pods of a workload on the 3-node test cluster,
+// from the template change until every pod is updated and ready, in the ways of bench/rollout-rows.ts:
+//   (a) in place through the agents, maxUnavailable 1;  (b) the stock StatefulSet RollingUpdate;
+//   (b') the same with a preStop sleep of 2 s;           (c) in place, maxUnavailable 3;
+//   (d) a Deployment's rolling update (25% surge).
+// The pods run a small HTTP server (the agent's image, which every node holds) and a sidecar. The new version adds
+// a 30 MB layer to that image, fresh for every run, so each run pulls it. Two settings: the cluster's loopback
+// registry, and the same through a proxy throttled per connection (--rate MiB/s) like a remote registry. Per run:
+// the time, the failed requests of two clients through the Service (a new connection every 20 ms, and two
+// keep-alive lanes), the pods created (each one a scheduler decision), the new pod IPs, and the API server's
+// write requests (apiserver_request_total, before and after) per pod.
+//
+// Usage: node dist/bench/rollout.js [--n 6,12] [--rows a,b,b',c,d] [--settings local,remote] [--rate 4]
+// Needs scripts/kube-sandbox up --nodes 3 and scripts/kube-deploy-agent. It installs the optional fleet RBAC of
+// deploy/ (for the pre-warm) and removes it again if it was not there. Traffic goes only to the cluster's Service.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../src/rollout/types.js';
+import { kubeEnv } from '../test/testbed/kube-env.js';
+import { applyObjects, deleteObjects, shippedObjects } from '../test/support/kube-shipped-rbac.js';
+import { buildLayer, seededBytes } from '../test/support/registry-images.js';
+import { extendImage } from '../test/support/registry-extend.js';
+import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
+import { agentImage, createService, waitReadyEndpoints, type ServiceAddress } from '../test/support/traffic-fixture.js';
+import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../test/support/traffic.js';
+import { apiserverCounts, writesBetween } from './apiserver-writes.js';
+import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
+
+const exec = promisify(execFile);
+const env = kubeEnv();
+const KUBECTL = path.join(env.binDir, 'kubectl');
+const NS = 'inplace-bench-rollout';
+const MiB = 1024 * 1024;
+const LAYER_MIB = 30;
+const RUN_TIMEOUT_MS = 600_000;
+const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function arg(name: string, def: string): string {
+  const i = process.argv.indexOf(`--${name}`);
+  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : def;
+}
+const SIZES = arg('n', '6,12').split(',').map(Number).filter((n) => n > 0);
+const ROW_KEYS = arg('rows', ROWS.map((r) => r.key).join(',')).split(',');
+const SETTINGS = arg('settings', 'local,remote').split(',');
+const RATE_MIB = Number(arg('rate', '4'));
+
+/** What one run measured. */
+interface Result {
+  row: Row;
+  ms: number;
+  tallies: Record<string, Tally>;
+  podsCreated: number;
+  newIps: number;
+  writes: number;
+  writesByVerb: Record<string, number>;
+}
+
+const isReady = (p: V1Pod) => !p.metadata?.deletionTimestamp && (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
+
+async function main(): Promise<void> {
+  const kc = new KubeConfig();
+  kc.loadFromFile(env.kubeconfig);
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const nodes = (await core.listNode()).items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name ?? '');
+  const rows = ROWS.filter((r) => ROW_KEYS.includes(r.key));
+  const commit = (await exec('git', ['rev-parse', '--short', 'HEAD']).catch(() => ({ stdout: '?' }))).stdout.trim();
+
+  await core.deleteNamespace({ name: NS }).catch(() => undefined);
+  while (await core.readNamespace({ name: NS }).then(() => true, () => false)) await sleep(500);
+  await core.createNamespace({ body: { metadata: { name: NS } } });
+  const rbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));
+  const svc = await createService(kc, NS, APP, APP);
+  const base = await agentImage(kc);
+  const sidecar = env.sandbox.images.appV1;
+  const proxy: RegistryProxy = await startRegistryProxy(env.sandbox.registry);
+  const clients = (s: ServiceAddress) => ({
+    newConnection: () => newConnectionClient({ host: s.clusterIp, port: s.port, everyMs: 20, maxMs: RUN_TIMEOUT_MS + 60_000, maxRequests: 1_000_000 }),
+    keepAlive: () => keepAliveClient({ host: s.clusterIp, port: s.port, everyMs: 10, maxMs: RUN_TIMEOUT_MS + 60_000, maxRequests: 1_000_000 }, 2),
+  });
+  console.log(
+    `bench:rollout at ${commit}, ${new Date().toISOString()}: ${nodes.length} nodes (${nodes.join(', ')}); pods of an HTTP server (${base}, ` +
+      `every node holds it) and a sidecar; v2 adds a ${LAYER_MIB} MiB layer, new for each run; remote-like: ${RATE_MIB} MiB/s per connection through ${proxy.host}`,
+  );
+
+  /** Deletes the workload and its rollout, and waits until no pod of it is left. */
+  const cleanUp = async () => {
+    await custom.deleteNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: NS, name: APP }).catch(() => undefined);
+    await apps.deleteNamespacedStatefulSet({ namespace: NS, name: APP }).catch(() => undefined);
+    await apps.deleteNamespacedDeployment({ namespace: NS, name: APP }).catch(() => undefined);
+    while ((await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${APP}` })).items.length > 0) await sleep(500);
+  };
+
+  const podsNow = async () => (await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${APP}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+  const until = async (what: string, ms: number, probe: () => Promise<boolean>) => {
+    const deadline = Date.now() + ms;
+    while (!(await probe())) {
+      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+      await sleep(100);
+    }
+  };
+  const rolloutDone = async () => {
+    const r = (await custom.getNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: NS, name: APP })) as InPlaceRollout;
+    return r.status?.observedGeneration === r.metadata.generation && r.status?.phase === 'Succeeded';
+  };
+
+  async function runOnce(row: Row, n: number, v1: string, v2: string): Promise<Result> {
+    await cleanUp();
+    const tpl = template(row, v1, sidecar, nodes);
+    if (row.kind === 'Deployment') await apps.createNamespacedDeployment({ namespace: NS, body: deployment(n, tpl) });
+    else await apps.createNamespacedStatefulSet({ namespace: NS, body: statefulSet(row, n, tpl) });
+    await until(`${n} pods Ready`, 300_000, async () => (await podsNow()).filter(isReady).length === n);
+    if (row.inPlace) {
+      await custom.createNamespacedCustomObject({
+        group: IPR_GROUP,
+        version: IPR_VERSION,
+        plural: IPR_PLURAL,
+        namespace: NS,
+        body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name: APP }, spec: { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: APP }, maxUnavailable: row.inPlace.maxUnavailable, prewarm: true } },
+      });
+      await until('the rollout to see the StatefulSet whole', 120_000, rolloutDone);
+    }
+    await waitReadyEndpoints(kc, NS, APP, n, 120_000);
+    await waitServing(clients(svc), 60_000);
+
+    const before = await podsNow();
+    const uids = new Set(before.map((p) => p.metadata?.uid ?? ''));
+    const ips = new Set(before.map((p) => p.status?.podIP ?? ''));
+    const created = new Set<string>();
+    const watch = await new Watch(kc).watch(`/api/v1/namespaces/${NS}/pods`, { labelSelector: `app=${APP}`, resourceVersion: '0' }, (_t, p: KubernetesObject) => {
+      if (!uids.has(p.metadata?.uid ?? '')) created.add(p.metadata?.uid ?? '');
+    }, () => undefined);
+    const counts0 = await apiserverCounts(KUBECTL, env.kubeconfig);
+    let ms = 0;
+    const { tallies } = await withTraffic(clients(svc), 1000, async () => {
+      const began = performance.now();
+      const patch = { spec: { template: { spec: { containers: [{ name: 'app', image: v2 }] } } } };
+      const gen =
+        row.kind === 'Deployment'
+          ? (await apps.patchNamespacedDeployment({ namespace: NS, name: APP, body: patch }, strategic)).metadata?.generation
+          : (await apps.patchNamespacedStatefulSet({ namespace: NS, name: APP, body: patch }, strategic)).metadata?.generation;
+      await until('every pod updated and ready', RUN_TIMEOUT_MS, async () => {
+        const w = row.kind === 'Deployment' ? await apps.readNamespacedDeployment({ namespace: NS, name: APP }) : await apps.readNamespacedStatefulSet({ namespace: NS, name: APP });
+        const st = w.status;
+        if (st?.observedGeneration !== gen || st?.updatedReplicas !== n || st?.readyReplicas !== n) return false;
+        // A Deployment's old pods are gone, a StatefulSet's every pod counts: replicas is n and all of them new.
+        return (st.replicas ?? 0) === n;
+      });
+      ms = performance.now() - began;
+    });
+    const counts1 = await apiserverCounts(KUBECTL, env.kubeconfig);
+    watch.abort();
+    const after = await podsNow();
+    const writes = writesBetween(counts0, counts1);
+    return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes: writes.total, writesByVerb: writes.byVerb };
+  }
+
+  const report = (setting: string, n: number, results: Result[]) => {
+    const ref = results.find((r) => r.row.key === "b'");
+    console.log(`\n${setting}, N=${n}:`);
+    console.log('| row | time | vs (b\') | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod |');
+    console.log('|---|---|---|---|---|---|---|');
+    for (const r of results) {
+      const f = `${r.tallies.newConnection?.failed ?? '?'} / ${r.tallies.keepAlive?.failed ?? '?'}`;
+      const verbs = Object.entries(r.writesByVerb).map(([v, k]) => `${v} ${k}`).join(', ');
+      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${(r.writes / n).toFixed(1)} (${verbs}) |`);
+    }
+  };
+
+  try {
+    for (const setting of SETTINGS) {
+      proxy.setRate(setting === 'remote' ? RATE_MIB * MiB : 0);
+      const registry = setting === 'remote' ? proxy.host : env.sandbox.registry;
+      const v1 = setting === 'remote' ? base.replace(env.sandbox.registry, proxy.host) : base;
+      for (const n of SIZES) {
+        const results: Result[] = [];
+        for (const row of rows) {
+          const seed = randomBytes(4).toString('hex');
+          const layer = buildLayer([{ path: `bench/${seed}`, data: seededBytes(seed, LAYER_MIB * MiB) }]);
+          const v2 = (await extendImage(env.sandbox.registry, base, `bench-rollout-${seed}`, layer)).replace(env.sandbox.registry, registry);
+          const r = await runOnce(row, n, v1, v2);
+          console.log(`  ${setting} N=${n} (${r.row.key}): ${(r.ms / 1000).toFixed(1)} s, failed ${r.tallies.newConnection?.failed}/${r.tallies.keepAlive?.failed}, pods created ${r.podsCreated}, new IPs ${r.newIps}, writes ${r.writes}`);
+          results.push(r);
+        }
+        report(setting, n, results);
+      }
+    }
+  } finally {
+    await cleanUp().catch(() => undefined);
+    await proxy.close();
+    await deleteObjects(kc, rbac).catch(() => undefined);
+    await core.deleteNamespace({ name: NS }).catch(() => undefined);
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(`bench:rollout failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exit(1);
+});
