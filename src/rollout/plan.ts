@@ -327,7 +327,9 @@ export function planRollout(input: PlanInput): Plan {
     blocked.push(...cannot.map((c) => `pod ${c.pod.name}: ${c.fallback}`));
     return finish('Paused', REASON.notInPlace, `cannot update in place (fallback Pause): ${blocked.join('; ')}`, 'False');
   }
-  if (candidates.length === 0 && inFlight.size === 0 && unscheduled.length === 0) {
+  // Pods the controller has yet to create (one deleted by fallback Recreate, say) are not updated yet either.
+  const missing = Math.max(0, w.desired - live.length);
+  if (candidates.length === 0 && inFlight.size === 0 && unscheduled.length === 0 && missing === 0) {
     const scope = partition > 0 ? ` (partition ${partition}: ${live.length - inScope.size} pods keep their revision)` : '';
     return finish('Succeeded', REASON.complete, `${updated} of ${live.length} pods at revision ${target.hash}${scope}`, 'False');
   }
@@ -360,7 +362,8 @@ export function planRollout(input: PlanInput): Plan {
   }
   const toGo = candidates.filter((c) => !inFlight.has(c.pod.name)).length;
   const notOnANode = unscheduled.length > 0 ? `, ${unscheduled.length} not on a node yet (${unscheduled.join(', ')})` : '';
-  return finish('Progressing', REASON.updating, `${updated} of ${live.length} pods updated, ${inFlight.size} in flight, ${toGo} waiting${notOnANode} (maxUnavailable ${maxUnavailable})`, 'True');
+  const notCreated = missing > 0 ? `, ${missing} not created yet` : '';
+  return finish('Progressing', REASON.updating, `${updated} of ${live.length} pods updated, ${inFlight.size} in flight, ${toGo} waiting${notOnANode}${notCreated} (maxUnavailable ${maxUnavailable})`, 'True');
 }
 
 /** The pod patch that finishes an update: the new revision's labels, annotations and revision labels. */

@@ -336,7 +336,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       assert.notEqual(p.metadata?.uid, before.get(p.metadata?.name ?? ''), `${p.metadata?.name} recreated`);
       assert.equal(p.spec?.containers.find((c) => c.name === 'app')?.env?.find((e) => e.name === 'MODE')?.value, 'new');
     }
-    assert.equal((await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updatedReplicas, REPLICAS);
+    // The StatefulSet's own count follows its controller's next status write.
+    await until('updatedReplicas 6 on the StatefulSet', 30_000, async () => ((await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updatedReplicas === REPLICAS ? true : undefined));
   });
 
   /** The DaemonSet's agent pod on a node. */

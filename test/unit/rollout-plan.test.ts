@@ -200,6 +200,14 @@ describe('rollout planner', () => {
     assert.deepEqual(a.labels, { tier: 'front', 'controller-revision-hash': 'web-b' });
   });
 
+  it('a pod the controller has not created again yet (fallback Recreate deleted it) keeps the rollout Progressing', () => {
+    const p = planRollout(input({ pods: [1, 2, 3, 4, 5].map((i) => updatedPod(i)) }));
+    assert.equal(p.status.phase, 'Progressing');
+    assert.match(p.status.message ?? '', /5 of 5 pods updated, 0 in flight, 0 waiting, 1 not created yet/);
+    const all = planRollout(input({ pods: [0, 1, 2, 3, 4, 5].map((i) => updatedPod(i)) }));
+    assert.equal(all.status.phase, 'Succeeded');
+  });
+
   it('all pods updated and ready: Succeeded with updatedReplicas', () => {
     const p = planRollout(input({ pods: [0, 1, 2, 3, 4, 5].map((i) => updatedPod(i)) }));
     assert.equal(p.status.phase, 'Succeeded');
