@@ -16,7 +16,7 @@
 // side with the DaemonSet's (run them with --watch-namespace inplace-bench-traffic).
 // BENCH_SCENARIOS=abc picks scenarios.
 import { randomBytes } from 'node:crypto';
-import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Deployment } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../src/api/client.js';
 import { isTerminal } from '../src/engine/operation.js';
 import { ContainerRestartApi } from '../src/kube/container-restart/api.js';
@@ -122,6 +122,15 @@ async function main(): Promise<void> {
   };
   const podImage = async (pod: string) => (await core.readNamespacedPod({ name: pod, namespace: NS })).spec?.containers[0].image ?? imageA;
   const pick = (i: number, k = 0) => `-${(i + k) % REPLICAS}`;
+  const restartsOf = async (pod: string) => (await core.readNamespacedPod({ name: pod, namespace: NS })).status?.containerStatuses?.find((c) => c.name === 'app')?.restartCount ?? 0;
+  /** Polls the pod (every 100 ms, at most 120 s) until ok holds. */
+  const waitPod = async (pod: string, ok: (p: V1Pod) => boolean) => {
+    for (const until = Date.now() + 120_000; ; await sleep(100)) {
+      const p = await core.readNamespacedPod({ name: pod, namespace: NS }).catch(() => undefined);
+      if (p && ok(p)) return;
+      if (Date.now() > until) throw new Error(`pod ${NS}/${pod}: not as expected after 120 s: ${JSON.stringify(p?.status?.containerStatuses)}`);
+    }
+  };
 
   const scenarios: Scenario[] = [
     { key: 'a', label: 'agent: one restart, same image', svc: () => gated, run: (i) => agentRestart([`gated${pick(i)}`], 0) },
@@ -133,8 +142,15 @@ async function main(): Promise<void> {
       svc: () => plain,
       run: async (i) => {
         const pod = `plain${pick(i)}`;
-        await core.patchNamespacedPod({ name: pod, namespace: NS, body: { spec: { containers: [{ name: 'app', image: other(await podImage(pod)) }] } } }, strategic);
-        await sleep(1000); // the kubelet takes the pod out of the endpoints first: wait for it to be back
+        const next = other(await podImage(pod));
+        const was = await restartsOf(pod);
+        await core.patchNamespacedPod({ name: pod, namespace: NS, body: { spec: { containers: [{ name: 'app', image: next }] } } }, strategic);
+        // The kubelet's own sign that it is done: the container recreated (its status shows the image by the
+        // store's first name for the digest, which a retag shares, so the restart count tells) and ready.
+        await waitPod(pod, (p) => {
+          const c = p.status?.containerStatuses?.find((s) => s.name === 'app');
+          return (c?.restartCount ?? 0) > was && c?.ready === true;
+        });
         await waitReadyEndpoints(kc, NS, 'plain', REPLICAS);
       },
     },
@@ -147,8 +163,9 @@ async function main(): Promise<void> {
         const spec = serverPod(NS, pod, 'plain', await podImage(pod), false);
         await core.deleteNamespacedPod({ name: pod, namespace: NS });
         while (await core.readNamespacedPod({ name: pod, namespace: NS }).then(() => true, () => false)) await sleep(50);
-        await core.createNamespacedPod({ namespace: NS, body: spec });
-        await sleep(500);
+        const created = await core.createNamespacedPod({ namespace: NS, body: spec });
+        // The new pod (its own uid) Ready, then its address a ready endpoint again.
+        await waitPod(pod, (p) => p.metadata?.uid === created.metadata?.uid && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') === true);
         await waitReadyEndpoints(kc, NS, 'plain', REPLICAS);
       },
     },

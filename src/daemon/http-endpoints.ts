@@ -1,7 +1,7 @@
 // The daemon's HTTP side door: Prometheus /metrics, liveness /healthz, readiness /readyz.
 import http from 'node:http';
 import type { Registry } from 'prom-client';
-import { parseHostPort } from './options.js';
+import { joinHostPort, parseHostPort } from '../host-port.js';
 
 /** A running HTTP endpoint server. */
 export interface HttpEndpoints {
@@ -38,6 +38,6 @@ export async function startHttpEndpoints(addr: string, registry: Registry, probe
     server.listen(port, host, () => resolve());
   });
   const a = server.address();
-  const address = typeof a === 'object' && a ? `${a.address}:${a.port}` : addr;
+  const address = typeof a === 'object' && a ? joinHostPort(a.address, a.port) : addr;
   return { address, close: () => new Promise((resolve) => server.close(() => resolve())) };
 }

@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { MAX_TIMER_MS, parseDuration } from '../duration.js';
 import { asAgentError } from '../errors.js';
+import { parseHostPort } from '../host-port.js';
 import { LOG_LEVELS, type LogFormat } from '../log.js';
 import { DEFAULT_AGENT_SOCKET } from '../api/address.js';
 import { DOCKER_SOCKET } from '../runtime/detect.js';
@@ -85,16 +86,6 @@ export function parseEnvBoolean(name: string, value: string): boolean {
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0') return false;
   throw new Error(`${envName(name)} must be true, false, 1 or 0, got "${value}"`);
-}
-
-/** `HOST:PORT` (host optional, IPv6 in brackets) as host and port; throws naming the text otherwise. */
-export function parseHostPort(text: string): { host: string; port: number } {
-  const idx = text.lastIndexOf(':');
-  const host = idx > 0 ? text.slice(0, idx).replace(/^\[|\]$/g, '') : '127.0.0.1';
-  const portText = idx >= 0 ? text.slice(idx + 1) : text;
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) throw new Error(`expected HOST:PORT with a port from 0 to 65535 (e.g. 127.0.0.1:9464), got "${text}"`);
-  return { host, port };
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */

@@ -9,13 +9,40 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build } from 'esbuild';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = sandboxEnv();
-const CTL = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/main.js');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/**
+ * inplacectl as one file that `nobody` can read wherever the clone lives (a clone under a 0700 directory is
+ * out of its reach): the built CLI bundled with its dependencies into a fresh directory of mode 0755 under the
+ * system's temporary directory, beside copies of the package.json and proto/ it reads at run time. Returns
+ * the script's path.
+ */
+async function ctlForNobody(): Promise<string> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-ctl-'));
+  fs.chmodSync(dir, 0o755);
+  const script = path.join(dir, 'dist', 'src', 'inplacectl.mjs'); // package.json is ../../ from here, as from dist/src/*/
+  await build({
+    entryPoints: [path.join(ROOT, 'dist/src/cli/main.js')],
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    outfile: script,
+    logLevel: 'warning',
+    // CommonJS dependencies (grpc-js) call require() on node's built-ins.
+    banner: { js: "import { createRequire as __ctlRequire } from 'node:module'; const require = __ctlRequire(import.meta.url);" },
+  });
+  fs.cpSync(path.join(ROOT, 'proto'), path.join(dir, 'proto'), { recursive: true });
+  fs.copyFileSync(path.join(ROOT, 'package.json'), path.join(dir, 'package.json'));
+  return script;
+}
 
 /** A unix socket forwarding every connection to target; close() cuts them all and removes the socket. */
 async function socketProxy(socketPath: string, target: string): Promise<{ close(): Promise<void> }> {
@@ -58,6 +85,7 @@ describe('liveness without the runtime, and socket permissions (dockerd of the s
   let agent: AgentProcess | undefined;
   let proxy: { close(): Promise<void> } | undefined;
   let dir: string;
+  let ctl = '';
 
   before(async function () {
     const rt = new DockerRuntime(env.dockerHost);
@@ -66,6 +94,7 @@ describe('liveness without the runtime, and socket permissions (dockerd of the s
     } finally {
       rt.close();
     }
+    ctl = await ctlForNobody();
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-live-'));
     proxy = await socketProxy(path.join(dir, 'docker.sock'), env.dockerHost.replace(/^unix:\/\//, ''));
     agent = await startAgent(['--runtime', 'docker', '--docker-host', `unix://${path.join(dir, 'docker.sock')}`, '--metrics-addr', '127.0.0.1:0', '--liveness-runtime-timeout', '1s']);
@@ -74,13 +103,15 @@ describe('liveness without the runtime, and socket permissions (dockerd of the s
   after(async () => {
     await agent?.stop();
     await proxy?.close();
+    if (ctl) fs.rmSync(path.dirname(path.dirname(path.dirname(ctl))), { recursive: true, force: true });
   });
 
   it('permission denied on the agent socket is said as such, naming the socket and its group (run as root: the client runs as nobody)', async () => {
-    // The socket's directory open to all, so that only the socket's own mode (0660, group root) refuses.
+    // The socket's directory open to all, so that only the socket's own mode (0660, group root) refuses; the
+    // client is a copy nobody can read (ctlForNobody), so where the clone lives does not matter.
     fs.chmodSync(path.dirname(agent!.socket), 0o755);
     const res = await new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
-      const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, CTL, '--agent', `unix://${agent!.socket}`, 'pods'], { stdio: ['ignore', 'ignore', 'pipe'] });
+      const child = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, ctl, '--agent', `unix://${agent!.socket}`, 'pods'], { stdio: ['ignore', 'ignore', 'pipe'] });
       let stderr = '';
       child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
       child.once('error', reject);

@@ -2,8 +2,10 @@
 // through ContainerRestart objects handled by the DaemonSet's agent (scripts/kube-deploy-agent, hostNetwork,
 // reading this cluster's kube-proxy metrics). Four gated replicas of a small HTTP server behind a NodePort
 // Service; during each restart (and 2 s before and after) one client opens a new connection every 10 ms to the
-// ClusterIP, one to the NodePort on the node's address, and one reuses keep-alive connections. The failures
-// are counted; `drain: 0` shows the count is real. A one-replica Service has its window without a ready
+// ClusterIP, one to the NodePort on the node's address, and one reuses keep-alive connections. (The node's
+// address, not 127.0.0.1: the test cluster's kube-proxy has iptables.localhostNodePorts false and
+// nodePortAddresses [NODE_IP/32] (scripts/kube-sandbox), so NodePorts answer there only; the sandbox stays so.)
+// The failures are counted; `drain: 0` shows the count is real. A one-replica Service has its window without a ready
 // endpoint measured by the agent.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';

@@ -29,6 +29,10 @@ describe('daemon options', () => {
     });
     assert.throws(() => parse(['--metrics-addr', '127.0.0.1:99999']), /--metrics-addr: expected HOST:PORT/);
     assert.equal(parse(['--metrics-addr', '127.0.0.1:0']).metricsAddr, '127.0.0.1:0');
+    // The DaemonSet's form, for a pod IP of either family; an IPv6 address without brackets is refused.
+    assert.equal(parse(['--metrics-addr', '[fd00:10:244::5]:9464']).metricsAddr, '[fd00:10:244::5]:9464');
+    assert.equal(parse(['--metrics-addr', '[10.88.78.1]:9464']).metricsAddr, '[10.88.78.1]:9464');
+    assert.throws(() => parse(['--metrics-addr', 'fd00:10:244::5:9464']), /--metrics-addr: .*an IPv6 address goes in brackets \(\[fd00:10:244::5\]:9464\)/);
   });
 
   it('refuses --max-parallel-pulls 0 instead of taking it as unlimited', () => {
