@@ -1,5 +1,6 @@
-// The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health service, on a unix
-// socket (mode 0660) or a TCP address (mutual TLS, every call authorized by the client certificate's name).
+// The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health and server reflection
+// services, on a unix socket (mode 0660) or a TCP address (mutual TLS, every call authorized by the client
+// certificate's name).
 import fs from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
@@ -26,9 +27,12 @@ import { prepareSocketPath } from './socket-path.js';
 import { CallerLimit } from './caller-limit.js';
 import { MAX_OPEN_CALLS_PER_CALLER } from './limits.js';
 import { toServiceError } from './status.js';
+import { addReflection } from './reflection.js';
 
 /** The fully qualified name of the agent service, as used by the health service. */
 export const AGENT_SERVICE = 'inplace.v1.Agent';
+/** The agent service's .proto file, relative to proto/. */
+const AGENT_PROTO = 'inplace/v1/agent.proto';
 
 /** What the server serves. */
 export interface ServerDeps {
@@ -62,7 +66,7 @@ export interface ApiServer {
 
 /** Starts serving on listen (`unix:///path`, `unix:path` or `host:port`). */
 export async function startApiServer(listen: string, deps: ServerDeps): Promise<ApiServer> {
-  const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
+  const proto = grpc.loadPackageDefinition(loadProto(AGENT_PROTO)) as unknown as ProtoGrpcType;
   const socketPath = unixPath(listen);
   const credentials = serverCredentials(listen, deps.tls ?? {});
   if (!socketPath && !deps.authz) throw new AgentError('InvalidArgument', `--listen ${listen} is TCP: give --authz-file to say which client certificate names may call what`);
@@ -81,6 +85,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   server.addService(proto.inplace.v1.Agent.service, handlers);
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });
   health.addToServer(server);
+  addReflection(server, AGENT_PROTO, limit);
 
   if (socketPath) await prepareSocketPath(socketPath);
   const target = socketPath ? `unix://${socketPath}` : listen;
