@@ -31,7 +31,7 @@ import { parseImageRef, type ImageRef } from '../runtime/image-ref.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Image, PulledImage, PullProgress, RegistryAuth } from '../runtime/types.js';
 import { lookupAuth, redact } from './auth.js';
-import { Backoff, type BackoffOptions } from './backoff.js';
+import { Backoff, type BackoffOptions } from '../backoff.js';
 import type { ProgressSource } from '../runtime/progress-source.js';
 import { PullFlight } from './pull-flight.js';
 import { classifyPullError, isRetryable } from './pull-errors.js';
