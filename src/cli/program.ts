@@ -4,9 +4,8 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
 import { podsFromWire, type OperationView as Operation } from '../api/convert.js';
 import { AgentError, asAgentError } from '../errors.js';
-import { parseImageRef } from '../runtime/image-ref.js';
-import { isTerminal } from '../engine/operation.js';
-import { RefusalReasons } from '../engine/reasons.js';
+import { parseImageRef } from '../image-ref.js';
+import { ClientReasons, isFinishedState } from '../api/operation-states.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
 import { ProgressPrinter } from './progress.js';
@@ -77,11 +76,11 @@ async function follow(g: Globals, c: AgentClient, first: Operation, joined: bool
   }
   let last = first;
   show(first);
-  if (isTerminal(first.state)) return first;
+  if (isFinishedState(first.state)) return first;
   for await (const op of c.watchOperation(first.id)) {
     show(op);
     last = op;
-    if (isTerminal(op.state)) break;
+    if (isFinishedState(op.state)) break;
   }
   return last;
 }
@@ -96,7 +95,7 @@ export function exitStatusOf(err: unknown): number {
   if (isUsage(err)) return EXIT.usage;
   const e = asAgentError(err);
   // An invalid preStop hook is the container's label, not the request: the request was fine.
-  if (e.kind === 'InvalidArgument' && e.reason !== RefusalReasons.InvalidPreStopHook) return EXIT.usage;
+  if (e.kind === 'InvalidArgument' && e.reason !== ClientReasons.InvalidPreStopHook) return EXIT.usage;
   return EXIT.failed;
 }
 

@@ -27,7 +27,7 @@ import type { EnsuredImage } from '../engine/image-puller.js';
 import { AgentError, asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
-import { parseImageRef, type ImageRef } from '../runtime/image-ref.js';
+import { parseImageRef, type ImageRef } from '../image-ref.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Image, PulledImage, PullProgress, RegistryAuth } from '../runtime/types.js';
 import { lookupAuth, redact } from './auth.js';
