@@ -18,6 +18,7 @@ import { pullImagesHandler } from './handlers/pull-images.js';
 import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { versionHandler } from './handlers/version.js';
+import type { RuntimeCapabilities } from '../runtime/runtime.js';
 import type { RuntimeVersion } from '../runtime/types.js';
 import { unixPath } from './address.js';
 import { authzInterceptor, type AuthzPolicy, type Denial } from './authz.js';
@@ -39,6 +40,8 @@ export interface ServerDeps {
   pulls: PullService;
   parseKeyring: (json: string) => AuthKeyring;
   runtimeKind: string;
+  /** What the runtime can do; requests are checked against it (the longest container name). */
+  runtimeCapabilities: RuntimeCapabilities;
   /** The runtime's version, asked on each Version call. */
   runtimeVersion: () => Promise<RuntimeVersion>;
   restartDefaults: RestartDefaults;
@@ -72,7 +75,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   const handlers: AgentHandlers = {
     ListPods: limit.unary(listPodsHandler(deps.engine, deps.runtimeKind), toServiceError),
     PullImages: limit.stream(pullImagesHandler(deps.pulls, deps.parseKeyring), toServiceError),
-    Restart: limit.unary(restartHandler(deps.engine, deps.restartDefaults, deps.runtimeKind), toServiceError),
+    Restart: limit.unary(restartHandler(deps.engine, deps.restartDefaults, deps.runtimeCapabilities), toServiceError),
     GetOperation: limit.unary(getOperationHandler(deps.engine), toServiceError),
     ListOperations: limit.unary(listOperationsHandler(deps.engine), toServiceError),
     WatchOperation: limit.stream(watchOperationHandler(deps.engine), toServiceError),
