@@ -550,7 +550,6 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     try {
       ({ tallies } = await withTraffic(clients, 2000, async () => {
         await kubectl('set', 'image', `statefulset/${SRV}`, `app=${next}`);
-        target = await stsRevision(SRV);
         return settled(SRV, ['Succeeded'], () => stsRevision(SRV), 240_000);
       }));
     } finally {
@@ -558,6 +557,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     }
 
     // The pre-warm: every node holding a pod pulled the image, and said so before any pod's update began.
+    // (The update revision read now: the controller records it a moment after the template change.)
+    target = await stsRevision(SRV);
     const pwName = prewarmName(uid, target);
     const pw = prewarms.get(pwName);
     assert.ok(pw, `the ImagePrewarm ${pwName} of the rollout was seen`);
