@@ -234,7 +234,7 @@ async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, se
   const reg = new SimRegistry();
   const log = createLogger('error');
   const count = { n: 0, by: new Map<string, number>() };
-  const shared = new SharedWatches(new KubeFleetApi(kc));
+  const shared = new SharedWatches(new KubeFleetApi(kc, systemClock));
   const name = `bench-${parallel}-${seeds}-${Date.now() % 100000}`;
   // Done when every node's own record says Succeeded: seen as the agents write them, so that the harness adds
   // no requests of its own to the API server's load.

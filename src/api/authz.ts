@@ -11,6 +11,7 @@ import type { PeerCertificate } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { AgentError } from '../errors.js';
 import { toServiceError } from './status.js';
+import { REFLECTION_METHODS } from './reflection.js';
 
 /** What an RPC needs: read state, pull images, restart containers, cancel operations. */
 export type Permission = 'read' | 'pull' | 'restart' | 'cancel';
@@ -28,6 +29,8 @@ export const METHOD_PERMISSION: Readonly<Record<string, Permission>> = {
   '/inplace.v1.Agent/PullImages': 'pull',
   '/inplace.v1.Agent/Restart': 'restart',
   '/inplace.v1.Agent/CancelOperation': 'cancel',
+  // Reflection shows the API's shape (services, methods, messages): what a reader may see.
+  ...Object.fromEntries(REFLECTION_METHODS.map((m) => [m, 'read' as const])),
 };
 
 /** Methods any caller that passed the TLS handshake may use (probes). */

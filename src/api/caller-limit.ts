@@ -63,4 +63,19 @@ export class CallerLimit {
       h(call);
     };
   }
+
+  /** A bidirectional-streaming handler counted against its caller until the stream ends in any way. */
+  duplex<Req, Res>(h: grpc.handleBidiStreamingCall<Req, Res>, toError: (err: unknown) => grpc.ServiceError): grpc.handleBidiStreamingCall<Req, Res> {
+    return (call) => {
+      let release: () => void;
+      try {
+        release = this.enter(callerOf(call));
+      } catch (err) {
+        call.emit('error', toError(err));
+        return;
+      }
+      for (const ev of ['finish', 'close', 'cancelled', 'error']) call.once(ev, release);
+      h(call);
+    };
+  }
 }

@@ -1,5 +1,7 @@
 // Domain types <-> the agent API's wire types (proto/inplace/v1/agent.proto).
 import type { ContainerStep, ImagePull, Operation, OperationState, StepRecord } from '../engine/operation.js';
+import { RefusalReasons } from '../engine/reasons.js';
+import { ClientReasons, type ImagePullView, type OperationStateName, type StepName, type StepView } from './operation-states.js';
 import type { PodView } from '../engine/engine.js';
 import type { PullEvent } from '../pull/types.js';
 import type { Operation as WireOperation, Operation__Output as WireOperationOut } from '../gen/inplace/v1/Operation.js';
@@ -7,6 +9,12 @@ import type { Pod as WirePod } from '../gen/inplace/v1/Pod.js';
 import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
 import type { PullImagesEvent, PullImagesEvent__Output } from '../gen/inplace/v1/PullImagesEvent.js';
 import type { RestartSettings__Output } from '../gen/inplace/v1/RestartSettings.js';
+
+/** Holds when A and B are the same type (a compile-time check). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+// The engine sends exactly what clients read: its states, steps, step records and pulls are the API's.
+const _wireMatches: [Same<OperationState, OperationStateName>, Same<ContainerStep, StepName>, Same<StepRecord, StepView>, Same<ImagePull, ImagePullView>] = [true, true, true, true];
+const _reasonsMatch: typeof ClientReasons.InvalidPreStopHook = RefusalReasons.InvalidPreStopHook;
 
 /** A pod view as sent by ListPods: containers by name (then newest attempt first), the exit code only once exited. */
 export function podToWire(v: PodView): WirePod {
@@ -111,8 +119,8 @@ export interface ContainerView {
   newId?: string;
   oldImage: string;
   newImage: string;
-  step: ContainerStep;
-  steps: StepRecord[];
+  step: StepName;
+  steps: StepView[];
   error?: string;
   reason?: string;
   exitCode?: number;
@@ -134,13 +142,13 @@ export interface OperationView {
   podName: string;
   /** The pod's IP when the operation began ('' when it has none). */
   podIp: string;
-  state: OperationState;
+  state: OperationStateName;
   /** What the caller set (absent fields took the agent's defaults). */
   requested: SettingsView;
   /** What the operation runs with. */
   applied: SettingsView;
   containers: ContainerView[];
-  pulls: ImagePull[];
+  pulls: ImagePullView[];
   createdAt: string;
   updatedAt: string;
   finishedAt?: string;
@@ -219,7 +227,7 @@ export function operationFromWire(w: WireOperationOut): OperationView {
     podId: w.podId,
     podName: w.podName,
     podIp: w.podIp,
-    state: w.state as OperationState,
+    state: w.state as OperationStateName,
     requested: settingsFromWire(w.requested),
     applied: settingsFromWire(w.applied),
     containers: w.containers.map((c) => {
@@ -228,8 +236,8 @@ export function operationFromWire(w: WireOperationOut): OperationView {
         oldId: c.oldId,
         oldImage: c.oldImage,
         newImage: c.newImage,
-        step: c.step as ContainerStep,
-        steps: c.steps.map((s) => ({ step: s.step as ContainerStep, at: s.at, ...(s.detail ? { detail: s.detail } : {}) })),
+        step: c.step,
+        steps: c.steps.map((s) => ({ step: s.step, at: s.at, ...(s.detail ? { detail: s.detail } : {}) })),
       };
       if (c.newId) v.newId = c.newId;
       if (c.error) v.error = c.error;

@@ -8,10 +8,6 @@ export const MAX_DURATION_MS = MAX_TIMER_MS;
 export const MAX_GRACE_SECONDS = Math.floor(MAX_DURATION_MS / 1000);
 /** A pod as given: NAMESPACE (DNS label, 63) + '/' + NAME (DNS subdomain, 253); a sandbox id is 64. */
 export const MAX_POD_ARG = 63 + 1 + 253;
-/** A container name in a CRI pod: a DNS label. */
-export const MAX_CONTAINER_NAME_CRI = 63;
-/** A container name on Docker (a Docker name, or the io.kubernetes.container.name label). */
-export const MAX_CONTAINER_NAME_DOCKER = 253;
 /** An image reference: name 255, ':' tag 128, '@' digest (sha512 in hex: 7 + 128). */
 export const MAX_IMAGE_REF = 255 + 1 + 128 + 1 + 135;
 /** An operation id (a UUID) or a prefix of one. */

@@ -1,5 +1,6 @@
-// The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health service, on a unix
-// socket (mode 0660) or a TCP address (mutual TLS, every call authorized by the client certificate's name).
+// The agent's gRPC server: the inplace.v1.Agent service plus the standard gRPC health and server reflection
+// services, on a unix socket (mode 0660) or a TCP address (mutual TLS, every call authorized by the client
+// certificate's name).
 import fs from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { HealthImplementation } from 'grpc-health-check';
@@ -17,6 +18,7 @@ import { pullImagesHandler } from './handlers/pull-images.js';
 import { restartHandler, type RestartDefaults } from './handlers/restart.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { versionHandler } from './handlers/version.js';
+import type { RuntimeCapabilities } from '../runtime/runtime.js';
 import type { RuntimeVersion } from '../runtime/types.js';
 import { unixPath } from './address.js';
 import { authzInterceptor, type AuthzPolicy, type Denial } from './authz.js';
@@ -25,9 +27,12 @@ import { prepareSocketPath } from './socket-path.js';
 import { CallerLimit } from './caller-limit.js';
 import { MAX_OPEN_CALLS_PER_CALLER } from './limits.js';
 import { toServiceError } from './status.js';
+import { addReflection } from './reflection.js';
 
 /** The fully qualified name of the agent service, as used by the health service. */
 export const AGENT_SERVICE = 'inplace.v1.Agent';
+/** The agent service's .proto file, relative to proto/. */
+const AGENT_PROTO = 'inplace/v1/agent.proto';
 
 /** What the server serves. */
 export interface ServerDeps {
@@ -35,6 +40,8 @@ export interface ServerDeps {
   pulls: PullService;
   parseKeyring: (json: string) => AuthKeyring;
   runtimeKind: string;
+  /** What the runtime can do; requests are checked against it (the longest container name). */
+  runtimeCapabilities: RuntimeCapabilities;
   /** The runtime's version, asked on each Version call. */
   runtimeVersion: () => Promise<RuntimeVersion>;
   restartDefaults: RestartDefaults;
@@ -59,7 +66,7 @@ export interface ApiServer {
 
 /** Starts serving on listen (`unix:///path`, `unix:path` or `host:port`). */
 export async function startApiServer(listen: string, deps: ServerDeps): Promise<ApiServer> {
-  const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
+  const proto = grpc.loadPackageDefinition(loadProto(AGENT_PROTO)) as unknown as ProtoGrpcType;
   const socketPath = unixPath(listen);
   const credentials = serverCredentials(listen, deps.tls ?? {});
   if (!socketPath && !deps.authz) throw new AgentError('InvalidArgument', `--listen ${listen} is TCP: give --authz-file to say which client certificate names may call what`);
@@ -68,7 +75,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   const handlers: AgentHandlers = {
     ListPods: limit.unary(listPodsHandler(deps.engine, deps.runtimeKind), toServiceError),
     PullImages: limit.stream(pullImagesHandler(deps.pulls, deps.parseKeyring), toServiceError),
-    Restart: limit.unary(restartHandler(deps.engine, deps.restartDefaults, deps.runtimeKind), toServiceError),
+    Restart: limit.unary(restartHandler(deps.engine, deps.restartDefaults, deps.runtimeCapabilities), toServiceError),
     GetOperation: limit.unary(getOperationHandler(deps.engine), toServiceError),
     ListOperations: limit.unary(listOperationsHandler(deps.engine), toServiceError),
     WatchOperation: limit.stream(watchOperationHandler(deps.engine), toServiceError),
@@ -78,6 +85,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
   server.addService(proto.inplace.v1.Agent.service, handlers);
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });
   health.addToServer(server);
+  addReflection(server, AGENT_PROTO, limit);
 
   if (socketPath) await prepareSocketPath(socketPath);
   const target = socketPath ? `unix://${socketPath}` : listen;

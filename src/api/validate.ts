@@ -5,7 +5,7 @@ import { AgentError } from '../errors.js';
 import type { PullImagesRequest__Output } from '../gen/inplace/v1/PullImagesRequest.js';
 import type { RestartRequest__Output } from '../gen/inplace/v1/RestartRequest.js';
 import { quote } from '../quote.js';
-import { parseImageRef } from '../runtime/image-ref.js';
+import { parseImageRef } from '../image-ref.js';
 import * as L from './limits.js';
 
 /** Whether s holds a control character (NUL, newline, escape, DEL...). */
@@ -60,14 +60,14 @@ export function checkImageRef(field: string, ref: string): void {
   parseImageRef(ref);
 }
 
-/** A Restart request as it came off the wire. */
-export function validateRestart(req: RestartRequest__Output, runtimeKind: string): void {
+/** A Restart request as it came off the wire; container names of at most maxContainerName (the runtime's capability). */
+export function validateRestart(req: RestartRequest__Output, maxContainerName: number): void {
   checkShape('pod', req.pod, L.MAX_POD_ARG, POD_ARG, POD_WHAT);
   if (req.containers.length === 0) throw invalid('name at least one container to restart');
   if (req.containers.length > L.MAX_CONTAINERS_PER_RESTART) {
     throw invalid(`a restart names at most ${L.MAX_CONTAINERS_PER_RESTART} containers, got ${req.containers.length}`);
   }
-  const maxName = runtimeKind === 'docker' ? L.MAX_CONTAINER_NAME_DOCKER : L.MAX_CONTAINER_NAME_CRI;
+  const maxName = maxContainerName;
   const seen = new Set<string>();
   for (const name of req.containers) {
     checkShape('container name', name, maxName, CONTAINER_NAME, NAME_WHAT);

@@ -1,8 +1,8 @@
 // Checks of inplacectl's arguments that need no agent: wrong whatever the node holds, refused with exit 2.
 import { asAgentError } from '../errors.js';
 import { MAX_TIMER_MS, parseDuration } from '../duration.js';
-import { parseImageRef } from '../runtime/image-ref.js';
-import { MIN_ID_PREFIX } from '../runtime/types.js';
+import { parseImageRef } from '../image-ref.js';
+import { MIN_ID_PREFIX } from '../id-prefix.js';
 
 /** Bad usage found after parsing (exit 2). */
 export class UsageError extends Error {}

@@ -7,13 +7,12 @@ import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { followContainerRestart } from '../kube/container-restart/follow.js';
 import { operationView, refusal } from '../kube/container-restart/operation-view.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
-import type { Operation } from '../engine/operation.js';
 import { restartSummary } from './render.js';
 import { ProgressPrinter } from './progress.js';
 import { operationFromWire, operationToWire, type OperationView } from '../api/convert.js';
 
 /** The view inplacectl prints, from an operation rebuilt out of a ContainerRestart. */
-function toView(op: Operation): OperationView {
+function toView(op: Parameters<typeof operationToWire>[0]): OperationView {
   return operationFromWire(operationToWire(op) as Parameters<typeof operationFromWire>[0]);
 }
 

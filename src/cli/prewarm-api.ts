@@ -2,6 +2,7 @@
 // client only when a prewarm command runs.
 import * as k8s from '../kube/client.js';
 import { AgentError } from '../errors.js';
+import { systemClock } from '../clock.js';
 import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
 import { serverMessage } from '../kube/api-error.js';
 import { selfRequester } from '../kube/requester.js';
@@ -21,7 +22,7 @@ function apiError(err: unknown, what: string): Error {
 
 /** A prewarm's live status: summed up from the per-node records now. */
 export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {
-  const api = new KubeFleetApi(kc);
+  const api = new KubeFleetApi(kc, systemClock);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   let pw: ImagePrewarm;
   try {

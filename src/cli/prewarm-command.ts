@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { parseDuration } from '../duration.js';
 import { collect } from './args.js';
 import { loadTarget } from './kube-target.js';
-import { parseImageRef } from '../runtime/image-ref.js';
+import { parseImageRef } from '../image-ref.js';
 import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
 import type { KubeConfig } from '../kube/client.js';
 

@@ -4,9 +4,8 @@ import { Argument, Command, CommanderError, Option } from 'commander';
 import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
 import { podsFromWire, type OperationView as Operation } from '../api/convert.js';
 import { AgentError, asAgentError } from '../errors.js';
-import { parseImageRef } from '../runtime/image-ref.js';
-import { isTerminal } from '../engine/operation.js';
-import { RefusalReasons } from '../engine/reasons.js';
+import { parseImageRef } from '../image-ref.js';
+import { ClientReasons, isFinishedState } from '../api/operation-states.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
 import { ProgressPrinter } from './progress.js';
@@ -44,11 +43,28 @@ function print(g: Globals, json: unknown, text: string): void {
   process.stdout.write(g.output === 'json' ? JSON.stringify(json, null, 2) + '\n' : text + '\n');
 }
 
+/** Runs fn with a client of the agent, and closes the client after it, however fn ends. */
+async function withClient(g: Globals, fn: (c: AgentClient) => Promise<void>): Promise<void> {
+  const c = client(g);
+  try {
+    await fn(c);
+  } finally {
+    c.close();
+  }
+}
+
 /**
  * Follows an operation until it ends, printing every journaled step once, in order (timed from the
- * operation's creation); returns the final record. joined: the caller did not start it (watch), so what
- * happened before the first view is replayed under a header.
+ * operation's creation), then the final record as render says; an end other than Succeeded is a failed exit.
+ * joined: the caller did not start it (watch), so what happened before the first view is replayed under a header.
  */
+async function followToEnd(g: Globals, c: AgentClient, first: Operation, joined: boolean, render: (op: Operation) => string): Promise<void> {
+  const end = await follow(g, c, first, joined);
+  print(g, end, render(end));
+  if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
+}
+
+/** followToEnd's steps: returns the final record. */
 async function follow(g: Globals, c: AgentClient, first: Operation, joined: boolean): Promise<Operation> {
   const printer = new ProgressPrinter();
   const show = (op: Operation) => {
@@ -60,11 +76,11 @@ async function follow(g: Globals, c: AgentClient, first: Operation, joined: bool
   }
   let last = first;
   show(first);
-  if (isTerminal(first.state)) return first;
+  if (isFinishedState(first.state)) return first;
   for await (const op of c.watchOperation(first.id)) {
     show(op);
     last = op;
-    if (isTerminal(op.state)) break;
+    if (isFinishedState(op.state)) break;
   }
   return last;
 }
@@ -79,7 +95,7 @@ export function exitStatusOf(err: unknown): number {
   if (isUsage(err)) return EXIT.usage;
   const e = asAgentError(err);
   // An invalid preStop hook is the container's label, not the request: the request was fine.
-  if (e.kind === 'InvalidArgument' && e.reason !== RefusalReasons.InvalidPreStopHook) return EXIT.usage;
+  if (e.kind === 'InvalidArgument' && e.reason !== ClientReasons.InvalidPreStopHook) return EXIT.usage;
   return EXIT.failed;
 }
 
@@ -136,13 +152,10 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     .description('pods and containers the agent sees (containers by name)')
     .action(async () => {
       const g = globals();
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const res = podsFromWire(await c.listPods());
         print(g, res, renderPods(res));
-      } finally {
-        c.close();
-      }
+      });
     });
 
   prog
@@ -173,8 +186,7 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
         process.exitCode = await kubeRestart({ kubeconfig: g.kubeconfig, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, json: g.output === 'json', t0 });
         return;
       }
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const op = await c.restart({
           pod,
           containers,
@@ -201,12 +213,8 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
           return;
         }
         if (g.output === 'text') process.stdout.write(`operation ${op.id} on pod ${op.podName}\n`);
-        const end = await follow(g, c, op, false);
-        print(g, end, restartSummary(end));
-        if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
-      } finally {
-        c.close();
-      }
+        await followToEnd(g, c, op, false, restartSummary);
+      });
     });
 
   prog
@@ -239,16 +247,13 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
         }
       }
       const timeout = durationFlag('timeout', o.timeout);
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const code = await runPull(
           c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
           { json: g.output === 'json', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
         );
         if (code !== 0) process.exitCode = EXIT.failed;
-      } finally {
-        c.close();
-      }
+      });
     });
 
   prog
@@ -257,13 +262,10 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     .option('--pod <pod>', 'only this pod: NAMESPACE/NAME, a sandbox id, or an id prefix of 6+ characters as `pods` prints')
     .action(async (o: { pod?: string }) => {
       const g = globals();
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const ops = await c.listOperations(o.pod ?? '');
         print(g, ops, ops.length === 0 ? `no operations${o.pod ? ` for pod ${o.pod}` : ''}` : renderOperations(ops));
-      } finally {
-        c.close();
-      }
+      });
     });
 
   prog
@@ -273,13 +275,10 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     .action(async (id: string) => {
       checkOperationId(id);
       const g = globals();
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const op = await c.getOperation(id);
         print(g, op, renderOperation(op));
-      } finally {
-        c.close();
-      }
+      });
     });
 
   prog
@@ -289,15 +288,10 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     .action(async (id: string) => {
       checkOperationId(id);
       const g = globals();
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const first = await c.getOperation(id);
-        const end = await follow(g, c, first, true);
-        print(g, end, renderOperation(end));
-        if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
-      } finally {
-        c.close();
-      }
+        await followToEnd(g, c, first, true, renderOperation);
+      });
     });
 
   prog
@@ -309,13 +303,10 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     .action(async (id: string) => {
       checkOperationId(id);
       const g = globals();
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const op = await c.cancelOperation(id);
         print(g, op, `cancel requested for operation ${op.id}: ${cancelEffect(op)}. \`inplacectl watch ${op.id.slice(0, 8)}\` shows how it ends.`);
-      } finally {
-        c.close();
-      }
+      });
     });
 
   prog
@@ -328,14 +319,11 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
         print(g, { client: { version: PACKAGE_VERSION } }, `Client Version: ${PACKAGE_VERSION}`);
         return;
       }
-      const c = client(g);
-      try {
+      await withClient(g, async (c) => {
         const v = await c.version();
         const agent = { version: v.version, api: v.api, runtime: v.runtime, runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion };
         print(g, { client: { version: PACKAGE_VERSION }, agent }, `Client Version: ${PACKAGE_VERSION}\nAgent Version: ${v.version} (API ${v.api}, at ${c.target})\nRuntime: ${v.runtimeName} ${v.runtimeVersion} (${v.runtime})`);
-      } finally {
-        c.close();
-      }
+      });
     });
 
   addPrewarmCommand(prog, globals);

@@ -5,10 +5,10 @@
 import { formatBytes } from '../bytes.js';
 import { formatDuration } from '../duration.js';
 import type { ContainerView, OperationView } from '../api/convert.js';
-import { isTerminal, type ContainerStep, type OperationState } from '../engine/operation.js';
+import { isFinishedState, type OperationStateName, type StepName } from '../api/operation-states.js';
 
 /** How a container step reads in progress lines and `get`. */
-const STEP_TEXT: Record<ContainerStep, string> = {
+const STEP_TEXT: Record<StepName, string> = {
   Waiting: 'waiting',
   Creating: 'creating',
   Created: 'created',
@@ -30,7 +30,7 @@ const STEP_TEXT: Record<ContainerStep, string> = {
 };
 
 /** How an operation state reads in progress lines and `get`. */
-const STATE_TEXT: Record<OperationState, string> = {
+const STATE_TEXT: Record<OperationStateName, string> = {
   Pending: 'pending',
   Pulling: 'pulling images',
   Recreating: 'recreating',
@@ -42,12 +42,12 @@ const STATE_TEXT: Record<OperationState, string> = {
 };
 
 /** A container step in words (`RemovingOld` reads "removing the old container"). */
-export function stepText(step: ContainerStep): string {
+export function stepText(step: StepName): string {
   return STEP_TEXT[step] ?? String(step);
 }
 
 /** An operation state in words (`RolledBack` reads "rolled back"). */
-export function stateText(state: OperationState): string {
+export function stateText(state: OperationStateName): string {
   return STATE_TEXT[state] ?? String(state);
 }
 
@@ -69,7 +69,7 @@ export function cutShortNote(op: OperationView, c: ContainerView): string | unde
 }
 
 /** The words after a container's name for one step. */
-function stepLine(op: OperationView, c: ContainerView, step: ContainerStep): string {
+function stepLine(op: OperationView, c: ContainerView, step: StepName): string {
   switch (step) {
     case 'Created':
       return `created ${(c.newId ?? '').slice(0, 12)} (${c.newImage})`;
@@ -90,7 +90,7 @@ function stepLine(op: OperationView, c: ContainerView, step: ContainerStep): str
 /** Turns successive views of one operation into progress lines; keeps what it has printed. */
 export class ProgressPrinter {
   private readonly printedSteps = new Map<string, number>();
-  private state: OperationState | undefined;
+  private state: OperationStateName | undefined;
   private recreatingShown = false;
   private readonly pulls = new Map<string, { done: boolean; bytesDone: number }>();
 
@@ -115,7 +115,7 @@ export class ProgressPrinter {
       if (!backFromVerify && !repeat && op.state !== 'Verifying') {
         const line = `${at(op, op.updatedAt)}  ${stateText(op.state)}`;
         // An end is printed after the steps that led to it; any other state before the steps it began.
-        if (isTerminal(op.state)) last = line;
+        if (isFinishedState(op.state)) last = line;
         else out.push(line);
       }
       if (op.state === 'Recreating') this.recreatingShown = true;

@@ -23,7 +23,7 @@ import { RuntimeLiveness } from './runtime-liveness.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
-import { kubeConfigSource } from '../kube/kubeconfig-source.js';
+import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../kube/kubeconfig-source.js';
 import type { KubeMode } from '../kube/kube-mode.js';
 
 /**
@@ -78,8 +78,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   // Settings that can be wrong are checked before anything starts (recovery included).
   const socketGid = opts.socketGroup === undefined ? undefined : resolveGroup(opts.socketGroup);
   const access = new AccessControl(opts, log.child({ component: 'access' }));
-  const kubeSource = kubeConfigSource({ kubeconfig: opts.kubeconfig });
-  if (kubeSource && !opts.nodeName) throw new AgentError('InvalidArgument', 'Kubernetes mode (a kubeconfig was found) needs this node\'s name: --node-name or $NODE_NAME');
+  const kubeSource = agentKubeConfigSource({ kubeconfig: opts.kubeconfig });
+  if (kubeSource && !opts.nodeName) throw new AgentError('InvalidArgument', kubeModeNeedsNode(kubeSource));
+  if (!kubeSource && process.env.KUBECONFIG) log.info(KUBECONFIG_LEFT_ASIDE, { KUBECONFIG: process.env.KUBECONFIG });
   const k8s = kubeSource ? await import('./kube-wiring.js') : undefined;
   const kc = kubeSource && k8s ? k8s.kubeConfigFrom(kubeSource) : undefined;
   const socketPath = unixPath(opts.listen);
@@ -129,6 +130,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     pulls,
     parseKeyring,
     runtimeKind: runtime.kind,
+    runtimeCapabilities: runtime.capabilities,
     runtimeVersion: () => runtime.version(),
     restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
   });

@@ -24,7 +24,7 @@ export function startFleet(
 ): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
   const fleet = new FleetAgent(
-    new KubeFleetApi(kc),
+    new KubeFleetApi(kc, clock),
     new NodeFleetPuller(runtime, pulls),
     {
       ...FLEET_DEFAULTS,

@@ -24,38 +24,23 @@ const PREWARM_STATES = ['succeeded', 'failed', 'pulling', 'waiting'] as const;
 /** Registers Kubernetes mode's metrics in registry; API requests are those sent to server (the cluster's URL). */
 export function kubeMetrics(registry: Registry, server: string): KubeMetrics {
   const registers = [registry];
-  const restarts = new Counter({
-    name: 'inplace_containerrestarts_total',
-    help: 'ContainerRestart requests this agent took and finished, by result (final operation state, or Refused) and reason (a reason constant; empty on success)',
-    labelNames: ['result', 'reason'],
-    registers,
-  });
-  const restartSeconds = new Histogram({
-    name: 'inplace_containerrestart_duration_seconds',
-    help: 'Time from taking a ContainerRestart to its final status, by result and reason',
-    labelNames: ['result', 'reason'],
-    buckets: [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
-    registers,
-  });
-  const drain = new Histogram({
-    name: 'inplace_drain_duration_seconds',
-    help: 'Time each part of the drain before a stop took (slices: the address leaving the EndpointSlices; dataplane: traffic stopping), by whether it completed or reached its bound',
-    labelNames: ['part', 'result'],
-    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
-    registers,
-  });
+  const counter = (name: string, help: string, labelNames: string[]) => new Counter({ name, help, labelNames, registers });
+  const histogram = (name: string, help: string, labelNames: string[], buckets: number[]) => new Histogram({ name, help, labelNames, buckets, registers });
+  const restarts = counter('inplace_containerrestarts_total', 'ContainerRestart requests this agent took and finished, by result (final operation state, or Refused) and reason (a reason constant; empty on success)', ['result', 'reason']);
+  const restartSeconds = histogram('inplace_containerrestart_duration_seconds', 'Time from taking a ContainerRestart to its final status, by result and reason', ['result', 'reason'], [0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300]);
+  const drain = histogram(
+    'inplace_drain_duration_seconds',
+    'Time each part of the drain before a stop took (slices: the address leaving the EndpointSlices; dataplane: traffic stopping), by whether it completed or reached its bound',
+    ['part', 'result'],
+    [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+  );
   const prewarmNodes = new Gauge({
     name: 'inplace_imageprewarm_nodes',
     help: "Nodes of an ImagePrewarm by state (succeeded, failed, pulling: in flight, waiting), as its latest status says",
     labelNames: ['imageprewarm', 'state'],
     registers,
   });
-  const requests = new Counter({
-    name: 'inplace_kube_api_requests_total',
-    help: 'Requests this agent sent to the API server, by Kubernetes verb and HTTP status code (<error> when no response came)',
-    labelNames: ['verb', 'code'],
-    registers,
-  });
+  const requests = counter('inplace_kube_api_requests_total', 'Requests this agent sent to the API server, by Kubernetes verb and HTTP status code (<error> when no response came)', ['verb', 'code']);
 
   // A request is the API server's when it went to the cluster's scheme and host (Host header, port included
   // unless it is the scheme's default).

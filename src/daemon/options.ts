@@ -44,7 +44,7 @@ export interface DaemonOptions {
   retention: number;
   /** /healthz fails once the runtime has not answered for this long. */
   livenessRuntimeTimeoutMs: number;
-  /** Kubernetes mode: the kubeconfig file (else $KUBECONFIG, else in-cluster). */
+  /** Kubernetes mode: the kubeconfig file (else in-cluster; $KUBECONFIG is not read). */
   kubeconfig?: string;
   /** Kubernetes mode: this node's name (default $NODE_NAME). */
   nodeName?: string;
@@ -74,6 +74,18 @@ export interface DaemonOptions {
 /** The environment variable that sets a flag: INPLACE_AGENT_<FLAG>. */
 export function envName(flag: string): string {
   return `INPLACE_AGENT_${flag.toUpperCase().replace(/-/g, '_')}`;
+}
+
+/**
+ * An on/off setting from its environment variable: true/false/1/0 in any case; anything else (the empty string
+ * included) is refused naming the variable. `name` is the setting's positive name (`fleet-prewarm` for
+ * --no-fleet-prewarm), so INPLACE_AGENT_FLEET_PREWARM=true means on.
+ */
+export function parseEnvBoolean(name: string, value: string): boolean {
+  const v = value.trim().toLowerCase();
+  if (v === 'true' || v === '1') return true;
+  if (v === 'false' || v === '0') return false;
+  throw new Error(`${envName(name)} must be true, false, 1 or 0, got "${value}"`);
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -110,7 +122,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--min-ready <duration>', 'default time a replacement must keep running', 'min-ready').default('1s'))
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
     .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
-    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: $KUBECONFIG, then in-cluster; off when none is found)', 'kubeconfig'))
+    .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: in-cluster when run in a cluster; $KUBECONFIG is not read)', 'kubeconfig'))
     .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
     .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
     .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
@@ -133,6 +145,13 @@ export function daemonOptions(cmd: Command): DaemonOptions {
   const source = (name: string) => {
     const key = name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
     return cmd.getOptionValueSource(key) === 'env' ? `${envName(name)} (--${name})` : `--${name}`;
+  };
+  // An on/off flag: the flag when given; else its variable, read by its value (commander would take a set
+  // variable as "given", so that INPLACE_AGENT_FLEET_PREWARM=true turned the fleet pre-warm off).
+  const onOff = (name: string, v: unknown) => {
+    const key = name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
+    if (cmd.getOptionValueSource(key) !== 'env') return Boolean(v);
+    return parseEnvBoolean(name, process.env[envName(name)] ?? '');
   };
   const int = (name: string, v: string | undefined, min = 0) => {
     const n = Number(v);
@@ -192,7 +211,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     authFile: o.authFile,
     prewarmFile: o.prewarm,
     prewarmIntervalMs: timeout('prewarm-interval', o.prewarmInterval, 'once at start'),
-    prewarmPin: Boolean(o.prewarmPin),
+    prewarmPin: onOff('prewarm-pin', o.prewarmPin),
     defaultGraceSeconds: Math.ceil(timeout('grace', o.grace, 'kill at once') / 1000),
     defaultMinReadyMs: timeout('min-ready', o.minReady, 'no verification window'),
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
@@ -204,12 +223,12 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
     proxyMetricsUrl: proxyUrl(source('proxy-metrics-url'), o.proxyMetricsUrl as string),
     drainSettleMs: timeout('drain-settle', o.drainSettle, 'no settle time'),
-    fleetPrewarm: (o.fleetPrewarm as unknown) !== false,
+    fleetPrewarm: onOff('fleet-prewarm', o.fleetPrewarm),
     fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? DEFAULT_LEASE_NAMESPACE,
     fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
     fleetPollMs: timeout('fleet-poll', o.fleetPoll),
     fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),
-    rollouts: (o.rollouts as unknown) !== false,
+    rollouts: onOff('rollouts', o.rollouts),
     rolloutLeaseMs: Math.max(3000, timeout('rollout-lease-duration', o.rolloutLeaseDuration)),
   };
 }

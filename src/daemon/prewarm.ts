@@ -5,7 +5,7 @@ import fs from 'node:fs/promises';
 import type { Clock } from '../clock.js';
 import { asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
-import { parseImageRef } from '../runtime/image-ref.js';
+import { parseImageRef } from '../image-ref.js';
 import type { PullService } from '../pull/types.js';
 
 /** What a prewarm round reads: one image reference per line; blank lines and `#` comments are skipped. */

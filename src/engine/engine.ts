@@ -14,7 +14,7 @@ import { KeyedQueue } from './keyed-queue.js';
 import { OperationSlots } from './operation-slots.js';
 import { isTerminal, type ContainerTarget, type Operation, type RequestedSettings, type RestartRequest } from './operation.js';
 import { resolvePod } from './pod-resolver.js';
-import { MIN_ID_PREFIX } from '../runtime/types.js';
+import { MIN_ID_PREFIX } from '../id-prefix.js';
 import { RefusalReasons, Reasons } from './reasons.js';
 import { OPERATION_LABEL, planRestart } from './restart-plan.js';
 import { Paused } from './paused.js';

@@ -2,7 +2,8 @@
 // `docker/<sandbox container name>` (which is simply that pod's name on Docker).
 import { AgentError } from '../errors.js';
 import { quote } from '../quote.js';
-import { MIN_ID_PREFIX, type Pod } from '../runtime/types.js';
+import { MIN_ID_PREFIX } from '../id-prefix.js';
+import type { Pod } from '../runtime/types.js';
 import { RefusalReasons } from './reasons.js';
 
 

@@ -3,7 +3,7 @@
 import { AgentError } from '../errors.js';
 import { quote } from '../quote.js';
 import { formatDuration } from '../duration.js';
-import { parseImageRef } from '../runtime/image-ref.js';
+import { parseImageRef } from '../image-ref.js';
 import type { Container, Pod } from '../runtime/types.js';
 import type { RestartRequest } from './operation.js';
 import { RefusalReasons as R } from './reasons.js';

@@ -3,6 +3,7 @@
 // on the injected clock, until a time limit. Any other failure is the call's own answer and goes straight up.
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
+import { backoffDelay } from '../backoff.js';
 import type { Logger } from '../log.js';
 
 /** First delay after a failed call, ms. */
@@ -18,7 +19,7 @@ export function isTransient(err: unknown): boolean {
 
 /** The delay before call number attempt + 1, ms (attempt 1 is the first call). */
 export function retryDelay(attempt: number): number {
-  return Math.min(MAX_DELAY_MS, FIRST_DELAY_MS * 2 ** Math.max(0, attempt - 1));
+  return backoffDelay(attempt, { initialMs: FIRST_DELAY_MS, maxMs: MAX_DELAY_MS });
 }
 
 /** How to wait. */

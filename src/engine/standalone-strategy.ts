@@ -17,6 +17,7 @@
 // container behind: the next agent removes it at start-up.
 import { AgentError, asAgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
+import { backoffDelay } from '../backoff.js';
 import type { Logger } from '../log.js';
 import type { NameSwap, Runtime } from '../runtime/runtime.js';
 import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
@@ -33,6 +34,9 @@ type Step = (typeof StandaloneSteps)[number];
 
 /** How many times a rollback is tried when the runtime fails in a way that can heal (other than being away). */
 const ROLLBACK_TRIES = 5;
+
+/** Delays between those tries, ms: 0.5 s doubling, at most 8 s. */
+const ROLLBACK_RETRY_BACKOFF = { initialMs: 500, maxMs: 8000 };
 
 /**
  * How long a rollback waits for a runtime that is away, at least, ms: the container may be down meanwhile,
@@ -357,7 +361,7 @@ export class StandaloneStrategy implements RestartStrategy {
         // Other failures that can heal are tried again a few times (a runtime that stayed away was waited for).
         if (attempt < ROLLBACK_TRIES && !isTransient(e) && e.kind !== 'NotFound' && e.kind !== 'InvalidArgument' && e.kind !== 'FailedPrecondition') {
           this.d.log.warn('rollback step failed; retrying', { op: op.id, container: t.name, attempt, error: e.message });
-          await this.d.clock.sleep(Math.min(8000, 500 * 2 ** (attempt - 1)));
+          await this.d.clock.sleep(backoffDelay(attempt, ROLLBACK_RETRY_BACKOFF));
           continue;
         }
         t.reason = Reasons.RollbackFailed;

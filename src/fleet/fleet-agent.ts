@@ -33,6 +33,8 @@ export interface FleetOptions {
   summaryEveryMs: number;
   targetsTtlMs: number;
   maxPollMs: number;
+  /** Source of the polls' jitter, in [0, 1) (Math.random in an agent; tests give their own). */
+  random: () => number;
 }
 
 /** Defaults for a real agent. */
@@ -46,6 +48,7 @@ export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
   summaryEveryMs: 5_000,
   targetsTtlMs: 300_000,
   maxPollMs: 30_000,
+  random: Math.random,
 };
 
 /** One prewarm's part as the agent runs it: its loop, and what wakes the loop before its delay is over. */
@@ -91,6 +94,7 @@ export class FleetAgent {
       puller,
       targets: new TargetCache(api, clock, opts.targetsTtlMs),
       clock,
+      random: opts.random,
       log,
       keyring: async (pw) => {
         if (access) await checkPrewarmRequester(access, pw);

@@ -2,7 +2,8 @@
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
 import * as k8s from '../kube/client.js';
 import { apiStatusCode } from '../kube/api-error.js';
-import { followList, type FollowFailure } from '../kube/list-follower.js';
+import { followerDeps, followList, type FollowerDeps, type FollowFailure } from '../kube/list-follower.js';
+import type { Clock } from '../clock.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
 
 /** A slot Lease as the fleet sees it. */
@@ -95,8 +96,11 @@ export class KubeFleetApi implements FleetApi {
   private readonly custom: k8s.CustomObjectsApi;
   private readonly core: k8s.CoreV1Api;
   private readonly coord: k8s.CoordinationV1Api;
+  private readonly follow: FollowerDeps;
 
-  constructor(private readonly kc: k8s.KubeConfig) {
+  /** The follows of prewarms and slots restart on clock. */
+  constructor(kc: k8s.KubeConfig, clock: Clock) {
+    this.follow = followerDeps(kc, clock);
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.coord = kc.makeApiClient(k8s.CoordinationV1Api);
@@ -110,14 +114,14 @@ export class KubeFleetApi implements FleetApi {
   followPrewarms(onList: (items: ImagePrewarm[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
     const path = `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`;
     const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>;
-    return followList(this.kc, path, list, (items) => onList(items as unknown as ImagePrewarm[]), onError);
+    return followList(this.follow, { path, list }, (items) => onList(items as unknown as ImagePrewarm[]), onError);
   }
 
   followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
     const labelSelector = `${PREWARM_LABEL}=${prewarm}`;
     const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
     const list = () => this.coord.listNamespacedLease({ namespace, labelSelector });
-    return followList(this.kc, path, list, (items) => onList(items.map(toSlot)), onError, { labelSelector });
+    return followList(this.follow, { path, list, labelSelector }, (items) => onList(items.map(toSlot)), onError);
   }
 
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {

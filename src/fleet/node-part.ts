@@ -10,19 +10,24 @@
 // kept in memory until the first change: no record means Waiting to every reader), so a restarted agent
 // picks up where it was (a slot it still holds is taken again, not waited for).
 import type { Clock } from '../clock.js';
+import { backoffDelay } from '../backoff.js';
 import { asAgentError } from '../errors.js';
 import { REASON_FORBIDDEN } from '../kube/access-review.js';
 import type { Logger } from '../log.js';
 import type { AuthKeyring } from '../pull/types.js';
-import type { FleetApi, SlotLease } from './fleet-api.js';
+import type { FleetApi } from './fleet-api.js';
 import type { FleetPuller } from './fleet-puller.js';
 import type { NodeRecord } from './node-record.js';
 import { seedsOf } from './node-order.js';
 import type { SlotClaimer } from './slots.js';
+import { renewWhilePulling, type SlotHold } from './slot-renewal.js';
 import { nextSlotMove, type SlotView, type SlotWatches, type TryState } from './slot-watch.js';
 import type { TargetCache } from './targets.js';
 import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
 import { PrewarmReasons } from '../engine/reasons.js';
+
+/** The longest back-off between two failed attempts at an image, ms. */
+const MAX_ATTEMPT_BACKOFF_MS = 300_000;
 
 /** Defaults of the spec's optional fields. */
 export const SPEC_DEFAULTS = { maxParallelNodes: 1, seedNodes: 0, backoffLimit: 3 } as const;
@@ -36,6 +41,8 @@ export interface NodePartDeps {
   puller: FleetPuller;
   targets: TargetCache;
   clock: Clock;
+  /** Source of the jitter of the polls, in [0, 1). */
+  random: () => number;
   log: Logger;
   keyring(pw: ImagePrewarm): Promise<AuthKeyring | undefined>;
   /** Delay between polls while waiting for seeds or a slot, ms. */
@@ -46,7 +53,7 @@ export interface NodePartDeps {
   seedGoneMs: number;
   /** Lease duration, s; the slot is renewed every third of it. */
   leaseSeconds: number;
-  /** Base of the exponential back-off between failed attempts, ms (capped at 5 min). */
+  /** Base of the exponential back-off between failed attempts, ms (capped at MAX_ATTEMPT_BACKOFF_MS). */
   backoffBaseMs: number;
   /** Shortest gap between two progress writes while pulling, ms. */
   progressEveryMs: number;
@@ -132,9 +139,9 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
       // every maxPollMs: a late summary holds nobody back for long, and far-back nodes add few reads.
       const every = seedCheckEvery((d.targets.index(name).get(d.node) ?? 0) - seeds.length, parallel, d.pollMs, d.maxPollMs);
       const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
-      if (now - last < every) return jitter(every - (now - last));
+      if (now - last < every) return jitter(d, every - (now - last));
       d.seedChecks.set(seedKey, now);
-      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(every);
+      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d, every);
       d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
     }
   }
@@ -163,7 +170,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   if (!slot) {
     st.tryAt = undefined;
     if (withView) Object.assign(st, { lostVersion: view.version, lostAt: now });
-    return jitter(d.pollMs); // a change seen through the watch wakes it sooner
+    return jitter(d, d.pollMs); // a change seen through the watch wakes it sooner
   }
   d.tries.delete(name);
   d.slotWatch.close(name);
@@ -199,31 +206,10 @@ async function seedsDone(d: NodePartDeps, pw: ImagePrewarm, seeds: string[], min
   return true;
 }
 
-/** A held slot: the lease as last renewed (undefined once lost), and the renewal under way. */
-interface SlotHold {
-  lease: SlotLease | undefined;
-  renewing?: Promise<void>;
-}
-
 /** Pulls the images not yet warm, holding the slot; records progress and the outcome. */
 async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, hold: SlotHold, release: () => Promise<void>, signal?: AbortSignal): Promise<void> {
   const name = pw.metadata.name;
-  const renewEvery = Math.max(1000, (d.leaseSeconds * 1000) / 3);
-  const renewal = setInterval(() => {
-    const cur = hold.lease;
-    if (!cur || hold.renewing) return;
-    hold.renewing = d.slots.renew(cur).then(
-      (l) => {
-        if (!l) d.log.warn('prewarm slot lost while pulling (lease expired and taken); the pull goes on', { prewarm: name, slot: cur.name });
-        hold.lease = l;
-      },
-      (err: unknown) => {
-        d.log.warn('prewarm slot renewal failed', { prewarm: name, error: asAgentError(err).message });
-      },
-    ).finally(() => {
-      hold.renewing = undefined;
-    });
-  }, renewEvery);
+  const renewal = renewWhilePulling(d, name, hold);
   try {
     let keyring: AuthKeyring | undefined;
     try {
@@ -264,11 +250,11 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
         fail(d, pw, entry, img, outcome.message || outcome.kind || 'pull failed');
       }
     }
-    clearInterval(renewal);
+    renewal.stop();
     await release(); // the next node may start while this one records its outcome
     await settle(d, pw, entry);
   } finally {
-    clearInterval(renewal);
+    renewal.stop();
   }
 }
 
@@ -284,7 +270,7 @@ function fail(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, img: N
   }
   img.phase = 'Waiting';
   img.message = `${message} (attempt ${img.attempts} of ${limit + 1}; retrying)`;
-  const delay = Math.min(300_000, d.backoffBaseMs * 2 ** (img.attempts - 1));
+  const delay = backoffDelay(img.attempts, { initialMs: d.backoffBaseMs, maxMs: MAX_ATTEMPT_BACKOFF_MS });
   const next = now + delay;
   if (!entry.retryAfter || Date.parse(entry.retryAfter) < next) entry.retryAfter = iso(next);
 }
@@ -327,7 +313,7 @@ async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
  * than pollMs and at least every maxPollMs (a stale summary or dead nodes ahead never hold it back for good).
  * 0: try now.
  */
-export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry'> & { progress?: NodePartDeps['progress']; index?: ReadonlyMap<string, number> }, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
+export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry' | 'random'> & { progress?: NodePartDeps['progress']; index?: ReadonlyMap<string, number> }, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
   const st = pw.status;
   const gen = pw.metadata.generation ?? 0;
   if (!st || st.observedGeneration !== gen) return 0;
@@ -350,7 +336,7 @@ export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' 
   const since = nowMs - (d.lastTry.get(pw.metadata.name) ?? 0);
   let every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
   if (rate > 0) every = Math.min(every, since + Math.max(100, (ahead - window) / rate));
-  return since >= every ? 0 : jitter(Math.min(every - since, d.pollMs * 2));
+  return since >= every ? 0 : jitter(d, Math.min(every - since, d.pollMs * 2));
 }
 
 /** How often a node waiting for the seeds reads their records: every k polls in the k-th round after them, at most maxPollMs. */
@@ -364,6 +350,7 @@ function stepMs(d: NodePartDeps): number {
   return Math.min(2000, Math.max(100, Math.round(d.slots.writeMs * 3)));
 }
 
-function jitter(ms: number): number {
-  return Math.round(ms * (0.75 + Math.random() * 0.5));
+/** ms spread by ±25 %, so that nodes that saw the same change do not all ask at once. */
+function jitter(d: Pick<NodePartDeps, 'random'>, ms: number): number {
+  return Math.round(ms * (0.75 + d.random() * 0.5));
 }

@@ -5,12 +5,16 @@
 import type { V1Pod } from './client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
+import { backoffDelay } from '../backoff.js';
 import type { Logger } from '../log.js';
 import type { KubeApi } from './kube-api.js';
 import { conditionPatch, type ConditionWant } from './ready-condition.js';
 
 /** Tries of one write when the API server is unavailable. */
 const TRIES = 5;
+
+/** Delays between the tries, ms: 0.5, 1, 2, 4 s. */
+const WRITE_RETRY_BACKOFF = { initialMs: 500, maxMs: 4000 };
 
 /** Sets the condition on pods. */
 export class ConditionWriter {
@@ -62,7 +66,7 @@ export class ConditionWriter {
       } catch (err) {
         if (attempt >= TRIES || !AgentError.is(err, 'Unavailable', 'Aborted')) throw err;
         this.log.warn('writing the pod condition failed; trying again', { pod: `${namespace}/${name}`, attempt, error: (err as Error).message });
-        await this.clock.sleep(Math.min(4000, 250 * 2 ** attempt));
+        await this.clock.sleep(backoffDelay(attempt, WRITE_RETRY_BACKOFF));
       }
     }
   }

@@ -12,6 +12,7 @@ import { watchedSlices } from './drain/slice-feed.js';
 import type { DrainMetrics } from './drain-metrics.js';
 import { ClientKubeApi, type KubeApi } from './kube-api.js';
 import { KubeletStrategy } from './kubelet/strategy.js';
+import { followerDeps } from './list-follower.js';
 import { NodePods } from './node-pods.js';
 import { PodEvents } from './pod-events.js';
 import { ReadyGates } from './ready-gates.js';
@@ -40,7 +41,7 @@ export interface DrainSettings {
 export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drain: DrainSettings, drainMetrics?: DrainMetrics): KubeMode {
   const api = new ClientKubeApi(kc);
   const klog = log.child({ component: 'kube' });
-  const pods = new NodePods(kc, nodeName, clock, klog);
+  const pods = new NodePods(kc, nodeName, clock, klog, followerDeps(kc, clock));
   const events = new PodEvents(api, nodeName, clock, klog);
   // One writer of the condition, so that its writes to a pod land in the order they were made.
   const conditions = new ConditionWriter(api, clock, klog);

@@ -1,5 +1,7 @@
 // Where the Kubernetes client configuration comes from, found without loading the Kubernetes client library:
-// an agent with none stays out of Kubernetes mode and never pays for that library's memory (about 60 MiB).
+// an agent with none stays out of Kubernetes mode and never pays for that library's memory (about 60 MiB). The
+// agent and the clients look in different places: the agent only at --kubeconfig and in-cluster, the clients
+// by kubectl's conventions ($KUBECONFIG too).
 import fs from 'node:fs';
 import { AgentError } from '../errors.js';
 
@@ -10,9 +12,28 @@ export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceacco
 export type KubeConfigSource = { kind: 'file'; file: string } | { kind: 'in-cluster' };
 
 /**
- * `kubeconfig` (a file that must exist), else $KUBECONFIG (the first existing file of the list), else in-cluster
- * (KUBERNETES_SERVICE_HOST and the service account token); undefined when none. Kubernetes mode is on exactly when
- * one is found.
+ * Where the agent's Kubernetes mode takes its configuration: `kubeconfig` (--kubeconfig, a file that must exist),
+ * else in-cluster (KUBERNETES_SERVICE_HOST and the service account token); undefined when neither. $KUBECONFIG is
+ * not read: a workstation's kubeconfig is for its clients, and must not turn a hand-run agent into a node agent.
+ */
+export function agentKubeConfigSource(opts: { kubeconfig?: string }, env: NodeJS.ProcessEnv = process.env): KubeConfigSource | undefined {
+  if (opts.kubeconfig) return kubeConfigSource(opts, env);
+  return kubeConfigSource({}, { KUBERNETES_SERVICE_HOST: env.KUBERNETES_SERVICE_HOST });
+}
+
+/** What the agent logs when $KUBECONFIG is set and it stays out of Kubernetes mode. */
+export const KUBECONFIG_LEFT_ASIDE = 'not in Kubernetes mode: $KUBECONFIG is for clients and is not read by the agent; give --kubeconfig (or run in a cluster) for Kubernetes mode';
+
+/** The refusal of Kubernetes mode without a node name, saying what turned Kubernetes mode on. */
+export function kubeModeNeedsNode(source: KubeConfigSource): string {
+  const why = source.kind === 'file' ? `--kubeconfig ${source.file} was given` : 'the agent runs in a cluster (service account mounted)';
+  return `Kubernetes mode (${why}) needs this node's name: give --node-name or set $NODE_NAME`;
+}
+
+/**
+ * A client's configuration, by kubectl's conventions: `kubeconfig` (a file that must exist), else $KUBECONFIG (the
+ * first existing file of the list), else in-cluster (KUBERNETES_SERVICE_HOST and the service account token);
+ * undefined when none.
  */
 export function kubeConfigSource(opts: { kubeconfig?: string }, env: NodeJS.ProcessEnv = process.env): KubeConfigSource | undefined {
   if (opts.kubeconfig) {

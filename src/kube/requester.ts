@@ -46,8 +46,3 @@ export async function selfRequester(kc: KubeConfig): Promise<Requester> {
     throw kubeError(err, 'find out who this kubeconfig is (SelfSubjectReview)');
   }
 }
-
-/** A short name of the requester for messages. */
-export function requesterName(r: Requester): string {
-  return `user ${r.username}`;
-}

@@ -4,7 +4,7 @@
 // Nothing here ever logs or puts a secret into an error message.
 import { readFile } from 'node:fs/promises';
 import { AgentError } from '../errors.js';
-import { parseImageRef } from '../runtime/image-ref.js';
+import { parseImageRef } from '../image-ref.js';
 import type { RegistryAuth } from '../runtime/types.js';
 import type { AuthKeyring } from './types.js';
 

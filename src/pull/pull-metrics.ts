@@ -1,9 +1,6 @@
 // Prometheus metrics of the pull service, registered in the registry the daemon passes in.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
-/** How a pull request for one image ended. */
-export type PullResult = 'pulled' | 'present' | 'failed' | 'cancelled';
-
 /** The pull service's metrics. */
 export class PullMetrics {
   readonly pulls: Counter<'result'>;

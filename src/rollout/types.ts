@@ -11,10 +11,6 @@ export const IPR_PLURAL = 'inplacerollouts';
 export const IPR_KIND = 'InPlaceRollout';
 /** Label on every object a rollout creates (ContainerRestarts, ImagePrewarms), naming the rollout. */
 export const ROLLOUT_LABEL = 'inplace-agent.io/rollout';
-/** Label on each ContainerRestart of a rollout: the pod it updates. */
-export const ROLLOUT_POD_LABEL = 'inplace-agent.io/rollout-pod';
-/** Label on each ContainerRestart of a rollout: the revision (its controller-revision-hash) it takes the pod to. */
-export const ROLLOUT_REVISION_LABEL = 'inplace-agent.io/rollout-revision';
 
 /** What happens to a pod whose new container fails. */
 export type RolloutFailurePolicy = 'Rollback' | 'Pause';

@@ -38,6 +38,11 @@ export interface RuntimeCapabilities {
    * (CRI's PullImage is one unary call), a progress source watching the runtime's store may stand in.
    */
   readonly pullReportsProgress: boolean;
+  /**
+   * The longest container name a request may give: a DNS label (63) on CRI, where the name is the pod spec's;
+   * a Docker name or the io.kubernetes.container.name label (253) on Docker.
+   */
+  readonly maxContainerName: number;
 }
 
 /**

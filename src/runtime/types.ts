@@ -4,9 +4,6 @@
 /** The namespace containerd's CRI plugin keeps its images, containers and sandboxes in by default. */
 export const CRI_NAMESPACE = 'k8s.io';
 
-/** Least length of an id prefix that picks a pod or an operation (ids are printed with 12 and 8 characters). */
-export const MIN_ID_PREFIX = 6;
-
 /** Which kind of runtime an adapter drives. */
 export type RuntimeKind = 'cri' | 'docker';
 

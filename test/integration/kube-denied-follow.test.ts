@@ -8,7 +8,7 @@ import { systemClock } from '../../src/clock.js';
 import { FleetAgent, FLEET_DEFAULTS } from '../../src/fleet/fleet-agent.js';
 import { KubeFleetApi } from '../../src/fleet/fleet-api.js';
 import type { FleetPuller } from '../../src/fleet/fleet-puller.js';
-import { followList, type FollowFailure } from '../../src/kube/list-follower.js';
+import { followerDeps, followList, type FollowFailure } from '../../src/kube/list-follower.js';
 import { applyCrds, ensureNamespace, testKubeConfig } from '../support/kube-apply.js';
 import { memoryLogger } from '../support/memory-logger.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -73,12 +73,15 @@ describe('following a kind the agent may not read (real API server)', function (
     const failures: FollowFailure[] = [];
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
     const follower = followList(
-      kc,
-      `/apis/inplace-agent.io/v1alpha1/${plural}`,
-      () => custom.listClusterCustomObject({ group: 'inplace-agent.io', version: 'v1alpha1', plural }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+      followerDeps(kc, systemClock),
+      {
+        path: `/apis/inplace-agent.io/v1alpha1/${plural}`,
+        list: () => custom.listClusterCustomObject({ group: 'inplace-agent.io', version: 'v1alpha1', plural }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+        ...SHORT,
+        deniedRetryMs: 60_000,
+      },
       (items) => lists.push(items),
       (f) => failures.push(f),
-      { ...SHORT, deniedRetryMs: 60_000 },
     );
     return { lists, failures, follower };
   }
@@ -117,7 +120,7 @@ describe('following a kind the agent may not read (real API server)', function (
 
   it('the fleet agent without its RBAC: one warning that names the RBAC file, then quiet', async () => {
     const { logger, lines } = memoryLogger();
-    const agent = new FleetAgent(new KubeFleetApi(sa), {} as FleetPuller, { ...FLEET_DEFAULTS, node: 'no-such-node', leaseNamespace: NS }, systemClock, logger);
+    const agent = new FleetAgent(new KubeFleetApi(sa, systemClock), {} as FleetPuller, { ...FLEET_DEFAULTS, node: 'no-such-node', leaseNamespace: NS }, systemClock, logger);
     agent.start();
     const records = () => lines.map((l) => JSON.parse(l) as { level: string; message: string; retryIn?: string });
     const warnings = () => records().filter((l) => l.level === 'warn' || l.level === 'error');

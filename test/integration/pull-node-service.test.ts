@@ -1,8 +1,10 @@
-// createNodePullService against the sandboxes: on containerd's CRI (1.6 and 2.x) it finds containerd's API on
-// the CRI socket for byte progress; on Docker it needs none.
+// The daemon's progress source wiring against the sandboxes: on containerd's CRI (1.6 and 2.x) it finds
+// containerd's API on the CRI socket for byte progress, and a pull through the service with it is Done; on
+// Docker, whose pulls report progress themselves, it picks none.
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
-import { createNodePullService } from '../../src/pull/node-pull-service.js';
+import { progressSourceFor } from '../../src/daemon/runtime-factories.js';
+import { ImagePullService } from '../../src/pull/pull-service.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
@@ -11,16 +13,22 @@ import { criTargets } from '../support/runtime-matrix.js';
 
 for (const target of criTargets()) {
   const env = target.env;
-  describe(`createNodePullService on ${target.title}`, () => {
+  describe(`progressSourceFor on ${target.title}`, () => {
     it('reads byte progress from containerd on its CRI socket', async function () {
       const rt = new CriRuntime(env.criEndpoint);
       try {
         await requireRuntime(this, target.title, () => rt.version());
-        const node = await createNodePullService({ runtime: rt, metricsRegistry: new Registry() });
-        assert.equal(node.progressFrom, env.criEndpoint);
-        const [e] = await node.service.pull({ images: [env.images.busybox] }, () => undefined);
-        assert.equal(e.phase, 'Done', e.error);
-        node.close();
+        const progress = await progressSourceFor(rt);
+        assert.equal(progress.from, env.criEndpoint);
+        assert.ok(progress.source, 'a progress source');
+        const service = new ImagePullService({ runtime: rt, progressSource: progress.source, metricsRegistry: new Registry() });
+        try {
+          const [e] = await service.pull({ images: [env.images.busybox] }, () => undefined);
+          assert.equal(e.phase, 'Done', e.error);
+        } finally {
+          service.stop();
+          progress.source?.close();
+        }
       } finally {
         rt.close();
       }
@@ -28,15 +36,15 @@ for (const target of criTargets()) {
   });
 }
 
-describe('createNodePullService on docker', () => {
+describe('progressSourceFor on docker', () => {
   const env = sandboxEnv();
   it('needs no progress source on Docker', async function () {
     const rt = new DockerRuntime(env.dockerHost);
     try {
       await requireRuntime(this, 'dockerd of the sandbox', () => rt.version());
-      const node = await createNodePullService({ runtime: rt, metricsRegistry: new Registry() });
-      assert.equal(node.progressFrom, '');
-      node.close();
+      const progress = await progressSourceFor(rt);
+      assert.equal(progress.from, '');
+      assert.equal(progress.source, undefined);
     } finally {
       rt.close();
     }

@@ -228,7 +228,7 @@ describe("request objects and their creator's rights (admission policies, the Da
         await createPrewarm(warmer.kc, prewarm);
         // The puller must never be reached: a refused prewarm pulls nothing.
         const puller = { present: async () => false, pull: async () => assert.fail('the agent pulled for a refused prewarm') } as unknown as FleetPuller;
-        const agent = new FleetAgent(new KubeFleetApi(agentUser.kc), puller, { ...FLEET_DEFAULTS, node, leaseNamespace: ns, pollMs: 300, backoffBaseMs: 500 }, systemClock, memoryLogger().logger, undefined, new SubjectAccessReviewer(agentUser.kc));
+        const agent = new FleetAgent(new KubeFleetApi(agentUser.kc, systemClock), puller, { ...FLEET_DEFAULTS, node, leaseNamespace: ns, pollMs: 300, backoffBaseMs: 500 }, systemClock, memoryLogger().logger, undefined, new SubjectAccessReviewer(agentUser.kc));
         agent.start();
         try {
           const custom = admin.makeApiClient(k8s.CustomObjectsApi);

@@ -11,8 +11,9 @@ const DAEMON = path.join(root, 'dist/src/daemon/main.js');
 const CTL = path.join(root, 'dist/src/cli/main.js');
 
 /**
- * The test's environment without what would switch the agent into Kubernetes mode by itself ($KUBECONFIG,
- * as a shell that sourced the cluster's env has): tests that want it pass --kubeconfig.
+ * The test's environment without a kubeconfig (INPLACE_AGENT_KUBECONFIG would switch the agent into Kubernetes
+ * mode; $KUBECONFIG, as a shell that sourced the cluster's env has, is not read by the agent but would be by a
+ * client run from here): tests that want Kubernetes mode pass --kubeconfig.
  */
 function withoutKubeconfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   const out = { ...env };

@@ -1,7 +1,8 @@
-// A clock for tests whose time moves only when the test says so: sleep() sets a timer that fires when
+// The tests' one clock. Its time moves only when the test says so: sleep() sets a timer that fires when
 // advance() reaches it. Tests of code that does real I/O meanwhile (the engine on a real runtime) wait for the
 // code to be asleep on a timer (sleeping()) before they move time, so that time moves only while it waits.
-// (manual-clock.ts has the other kind: its sleep() moves time forward at once.)
+// For a polling loop with no timer beside its work, `{ sleepsAdvance: true }` makes each sleep() move time
+// forward by its own length at once (a deadline kept beside the work would pass at once: not for those).
 import type { Clock } from '../../src/clock.js';
 
 /** A timer set by sleep(): how long it was asked for and when it is due. */
@@ -14,13 +15,27 @@ interface Timer extends ManualTimer {
   resolve: () => void;
 }
 
-/** A clock that moves only when advanced. */
+/** How a ManualClock starts. */
+export interface ManualClockOptions {
+  /** The time it starts at, ms since the epoch (default 1,000,000). */
+  at?: number;
+  /** Each sleep() moves time forward by its length at once and resolves on the next turn of the event loop. */
+  sleepsAdvance?: boolean;
+}
+
+/** A clock that moves only when advanced (or, with sleepsAdvance, when something sleeps). */
 export class ManualClock implements Clock {
-  private t = 1_000_000;
+  private t: number;
+  private readonly sleepsAdvance: boolean;
   private timers: Timer[] = [];
   private watchers: { match: (t: ManualTimer) => boolean; found: (t: ManualTimer) => void }[] = [];
   /** Every sleep asked for, in order, ms. */
   readonly sleeps: number[] = [];
+
+  constructor(opts: ManualClockOptions = {}) {
+    this.t = opts.at ?? 1_000_000;
+    this.sleepsAdvance = opts.sleepsAdvance ?? false;
+  }
 
   now(): number {
     return this.t;
@@ -29,6 +44,10 @@ export class ManualClock implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
     this.sleeps.push(ms);
+    if (this.sleepsAdvance) {
+      this.t += Math.max(0, ms);
+      return new Promise((resolve) => setImmediate(resolve));
+    }
     return new Promise<void>((resolve, reject) => {
       const timer: Timer = {
         ms,

@@ -32,8 +32,12 @@ describe('authz policy', () => {
     assert.deepEqual(p.summary(), { read: 1, pull: 0, restart: 2, cancel: 0 });
   });
 
-  it('maps every Agent RPC to a permission', () => {
-    assert.deepEqual(Object.values(METHOD_PERMISSION).sort(), ['cancel', 'pull', 'read', 'read', 'read', 'read', 'read', 'restart']);
+  it('maps every Agent RPC to a permission, and both reflection versions to "read"', () => {
+    const agent = Object.entries(METHOD_PERMISSION).filter(([m]) => m.startsWith('/inplace.v1.Agent/'));
+    assert.deepEqual(agent.map(([, p]) => p).sort(), ['cancel', 'pull', 'read', 'read', 'read', 'read', 'read', 'restart']);
+    assert.equal(METHOD_PERMISSION['/grpc.reflection.v1.ServerReflection/ServerReflectionInfo'], 'read');
+    assert.equal(METHOD_PERMISSION['/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo'], 'read');
+    assert.equal(Object.keys(METHOD_PERMISSION).length, 10);
   });
 
   it('names a caller by subject CN, then DNS and URI SANs (not IPs), quoted values unescaped', () => {

@@ -45,4 +45,27 @@ describe('daemon options', () => {
     assert.equal(parse(['--liveness-runtime-timeout', '2s']).livenessRuntimeTimeoutMs, 2000);
     assert.throws(() => parse(['--liveness-runtime-timeout', '0']), /--liveness-runtime-timeout must be between/);
   });
+
+  // Each on/off flag: its variable by its value (true/false/1/0, any case), the flag winning, anything else refused.
+  const onOffFlags: { flag: string; env: string; key: 'prewarmPin' | 'fleetPrewarm' | 'rollouts'; byDefault: boolean }[] = [
+    { flag: '--prewarm-pin', env: 'INPLACE_AGENT_PREWARM_PIN', key: 'prewarmPin', byDefault: false },
+    { flag: '--no-fleet-prewarm', env: 'INPLACE_AGENT_FLEET_PREWARM', key: 'fleetPrewarm', byDefault: true },
+    { flag: '--no-rollouts', env: 'INPLACE_AGENT_ROLLOUTS', key: 'rollouts', byDefault: true },
+  ];
+  for (const f of onOffFlags) {
+    it(`reads ${f.env} by its value, and ${f.flag} wins over it`, () => {
+      assert.equal(parse([])[f.key], f.byDefault);
+      for (const on of ['true', 'TRUE', 'True', '1']) assert.equal(parse([], { [f.env]: on })[f.key], true, `${f.env}=${on}`);
+      for (const off of ['false', 'FALSE', 'False', '0']) assert.equal(parse([], { [f.env]: off })[f.key], false, `${f.env}=${off}`);
+      // The flag given on the command line wins over the variable.
+      const flagSays = f.flag.startsWith('--no-') ? false : true;
+      assert.equal(parse([f.flag], { [f.env]: String(!flagSays) })[f.key], flagSays);
+    });
+
+    it(`refuses ${f.env} that is not true, false, 1 or 0, naming it`, () => {
+      for (const bad of ['yes', 'off', '', '2', 'tru']) {
+        assert.throws(() => parse([], { [f.env]: bad }), (err: Error) => err.message === `${f.env} must be true, false, 1 or 0, got "${bad}"`, `${f.env}=${bad}`);
+      }
+    });
+  }
 });

@@ -10,7 +10,7 @@ import { polledSlices } from '../../src/kube/drain/slice-feed.js';
 import { noteUndrained, type WayBackDeps } from '../../src/kube/drain/way-back.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { silentLogger } from '../../src/log.js';
-import { ManualClock } from '../support/manual-clock.js';
+import { ManualClock } from '../support/manual-timers.js';
 
 const A = { ip: '10.0.0.5', podUid: 'u5' };
 
@@ -100,7 +100,7 @@ describe('drain: waiting for the data plane', () => {
   const since = (clock: ManualClock, t: number) => clock.now() - t;
 
   it('ends once kube-proxy applied the change it received after it was seen, and minSyncPeriod passed', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const seen = clock.now();
     // Received 20 ms after the agent saw it; applied 1.3 s after (the previous sync held it back).
     const dp = new DataPlane(new FakeProxy(clock, [seen + 20], [seen - 300, seen + 1300]), 2000, clock, silentLogger());
@@ -112,7 +112,7 @@ describe('drain: waiting for the data plane', () => {
   });
 
   it('kube-proxy that applied the change before the agent saw it: ends after minSyncPeriod (no sync will come)', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const seen = clock.now();
     const dp = new DataPlane(new FakeProxy(clock, [seen - 40], [seen - 10]), 2000, clock, silentLogger());
     const w = await dp.wait(seen, seen + 5000);
@@ -122,7 +122,7 @@ describe('drain: waiting for the data plane', () => {
   });
 
   it('with a change still pending when minSyncPeriod is over, waits for the sync that applies it', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const seen = clock.now();
     const dp = new DataPlane(new FakeProxy(clock, [seen + 10, seen + 900], [seen + 100, seen + 2100]), 2000, clock, silentLogger());
     await dp.wait(seen, seen + 5000);
@@ -130,7 +130,7 @@ describe('drain: waiting for the data plane', () => {
   });
 
   it('stops at the bound and says so', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const seen = clock.now();
     const w = await new DataPlane(new FakeProxy(clock, [seen + 10], [seen - 10]), 2000, clock, silentLogger()).wait(seen, seen + 700);
     assert.equal(w.done, false);
@@ -139,7 +139,7 @@ describe('drain: waiting for the data plane', () => {
   });
 
   it('falls back to the settle time when kube-proxy cannot be read, and says why', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const seen = clock.now();
     const proxy = new FakeProxy(clock, [], []);
     proxy.down = true;
@@ -157,7 +157,7 @@ describe('drain: the Drainer', () => {
   const settle = (clock: ManualClock, ms = 1000) => new DataPlane(undefined, ms, clock, silentLogger());
 
   it('waits until the slices let the address go, then for the data plane, within the bound', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const api = scriptedApi([
       [slice('a', 'web', [['10.0.0.5', true], ['10.0.0.6', true]])],
       [slice('a', 'web', [['10.0.0.5', true], ['10.0.0.6', true]])],
@@ -174,7 +174,7 @@ describe('drain: the Drainer', () => {
   });
 
   it('a first view that already shows the address not ready (the condition was quicker) still waits for the data plane', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const api = scriptedApi([[slice('a', 'web', [['10.0.0.5', false], ['10.0.0.6', true]])]]);
     const d = new Drainer(polledSlices(api, clock), settle(clock), clock);
     const began = clock.now();
@@ -185,7 +185,7 @@ describe('drain: the Drainer', () => {
   });
 
   it('does not wait for the only ready endpoint of its Service, and measures the window without one', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const script = [
       [slice('a', 'solo', [['10.0.0.5', true]])],
       [slice('a', 'solo', [['10.0.0.5', false]])],
@@ -206,7 +206,7 @@ describe('drain: the Drainer', () => {
   });
 
   it('says when the address is not ready again within the bound', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.5', false], ['10.0.0.6', true]])]]), clock), settle(clock), clock);
     const back = await d.readyAgain('op2/', 'shop', A, 1000);
     assert.equal(back.ready, false);
@@ -215,7 +215,7 @@ describe('drain: the Drainer', () => {
   });
 
   it('drain 0 waits for nothing', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const d = new Drainer(polledSlices(scriptedApi([[slice('a', 'web', [['10.0.0.5', true]])]]), clock), settle(clock), clock);
     const r = await d.drain('op3/', 'shop', A, 0);
     assert.deepEqual(r, { drained: false, waitedMs: 0, detail: 'drain 0: nothing waited for', parts: [] });
@@ -225,7 +225,7 @@ describe('drain: the Drainer', () => {
 
 describe('drain: a pod that cannot be drained', () => {
   const setup = () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const events: CoreV1Event[] = [];
     const api = { createEvent: (_ns: string, e: CoreV1Event) => (events.push(e), Promise.resolve()) } as unknown as KubeApi;
     const d = { events: new PodEvents(api, 'node1', clock, silentLogger()) } as unknown as WayBackDeps;

@@ -115,7 +115,8 @@ describe('fleet pre-warm: a node far back in the queue polls less', () => {
     spec: { images: ['r/a:1'] },
     status: { observedGeneration: 1, desired: 100, succeeded: done, failed: 0, pulling: 0, waiting: 100 - done, failedNodes: [] },
   });
-  const deps = (node: string, lastTry = 0) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', lastTry]]) });
+  // random() = 0.5: the jitter spreads by nothing.
+  const deps = (node: string, lastTry = 0, random = () => 0.5) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', lastTry]]), random });
 
   it('tries now when within four rounds of slots, when the summary is missing or of another generation', () => {
     assert.equal(queueWait(deps('n12', 99_000), withStatus(0), order, 10, 100_000), 0);
@@ -125,8 +126,9 @@ describe('fleet pre-warm: a node far back in the queue polls less', () => {
   });
 
   it('waits when far back and tried lately, but never longer than maxPollMs since the last try', () => {
-    const w = queueWait(deps('n90', 99_000), withStatus(0), order, 10, 100_000);
-    assert.ok(w > 0 && w <= 2500, `waits a little (two polls, jittered), then looks again (${w})`);
+    assert.equal(queueWait(deps('n90', 99_000), withStatus(0), order, 10, 100_000), 2000, 'waits two polls, then looks again');
+    assert.equal(queueWait(deps('n90', 99_000, () => 0), withStatus(0), order, 10, 100_000), 1500, 'the injected jitter: 25 % less at its lowest');
+    assert.equal(queueWait(deps('n90', 99_000, () => 0.999), withStatus(0), order, 10, 100_000), 2499, 'and up to 25 % more at its highest');
     assert.equal(queueWait(deps('n90', 100_000 - 9_000), withStatus(0), order, 10, 100_000), 0, '9 rounds back: every 9 s');
     assert.ok(queueWait(deps('n90', 100_000 - 8_000), withStatus(0), order, 10, 100_000) > 0, 'not yet after 8 s');
     assert.equal(queueWait(deps('n99', 0), withStatus(0), order, 1, 100_000), 0, 'capped at maxPollMs');
@@ -143,7 +145,7 @@ describe('fleet pre-warm: queue position extrapolated from the rate of the summa
 
   it('a node whose turn the front has reached since the last summary tries now; one still far back waits about until it is near', () => {
     const progress = new Map<string, { t: number; done: number; rate: number }>();
-    const d = (node: string) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', 999_000]]), progress });
+    const d = (node: string) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', 999_000]]), progress, random: () => 0.5 });
     // 100 nodes done at t=995 s, 200 at t=1000 s: 20 nodes a second.
     assert.ok(queueWait(d('n300'), summary(100, 995_000), order, 10, 995_000) > 0, 'n300: 200 behind, 40 is the window');
     assert.ok(queueWait(d('n300'), summary(200, 1_000_000), order, 10, 1_000_000) > 0, 'n300: 100 behind at the summary');

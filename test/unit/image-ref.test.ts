@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseImageRef, sameImage } from '../../src/runtime/image-ref.js';
+import { parseImageRef, sameImage } from '../../src/image-ref.js';
 import { AgentError } from '../../src/errors.js';
 
 describe('parseImageRef', () => {

@@ -4,7 +4,7 @@ import { AgentError } from '../../src/errors.js';
 import type { KubeApi } from '../../src/kube/kube-api.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { silentLogger } from '../../src/log.js';
-import { ManualClock } from '../support/manual-clock.js';
+import { ManualClock } from '../support/manual-timers.js';
 
 /** Serves a scripted sequence of EndpointSlice lists (the last one repeats) and records events. */
 class ScriptedApi implements Partial<KubeApi> {
@@ -32,11 +32,11 @@ describe('kube: pod events', () => {
   const pod: V1Pod = { metadata: { namespace: 'shop', name: 'web', uid: 'u1' } };
 
   it('folds a repeated event into one, with count and lastTimestamp, and names the container', async () => {
-    const clock = new ManualClock();
+    const clock = new ManualClock({ sleepsAdvance: true });
     const api = new ScriptedApi();
     const ev = new PodEvents(api as unknown as KubeApi, 'node1', clock, silentLogger());
     await ev.record(pod, 'app', 'Warning', 'BackOff', 'Back-off restarting container app');
-    clock.advance(1000);
+    await clock.advance(1000);
     await ev.record(pod, 'app', 'Warning', 'BackOff', 'Back-off restarting container app');
     await ev.record(pod, 'app', 'Normal', 'Killing', 'Stopping container app');
     assert.equal(api.created.length, 2);
@@ -50,7 +50,7 @@ describe('kube: pod events', () => {
 
   it('creates the event again when the folded one has expired', async () => {
     const api = new ScriptedApi();
-    const ev = new PodEvents(api as unknown as KubeApi, 'node1', new ManualClock(), silentLogger());
+    const ev = new PodEvents(api as unknown as KubeApi, 'node1', new ManualClock({ sleepsAdvance: true }), silentLogger());
     await ev.record(pod, 'app', 'Normal', 'Pulled', 'x');
     api.gone.add(api.created[0].metadata!.name!);
     await ev.record(pod, 'app', 'Normal', 'Pulled', 'x');
@@ -66,7 +66,7 @@ describe('kube: pod events', () => {
       if (e.reason === 'Draining') await slow; // the first write is slow to answer
       return create(ns, e);
     };
-    const ev = new PodEvents(api as unknown as KubeApi, 'node1', new ManualClock(), silentLogger());
+    const ev = new PodEvents(api as unknown as KubeApi, 'node1', new ManualClock({ sleepsAdvance: true }), silentLogger());
     void ev.record(pod, 'app', 'Normal', 'Draining', 'd');
     const killing = ev.record(pod, 'app', 'Normal', 'Killing', 'k');
     await new Promise((r) => setImmediate(r));

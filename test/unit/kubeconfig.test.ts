@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { loadKubeConfig } from '../../src/kube/kubeconfig.js';
+import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../../src/kube/kubeconfig-source.js';
 
 const KUBECONFIG = `apiVersion: v1
 kind: Config
@@ -42,5 +45,38 @@ describe('kube: finding the kubeconfig', () => {
     const bad = path.join(dir, 'bad');
     fs.writeFileSync(bad, 'kind: Config\n');
     assert.throws(() => loadKubeConfig({ kubeconfig: bad }, {}), /names no current cluster|cannot be read/);
+  });
+});
+
+describe('kube: the agent enters Kubernetes mode only on --kubeconfig or in a cluster', () => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'agent-kubeconfig-test-'));
+  const file = path.join(dir, 'config');
+  fs.writeFileSync(file, KUBECONFIG);
+  after(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('leaves an exported $KUBECONFIG aside, and takes --kubeconfig', () => {
+    assert.equal(agentKubeConfigSource({}, { KUBECONFIG: file }), undefined);
+    assert.deepEqual(agentKubeConfigSource({ kubeconfig: file }, { KUBECONFIG: path.join(dir, 'other') }), { kind: 'file', file });
+    assert.throws(() => agentKubeConfigSource({ kubeconfig: path.join(dir, 'nope') }, {}), /--kubeconfig: no such file/);
+  });
+
+  it('says what turned Kubernetes mode on when the node name is missing', () => {
+    assert.equal(kubeModeNeedsNode({ kind: 'file', file }), `Kubernetes mode (--kubeconfig ${file} was given) needs this node's name: give --node-name or set $NODE_NAME`);
+    assert.match(kubeModeNeedsNode({ kind: 'in-cluster' }), /^Kubernetes mode \(the agent runs in a cluster \(service account mounted\)\) needs this node's name/);
+  });
+
+  it('starts without a node name with $KUBECONFIG exported, saying it left it aside', () => {
+    // The agent gets past the Kubernetes-mode check (it used to refuse here) and stops at the runtime, which
+    // does not exist: its log says why it is not in Kubernetes mode.
+    const main = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/daemon/main.js');
+    const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, KUBECONFIG: file };
+    const r = spawnSync(
+      process.execPath,
+      [main, '--runtime', 'docker', '--docker-host', `unix://${path.join(dir, 'no-docker.sock')}`, '--listen', `unix://${path.join(dir, 'agent.sock')}`, '--state-dir', path.join(dir, 'state')],
+      { encoding: 'utf8', env, timeout: 30_000 },
+    );
+    assert.notEqual(r.status, 0, r.stderr);
+    assert.ok(r.stderr.includes(KUBECONFIG_LEFT_ASIDE), r.stderr);
+    assert.doesNotMatch(r.stderr, /needs this node's name/);
   });
 });

@@ -11,7 +11,7 @@ import { AgentError } from '../../src/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { ContainerDetail, ContainerState } from '../../src/runtime/types.js';
 import { silentLogger } from '../../src/log.js';
-import { ManualClock } from '../support/manual-clock.js';
+import { ManualClock } from '../support/manual-timers.js';
 
 const running = (id: string, image: string, restartCount = 0): V1ContainerStatus => ({
   name: 'app', image, imageID: '', ready: true, restartCount, containerID: `containerd://${id}`, state: { running: { startedAt: new Date() } },
@@ -82,7 +82,7 @@ class FakeRuntime {
 }
 
 function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep } = {}) {
-  const clock = new ManualClock();
+  const clock = new ManualClock({ sleepsAdvance: true });
   const pod: V1Pod = {
     metadata: { namespace: 'shop', name: 'web', uid: 'u1', generation: 1 },
     spec: { restartPolicy: opts.restartPolicy ?? 'Always', containers: [{ name: 'app', image: 'app:v1', lifecycle: { preStop: { exec: { command: ['sh', '-c', 'echo bye'] } } } }] },

@@ -3,6 +3,7 @@ import type * as grpc from '@grpc/grpc-js';
 import type { Engine } from '../../engine/engine.js';
 import type { RestartRequest__Output } from '../../gen/inplace/v1/RestartRequest.js';
 import type { Operation } from '../../gen/inplace/v1/Operation.js';
+import type { RuntimeCapabilities } from '../../runtime/runtime.js';
 import { operationToWire } from '../convert.js';
 import { unary } from './unary.js';
 import { validateRestart } from '../validate.js';
@@ -14,10 +15,10 @@ export interface RestartDefaults {
   timeoutMs: number;
 }
 
-/** Handler factory for Restart. */
-export function restartHandler(engine: Engine, defaults: RestartDefaults, runtimeKind = ''): grpc.handleUnaryCall<RestartRequest__Output, Operation> {
+/** Handler factory for Restart; container names are bounded by the runtime's capabilities. */
+export function restartHandler(engine: Engine, defaults: RestartDefaults, capabilities: Pick<RuntimeCapabilities, 'maxContainerName'>): grpc.handleUnaryCall<RestartRequest__Output, Operation> {
   return unary(async (req) => {
-    validateRestart(req, runtimeKind);
+    validateRestart(req, capabilities.maxContainerName);
     const op = await engine.restart({
       pod: req.pod,
       containers: req.containers,

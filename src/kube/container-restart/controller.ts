@@ -6,14 +6,14 @@
 // and the engine journals the operation under that id before touching anything. An agent that restarts finds
 // the id in the status and either follows the journaled operation or, if the journal never got it, submits it
 // then. A request whose status says it ran but whose journal record is gone is failed, never run again.
-import { makeInformer, type Informer, type KubeConfig, type ObjectCache } from '../client.js';
+import type { KubeConfig } from '../client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { Engine } from '../../engine/engine.js';
 import { isTerminal, type Operation } from '../../engine/operation.js';
-import { Backoff } from '../../pull/backoff.js';
-import { kubeError } from '../api-error.js';
+import { Backoff } from '../../backoff.js';
+import { Follower, followerDeps } from '../list-follower.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import type { AccessReviewer } from '../access-review.js';
 import { restartRequestFor, type RestartDefaults } from './request.js';
@@ -26,8 +26,11 @@ import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from '.
 
 /** The CRD's name (deploy/crds/containerrestart.yaml). */
 const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
-/** How often a missing CRD is looked for again. */
+/** How often a missing CRD (or a watch refused with 403) is looked for again. */
 const CRD_RECHECK_MS = 30_000;
+
+/** First delay before the watch is started again after a failure, and the longest, ms. */
+const WATCH_BACKOFF_MS = { initialBackoffMs: 250, maxBackoffMs: 5000 };
 
 /** Least time between two status writes of a running operation's progress, ms (its end is written at once). */
 const STATUS_COALESCE_MS = 250;
@@ -64,14 +67,13 @@ interface SyncState {
 
 /** Handles the ContainerRestart objects of this node's pods until stopped. */
 export class ContainerRestartController {
-  private informer?: Informer<ContainerRestart> & ObjectCache<ContainerRestart>;
+  private follower?: Follower<ContainerRestart>;
   private readonly stopping = new AbortController();
   private readonly syncs = new Map<string, SyncState>();
   /** The newest version of each object this controller has read or written (fresher than the watch's cache). */
   private readonly latest = new Map<string, ContainerRestart>();
   private readonly keyByOp = new Map<string, string>();
   private readonly backoff: Backoff;
-  private watchFailures = 0;
   /** Requests (by uid) whose end was reported to the metrics. */
   private readonly reported = new Set<string>();
   private crdMissingSaid = false;
@@ -100,33 +102,33 @@ export class ContainerRestartController {
     this.backoff = new Backoff(d.clock, { initialMs: 250, maxMs: 5000 });
   }
 
-  /** Starts watching; returns once the first list was attempted (errors are retried in the background). */
+  /** Starts watching (failures are retried in the background, see list-follower.ts). */
   start(): void {
-    const informer = makeInformer<ContainerRestart>(this.d.kc, containerRestartPath(this.d.namespace), async () => {
-      const list = await this.d.api.list(this.d.namespace);
-      this.watchFailures = 0;
-      return { apiVersion: 'v1', kind: 'List', metadata: list.metadata ?? {}, items: list.items };
-    });
-    informer.on('add', (cr) => this.observe(cr));
-    informer.on('update', (cr) => this.observe(cr));
-    informer.on('delete', (cr) => this.forget(keyOf(cr)));
-    // The informer stops at an error (the API server unreachable, a watch cut): restart it with backoff. It
-    // keeps its cache and resource version, so nothing that happened meanwhile is missed (410: a full re-list).
-    informer.on('error', (err: unknown) => {
-      if (this.stopping.signal.aborted) return;
-      this.watchFailures++;
-      const e = kubeError(err, 'watch ContainerRestarts');
-      // No such resource: the CRD is not installed (yet). Looked for again now and then, said once.
-      const missing = e.kind === 'NotFound';
-      if (!missing) this.d.log.warn('ContainerRestart watch failed; restarting it', { error: e.message, attempt: this.watchFailures });
-      else if (!this.crdMissingSaid) this.d.log.info(`the ContainerRestart CRD is not installed (${CRD_NAME}); looking again every ${CRD_RECHECK_MS / 1000} s`);
-      this.crdMissingSaid ||= missing;
-      const wait = missing ? this.d.clock.sleep(CRD_RECHECK_MS, this.stopping.signal) : this.backoff.wait(this.watchFailures, this.stopping.signal);
-      wait.then(() => informer.start()).catch(() => undefined);
-    });
-    this.informer = informer;
+    const list = async () => {
+      const l = await this.d.api.list(this.d.namespace);
+      return { apiVersion: 'v1', kind: 'List', metadata: l.metadata ?? {}, items: l.items };
+    };
+    // A restarted watch goes on from the last version seen, so nothing that happened meanwhile is missed
+    // (410: a full re-list).
+    this.follower = new Follower<ContainerRestart>(
+      followerDeps(this.d.kc, this.d.clock),
+      { path: containerRestartPath(this.d.namespace), list, ...WATCH_BACKOFF_MS, deniedRetryMs: CRD_RECHECK_MS },
+      {
+        add: (cr) => this.observe(cr),
+        update: (cr) => this.observe(cr),
+        delete: (cr) => this.forget(keyOf(cr)),
+        failed: (f) => {
+          // No such resource: the CRD is not installed (yet). Looked for again now and then, said once.
+          const missing = f.status === 404;
+          const error = f.error instanceof Error ? f.error.message : String(f.error);
+          if (!missing) this.d.log.warn('ContainerRestart watch failed; restarting it', { error, status: f.status, attempt: f.failures, retryInMs: f.retryInMs });
+          else if (!this.crdMissingSaid) this.d.log.info(`the ContainerRestart CRD is not installed (${CRD_NAME}); looking again every ${CRD_RECHECK_MS / 1000} s`);
+          this.crdMissingSaid ||= missing;
+        },
+      },
+    );
     this.d.engine.on('change', this.onChange);
-    informer.start().catch((err: unknown) => this.d.log.warn('ContainerRestart watch did not start', { error: String(err) }));
+    this.follower.start();
     this.d.log.info('watching ContainerRestarts', { namespace: this.d.namespace ?? '(all)', node: this.d.nodeName });
   }
 
@@ -134,7 +136,7 @@ export class ContainerRestartController {
   async stop(): Promise<void> {
     this.stopping.abort();
     this.d.engine.off('change', this.onChange);
-    await this.informer?.stop();
+    await this.follower?.stop();
   }
 
   private observe(cr: ContainerRestart): void {

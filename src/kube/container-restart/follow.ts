@@ -3,7 +3,7 @@
 import { Watch } from '../client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
-import { Backoff } from '../../pull/backoff.js';
+import { Backoff } from '../../backoff.js';
 import { apiStatusCode } from '../api-error.js';
 import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import { isFinished, type ContainerRestart } from './types.js';

@@ -2,7 +2,7 @@
 import { AgentError } from '../../errors.js';
 import { RefusalReasons } from '../../engine/reasons.js';
 import type { KubeletRequest } from '../kubelet/options.js';
-import { parseImageRef } from '../../runtime/image-ref.js';
+import { parseImageRef } from '../../image-ref.js';
 import type { ContainerRestart } from './types.js';
 
 /** The agent's defaults for what a request leaves out. */

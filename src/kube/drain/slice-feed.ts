@@ -5,7 +5,7 @@ import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice, type V1EndpointS
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { KubeApi } from '../kube-api.js';
-import { followList, type ListFollower } from '../list-follower.js';
+import { followerDeps, followList, type ListFollower } from '../list-follower.js';
 
 /** The latest EndpointSlices of one namespace. */
 export interface SliceFeed {
@@ -78,15 +78,18 @@ class WatchedFeed extends FeedBase implements SliceFeed {
     let first: () => void = () => undefined;
     this.started = new Promise((resolve) => (first = resolve));
     this.follower = followList<V1EndpointSlice>(
-      kc,
-      `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`,
-      () => discovery.listNamespacedEndpointSlice({ namespace }) as Promise<V1EndpointSliceList>,
+      followerDeps(kc, clock),
+      {
+        path: `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices`,
+        list: () => discovery.listNamespacedEndpointSlice({ namespace }) as Promise<V1EndpointSliceList>,
+        initialBackoffMs: 200,
+        maxBackoffMs: 2000,
+      },
       (items) => {
         this.update(items);
         first();
       },
       (f) => log.warn('watching EndpointSlices failed; starting again', { namespace, status: f.status, retryInMs: f.retryInMs, error: f.error instanceof Error ? f.error.message : String(f.error) }),
-      { initialBackoffMs: 200, maxBackoffMs: 2000 },
     );
   }
 

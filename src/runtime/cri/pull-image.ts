@@ -2,7 +2,7 @@
 // read back with ImageStatus afterwards.
 import { AgentError } from '../../errors.js';
 import type { AuthConfig } from '../../gen/runtime/v1/AuthConfig.js';
-import { parseImageRef } from '../image-ref.js';
+import { parseImageRef } from '../../image-ref.js';
 import type { PulledImage, PullOptions, RegistryAuth } from '../types.js';
 import type { CriClient } from './client.js';
 

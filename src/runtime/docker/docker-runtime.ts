@@ -19,7 +19,7 @@ import type {
   RuntimeEvent,
   RuntimeVersion,
 } from '../types.js';
-import { MIN_ID_PREFIX } from '../types.js';
+import { MIN_ID_PREFIX } from '../../id-prefix.js';
 import { containerFromInspect, containerState, dockerName, imageFromInspect, imageFromSummary } from './convert.js';
 import { createOptions, extraNetworks, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
@@ -38,7 +38,7 @@ const maxJoinHops = 8;
 export class DockerRuntime implements Runtime {
   readonly kind = 'docker' as const;
   /** dockerd restarts a stopped container, and streams a pull's progress. */
-  readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true };
+  readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true, maxContainerName: 253 };
   private readonly docker: Dockerode;
 
   /** Connects lazily to endpoint: `unix:///path/docker.sock`, a bare socket path, or `tcp://host:port`. */

@@ -3,6 +3,7 @@ import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type Dockerode from 'dockerode';
+import { backoffDelay } from '../../backoff.js';
 import type { RuntimeEvent } from '../types.js';
 import { eventTime, eventType, type DockerEventMessage } from './convert.js';
 
@@ -15,9 +16,8 @@ export interface EventSource {
   onError?(err: unknown): void;
 }
 
-/** Backoff between reconnections, ms. */
-const minBackoffMs = 200;
-const maxBackoffMs = 5000;
+/** Back-off between reconnections, ms. */
+const RECONNECT_BACKOFF = { initialMs: 200, maxMs: 5000 };
 
 /**
  * Container create/start/die/destroy events from `sinceSeconds` on (Docker replays recent ones), until signal
@@ -31,7 +31,7 @@ export async function* dockerEvents(
   let since = sinceSeconds.toFixed(9);
   let lastNano = 0n;
   let seenAtLast = new Set<string>();
-  let backoff = minBackoffMs;
+  let failures = 0;
   while (!signal.aborted) {
     let stream: Readable | undefined;
     try {
@@ -40,7 +40,7 @@ export async function* dockerEvents(
         filters: { type: ['container'], event: ['create', 'start', 'die', 'destroy'] },
         abortSignal: signal,
       } as unknown as Dockerode.GetEventsOptions)) as Readable;
-      backoff = minBackoffMs;
+      failures = 0;
       for await (const line of createInterface({ input: stream, crlfDelay: Infinity })) {
         if (!line.trim()) continue;
         const msg = JSON.parse(line) as DockerEventMessage;
@@ -64,7 +64,6 @@ export async function* dockerEvents(
       stream?.destroy();
     }
     if (signal.aborted) break;
-    await sleep(backoff, undefined, { signal }).catch(() => undefined);
-    backoff = Math.min(backoff * 2, maxBackoffMs);
+    await sleep(backoffDelay(++failures, RECONNECT_BACKOFF), undefined, { signal }).catch(() => undefined);
   }
 }

@@ -3,7 +3,7 @@ import type { Readable } from 'node:stream';
 import type Dockerode from 'dockerode';
 import { MAX_TIMER_MS } from '../../duration.js';
 import { AgentError } from '../../errors.js';
-import { parseImageRef } from '../image-ref.js';
+import { parseImageRef } from '../../image-ref.js';
 import type { PulledImage, PullOptions, RegistryAuth } from '../types.js';
 import { dockerError } from './errors.js';
 import { PullTracker, type DockerPullMessage } from './pull-progress.js';

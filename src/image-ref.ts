@@ -1,7 +1,7 @@
 // Parsing and normalising image references (`[registry/]path[:tag][@algo:hex]`), following the grammar of the
 // distribution reference format, so that bad references are refused before anything is touched.
-import { AgentError } from '../errors.js';
-import { quote } from '../quote.js';
+import { AgentError } from './errors.js';
+import { quote } from './quote.js';
 
 /** A parsed image reference. */
 export interface ImageRef {

@@ -1,5 +1,7 @@
-// Capped exponential backoff with jitter between pull retries, on an injected clock.
-import type { Clock } from '../clock.js';
+// The agent's one back-off: a delay that grows by a factor per retry up to a cap, spread by a jitter, and
+// waited for on an injected clock. Pull retries, the follows of the API server, the waits for a runtime that
+// is away, the fleet's attempts and the status writes all take their delays from here.
+import type { Clock } from './clock.js';
 
 /** Shape of the backoff. */
 export interface BackoffOptions {
@@ -36,7 +38,7 @@ export class Backoff {
 
   /** The delay before retry number `retry` (1 for the first retry), ms. */
   delay(retry: number): number {
-    const base = Math.min(this.maxMs, this.initialMs * this.factor ** Math.max(0, retry - 1));
+    const base = backoffDelay(retry, { initialMs: this.initialMs, maxMs: this.maxMs, factor: this.factor });
     const spread = base * this.jitter * (2 * this.random() - 1);
     return Math.max(0, Math.min(this.maxMs, Math.round(base + spread)));
   }
@@ -47,4 +49,9 @@ export class Backoff {
     await this.clock.sleep(ms, signal);
     return ms;
   }
+}
+
+/** The delay before retry `retry` (1 for the first) without jitter: initialMs * factor^(retry-1), at most maxMs. */
+export function backoffDelay(retry: number, shape: { initialMs: number; maxMs: number; factor?: number }): number {
+  return Math.min(shape.maxMs, shape.initialMs * (shape.factor ?? 2) ** Math.max(0, retry - 1));
 }

@@ -1,39 +1,7 @@
 import assert from 'node:assert/strict';
-import { Backoff } from '../../src/pull/backoff.js';
 import { PullQueue } from '../../src/pull/pull-queue.js';
 import { AgentError } from '../../src/errors.js';
-import { ManualClock, flush } from '../support/pull-fakes.js';
-
-describe('pull Backoff', () => {
-  it('grows exponentially from the initial delay and stops at the cap', () => {
-    const b = new Backoff(new ManualClock(), { initialMs: 100, factor: 2, maxMs: 1000, jitter: 0 });
-    assert.deepEqual([1, 2, 3, 4, 5, 6].map((r) => b.delay(r)), [100, 200, 400, 800, 1000, 1000]);
-  });
-
-  it('spreads each delay by at most ±jitter and never past the cap', () => {
-    const low = new Backoff(new ManualClock(), { initialMs: 1000, maxMs: 5000, jitter: 0.5, random: () => 0 });
-    const high = new Backoff(new ManualClock(), { initialMs: 1000, maxMs: 5000, jitter: 0.5, random: () => 0.999999 });
-    assert.equal(low.delay(1), 500);
-    assert.equal(high.delay(1), 1500);
-    assert.equal(high.delay(10), 5000);
-  });
-
-  it('waits on the injected clock and stops when the signal aborts', async () => {
-    const clock = new ManualClock();
-    const b = new Backoff(clock, { initialMs: 1000, jitter: 0 });
-    let waited = 0;
-    const p = b.wait(2).then((ms) => (waited = ms));
-    await clock.advance(1999);
-    assert.equal(waited, 0);
-    await clock.advance(1);
-    assert.equal(waited, 2000);
-    await p;
-    const ctl = new AbortController();
-    const q = b.wait(1, ctl.signal);
-    ctl.abort(new AgentError('Cancelled', 'stop'));
-    await assert.rejects(q, /stop/);
-  });
-});
+import { flush } from '../support/pull-fakes.js';
 
 describe('PullQueue', () => {
   it('lets maxParallel through and queues the rest in arrival order with their positions', async () => {
