@@ -56,7 +56,9 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
   /** deploy/'s ServiceAccount (agentKubeconfig), never admin. */
   let agentKc = '';
   let installed: KubernetesObject[] = [];
-  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', agentKc, '--node-name', env.nodeName, '--grace', '5s', '--min-ready', '500ms'];
+  // The cluster is shared: this agent takes the ContainerRestarts of this test's namespace only (others' runs
+  // create theirs on the same node, for the DaemonSet's agent).
+  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', agentKc, '--node-name', env.nodeName, '--grace', '5s', '--min-ready', '500ms', '--watch-namespace', ns];
   const file = async (p: V1Pod, path: string) => {
     const id = (status(p, 'sidecar')?.containerID ?? '').replace(/^containerd:\/\//, '');
     const r = await rt.exec(id, ['sh', '-c', `cat ${path} 2>/dev/null || true`], 10);
@@ -67,10 +69,11 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
       const p = await read(name);
       return p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ? p : undefined;
     });
+  /** The newest operation on this test's pod. */
   const lastOp = async (socket: string): Promise<Operation> => {
     const c = new AgentClient(`unix://${socket}`);
     try {
-      return (await c.listOperations())[0];
+      return (await c.listOperations(`${ns}/${web}`))[0];
     } finally {
       c.close();
     }

@@ -37,16 +37,25 @@ export interface AgentProcess {
 
 /**
  * Starts the agent on a runtime and waits until its API answers (readyTimeoutMs, default 20 s): on its own unix
- * socket, or, with probe, when probe() resolves (an agent given another --listen in args).
+ * socket, or, with probe, when probe() resolves (an agent given another --listen in args). With prefix, the
+ * agent runs through that command (e.g. a sandboxing wrapper given the agent's directory, see prefix's type).
  */
 export async function startAgent(
   args: string[],
-  opts: { stateDir?: string; env?: Record<string, string>; probe?: () => Promise<unknown>; readyTimeoutMs?: number } = {},
+  opts: {
+    stateDir?: string;
+    env?: Record<string, string>;
+    probe?: () => Promise<unknown>;
+    readyTimeoutMs?: number;
+    /** A command that runs the agent's command line; given the agent's directory (socket and state dir). */
+    prefix?: (dir: string) => string[];
+  } = {},
 ): Promise<AgentProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-agent-'));
   const socket = path.join(dir, 'agent.sock');
   const stateDir = opts.stateDir ?? path.join(dir, 'state');
-  const child = spawn(process.execPath, [DAEMON, '--listen', `unix://${socket}`, '--state-dir', stateDir, '--log-level', 'debug', ...args], {
+  const argv = [...(opts.prefix?.(dir) ?? []), process.execPath, DAEMON, '--listen', `unix://${socket}`, '--state-dir', stateDir, '--log-level', 'debug', ...args];
+  const child = spawn(argv[0], argv.slice(1), {
     env: { ...withoutKubeconfig(process.env), ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
