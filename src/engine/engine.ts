@@ -225,7 +225,9 @@ export class Engine extends EventEmitter {
     // that will wait behind another on its pod reads them at its turn.
     if (this.queue.depth(pod.id) === 0) this.executor.prefetch(op);
     try {
-      await this.persist(op);
+      // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
+      // before the operation's first step can be journaled (so before anything is touched).
+      await this.persist(op, 'after');
     } catch (err) {
       this.executor.forgetPrefetch(op.id);
       throw err;
@@ -355,7 +357,7 @@ export class Engine extends EventEmitter {
     return c;
   }
 
-  private async persist(op: Operation, sync = true): Promise<void> {
+  private async persist(op: Operation, sync: boolean | 'after' = true): Promise<void> {
     await this.d.journal.write(op, sync);
     this.ops.set(op.id, op);
     this.announce(op);
