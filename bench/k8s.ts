@@ -1,23 +1,36 @@
-// `npm run bench:k8s`: restarts on the real one-node cluster (scripts/kube-sandbox), each timed from the first
-// call two ways: until the pod's status in the API server shows the result, and until the new container's start
-// as the runtime records it (its CRI started_at, read from the node's containerd). Rounds interleave the
-// scenarios; medians over BENCH_ROUNDS (default 5). The baselines are what the kubelet does on its own:
+// `npm run bench:k8s`: restarts on the real cluster (scripts/kube-sandbox), each timed from the first call two
+// ways: until the pod's status in the API server shows the result, and until the new container's start as the
+// runtime records it (its CRI started_at, read from the node's containerd). Rounds interleave the scenarios;
+// medians over BENCH_ROUNDS (default 5). The baselines are what the kubelet does on its own:
 //   (b) the container stopped through the CRI, the kubelet starting the next instance;
 //   (d) one container's image patched in the pod spec, the kubelet recreating only it;
 //   (e) the whole pod deleted and created again: the same name once the old one is gone (a StatefulSet's way,
 //       and the only way to recreate "the" pod);
 //   (r) for reference, a replacement created at once under a new name (a ReplicaSet's way), no target.
-// The agent's rows, through a ContainerRestart handled by the DaemonSet's agent (scripts/kube-deploy-agent
-// first; BENCH_AGENT=0 leaves them out):
-//   (a) same-image restart;  (c) image change.
-// The targets a/b, c/d, c/e are printed for whichever pairs were measured.
+// The agent's rows: (a) same-image restart; (c) image change. BENCH_AGENT picks the agent:
+//   host (default): this build's agent, started by the bench as a host process on the first node's containerd
+//     with the shipped ServiceAccount's rights (deploy/), requests sent to its socket; it logs each operation's
+//     step trace, summarised at the end. (Not through a ContainerRestart: on a cluster with the DaemonSet, its
+//     agent on the node would race this one for every object.)
+//   ds: the DaemonSet's agent (scripts/kube-deploy-agent first), through ContainerRestart objects;
+//   0: the baselines only.
+// Pods live in the namespace BENCH_NAMESPACE (default inplace-bench-<pid>), deleted at the end. The targets a/b,
+// c/d, c/e are printed for whichever pairs were measured.
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
+import { agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
+import type { OperationView as Operation } from '../src/api/convert.js';
+import { launchAgent, type LaunchedAgent } from './agent-launch.js';
+import { traceSummary } from './trace-summary.js';
 
 const env = kubeEnv();
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
-const NS = 'inplace-bench';
+const NS = process.env.BENCH_NAMESPACE ?? `inplace-bench-${process.pid}`;
+const AGENT = process.env.BENCH_AGENT ?? 'host';
 const CONTAINERS = ['app', 'sidecar', 'logger'];
 // The kubelet starts a container again at once only the first time; later restarts of the same container
 // wait out its back-off (capped at 1 s in the test cluster). So rounds of (b) and (d) each use a fresh pod,
@@ -223,9 +236,8 @@ function baselines(k: Cluster, rt: CriRuntime): Scenario[] {
   ];
 }
 
-/** The agent's rows (a: same image, c: new image), each through a ContainerRestart on a fresh pod. */
-function agentScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenario[] {
-  if (process.env.BENCH_AGENT === '0') return [];
+/** The DaemonSet agent's rows (a: same image, c: new image), each through a ContainerRestart on a fresh pod. */
+function daemonSetScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenario[] {
   const crs = kc.makeApiClient(CustomObjectsApi);
   const cr = { group: 'inplace-agent.io', version: 'v1alpha1', plural: 'containerrestarts', namespace: NS };
   const viaAgent = (key: string, label: string, image?: string): Scenario => ({
@@ -271,6 +283,46 @@ function agentScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenario[] 
   ];
 }
 
+/** The host agent's rows (a: same image, c: new image), each a request to its socket for a fresh pod; ids in ops. */
+function hostScenarios(k: Cluster, agent: LaunchedAgent, rt: CriRuntime, ops: Map<string, string[]>): Scenario[] {
+  const viaAgent = (key: string, label: string, image?: string): Scenario => ({
+    key,
+    label,
+    prepare: (i) => k.create(`bench-${key}-${i}`, env.sandbox.images.appV1),
+    async round(i) {
+      const name = `bench-${key}-${i}`;
+      const before = appStatus(await k.read(name));
+      const t = clockStart();
+      const op = await agent.client.restart({
+        pod: `${NS}/${name}`,
+        containers: ['app'],
+        images: image ? { app: image } : {},
+        graceSeconds: 10,
+        graceSet: true,
+        minReadyMs: '0',
+        minReadySet: true,
+        timeoutMs: '0',
+      });
+      const p = await k.until(name, 60_000, (p) => {
+        const st = appStatus(p);
+        return !!st?.state?.running && st.containerID !== before?.containerID && (!image || st.image === image) && allRunning(p);
+      });
+      const ms = await times(rt, p, t);
+      // untimed: the request must also have ended well
+      let last: Operation | undefined;
+      for await (const o of agent.client.watchOperation(op.id)) last = o;
+      if (last?.state !== 'Succeeded') throw new Error(`operation ${op.id} for ${name} ended ${last?.state}: ${last?.error}`);
+      ops.set(key, [...(ops.get(key) ?? []), op.id]);
+      return ms;
+    },
+    cleanup: (i) => k.remove(`bench-${key}-${i}`),
+  });
+  return [
+    viaAgent('a', 'agent: same-image restart (host-run agent of this build, request to its socket)'),
+    viaAgent('c', 'agent: image change (host-run agent of this build, request to its socket)', env.sandbox.images.appV2),
+  ];
+}
+
 const TARGETS: [string, string, number][] = [
   ['a', 'b', 1.15],
   ['c', 'd', 1.15],
@@ -297,13 +349,33 @@ async function main(): Promise<void> {
     await sleep(100);
   }
   await k.core.createNamespace({ body: { metadata: { name: NS } } });
-  const scenarios = [...agentScenarios(k, kc, rt), ...baselines(k, rt)].sort((x, y) => x.key.localeCompare(y.key));
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-bench-k8s-'));
+  let agent: LaunchedAgent | undefined;
+  const ops = new Map<string, string[]>();
+  if (AGENT === 'host') {
+    // The shipped ServiceAccount's rights, never admin's; its ContainerRestart watch kept to the bench's namespace.
+    const saKubeconfig = await agentKubeconfig(kc);
+    const noKube = { ...process.env };
+    delete noKube.KUBECONFIG;
+    agent = await launchAgent(
+      work,
+      'agent',
+      ['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', saKubeconfig, '--node-name', env.nodeName, '--watch-namespace', NS, '--log-level', 'debug', '--log-format', 'json'],
+      noKube,
+    );
+  } else if (AGENT !== 'ds' && AGENT !== '0') {
+    throw new Error(`BENCH_AGENT takes host, ds or 0, not "${AGENT}"`);
+  }
+  const agentRows = agent ? hostScenarios(k, agent, rt, ops) : AGENT === 'ds' ? daemonSetScenarios(k, kc, rt) : [];
+  const scenarios = [...agentRows, ...baselines(k, rt)].sort((x, y) => x.key.localeCompare(y.key));
   const measured = new Map<string, RoundTimes[]>(scenarios.map((s) => [s.key, []]));
+  const loads: number[] = [];
   try {
-    process.stdout.write(`bench:k8s: node ${env.nodeName}, 3-container pods, ${ROUNDS} rounds, until the pod's status shows it / until the runtime's started_at\n`);
+    process.stdout.write(`bench:k8s: node ${env.nodeName}, namespace ${NS}, agent ${AGENT}, 3-container pods, ${ROUNDS} rounds, until the pod's status shows it / until the runtime's started_at\n`);
     for (let i = 0; i < ROUNDS; i++) {
       for (const s of scenarios) {
         await s.prepare(i);
+        loads.push(os.loadavg()[0]);
         const r = await s.round(i);
         await s.cleanup(i);
         measured.get(s.key)?.push(r);
@@ -312,6 +384,7 @@ async function main(): Promise<void> {
     }
   } finally {
     rt.close();
+    await agent?.stop();
     await k.core.deleteNamespace({ name: NS }).catch(() => undefined);
   }
 
@@ -339,6 +412,14 @@ async function main(): Promise<void> {
       if (mx !== undefined && my !== undefined) lines.push(`${x}/${y} (${clock}) = ${(mx / my).toFixed(2)} (reference, no target)`);
     }
   }
+  lines.push(`load average (1 min) at the rounds' starts: median ${median(loads).toFixed(1)} (${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)}) on ${os.cpus().length} CPUs`);
+  if (agent) {
+    for (const [key, ids] of ops) {
+      lines.push(`(${key}), where the agent's time went (its own clock, from the request's arrival):`);
+      lines.push(...traceSummary(agent.logFile, ids, '  '));
+    }
+  }
+  fs.rmSync(work, { recursive: true, force: true });
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 

@@ -1,22 +1,22 @@
-// `npm run bench:pull`: pulls N images (several layers each, some shared) from a loopback registry with the
-// agent's pull service at its defaults, and the same set one by one with the runtime's own client
-// (`docker pull`, `ctr -n k8s.io images pull`), in the same run, removing the images in between. Prints wall
-// times, their ratio, and how many blob downloads the registry served (shared layers should be fetched once).
+// `npm run bench:pull`: pulls N images (several layers each, some shared) from a loopback registry through
+// the agent as installed (the built daemon, started here on the sandbox's runtime, asked over its API socket
+// with `PullImages`, at its defaults: 2 pulls at once), and the same set with the runtime's own client
+// (`docker pull`, `ctr -n k8s.io images pull`) twice: one image after another, and as 2 client processes at
+// once (the agent's concurrency). All in the same run, removing the images in between. Prints wall times,
+// their ratios, and how many blob downloads the registry served (shared layers should be fetched once).
 //
 // Usage: node dist/bench/pull.js [--images N] [--runtime docker|cri|all] [--rate MiB/s per connection]
 //        [--rounds R]
-// The sandbox (scripts/sandbox up) must be running. A round runs the client first then the agent; the next
-// round swaps them, so neither always goes first.
+// The sandbox (scripts/sandbox up) must be running, and the build (dist/). The order of the three ways
+// rotates from one round to the next, so that none always goes first.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { promisify } from 'node:util';
-import { Registry } from 'prom-client';
-import { ImagePullService } from '../src/pull/pull-service.js';
-import { ContainerdProgressSource } from '../src/runtime/containerd/pull-progress.js';
-import type { Runtime } from '../src/runtime/runtime.js';
-import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
-import { DockerRuntime } from '../src/runtime/docker/docker-runtime.js';
 import { CRI_NAMESPACE } from '../src/runtime/types.js';
+import { launchAgent, type LaunchedAgent } from './agent-launch.js';
 import { sandboxEnv } from '../test/testbed/sandbox-env.js';
 import { buildImage, buildLayer, pushImage, seededBytes, type BuiltImage, type BuiltLayer } from '../test/support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
@@ -54,7 +54,9 @@ function imageSet(seed: string): { images: BuiltImage[]; uniqueLayers: number; u
 interface Side {
   name: string;
   remove(refs: string[], images: BuiltImage[]): Promise<void>;
-  make(): Runtime;
+  /** The daemon's flags that put it on this runtime. */
+  agentArgs: string[];
+  /** The runtime's own client, e.g. `docker pull`. */
   clientName: string;
   clientPull(ref: string): Promise<void>;
 }
@@ -65,8 +67,8 @@ const ctr = (...args: string[]) => run('ctr', ['-a', env.containerdAddress, '-n'
 const sides: Record<string, Side> = {
   docker: {
     name: 'docker',
-    make: () => new DockerRuntime(env.dockerHost),
-    clientName: 'docker pull (one by one)',
+    agentArgs: ['--runtime', 'docker', '--docker-host', env.dockerHost],
+    clientName: 'docker pull',
     clientPull: async (ref) => {
       await docker('pull', '-q', ref);
     },
@@ -76,8 +78,8 @@ const sides: Record<string, Side> = {
   },
   cri: {
     name: 'containerd (CRI)',
-    make: () => new CriRuntime(env.criEndpoint),
-    clientName: 'ctr -n k8s.io images pull (one by one)',
+    agentArgs: ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--containerd-address', env.containerdAddress],
+    clientName: 'ctr -n k8s.io images pull',
     clientPull: async (ref) => {
       await ctr('images', 'pull', '--plain-http', ref);
     },
@@ -103,57 +105,70 @@ async function timeIt(fn: () => Promise<void>): Promise<number> {
   return performance.now() - t0;
 }
 
-async function benchRuntime(key: string, proxy: RegistryProxy, refs: string[], images: BuiltImage[]): Promise<{ agent: number[]; client: number[] } | undefined> {
+/** Wall times of one runtime's rounds, ms: the agent, the client one by one, the client 2 at once. */
+interface Times {
+  agent: number[];
+  serial: number[];
+  pair: number[];
+}
+
+/** Pulls refs with `workers` client processes at once, each taking the next image when its own is done. */
+async function clientPulls(side: Side, refs: string[], workers: number): Promise<void> {
+  const queue = [...refs];
+  await Promise.all(
+    Array.from({ length: workers }, async () => {
+      for (let ref = queue.shift(); ref !== undefined; ref = queue.shift()) await side.clientPull(ref);
+    }),
+  );
+}
+
+async function benchRuntime(key: string, proxy: RegistryProxy, refs: string[], images: BuiltImage[], work: string): Promise<Times | undefined> {
   const side = sides[key];
-  const rt = side.make();
+  let agent: LaunchedAgent;
   try {
-    await rt.version();
+    agent = await launchAgent(work, `agent-${key}`, side.agentArgs);
   } catch (err) {
-    console.log(`\n${side.name}: not reachable (${(err as Error).message}); skipped`);
-    rt.close();
+    console.log(`\n${side.name}: the agent did not start (${(err as Error).message.split('\n')[0]}); skipped`);
     return undefined;
   }
-  const progress = key === 'cri' ? new ContainerdProgressSource({ address: env.containerdAddress }) : undefined;
-  console.log(`\n${side.name}`);
-  const agentTimes: number[] = [];
-  const clientTimes: number[] = [];
+  console.log(`\n${side.name} (the agent as a process, pid ${agent.child.pid})`);
+  const times: Times = { agent: [], serial: [], pair: [] };
+  const line = (what: string, ms: number, blobs: number) => console.log(`  ${what.padEnd(52)} ${seconds(ms).padStart(9)}   blob downloads ${blobs}`);
   const runAgent = async () => {
-    const svc = new ImagePullService({ runtime: rt, progressSource: progress, metricsRegistry: new Registry() });
     const before = proxy.totalBlobGets();
-    let failed = '';
+    const failed: string[] = [];
     const ms = await timeIt(async () => {
-      const res = await svc.pull({ images: refs }, () => undefined);
-      failed = res.filter((e) => e.phase !== 'Done').map((e) => `${e.image}: ${e.error}`).join('; ');
+      for await (const e of agent.client.pullImages({ images: refs })) {
+        if (e.phase === 'Failed') failed.push(`${e.image}: ${e.error}`);
+      }
     });
-    if (failed) throw new Error(`agent pull failed: ${failed}`);
-    agentTimes.push(ms);
-    console.log(`  agent pull service (defaults: 2 at once)   ${seconds(ms).padStart(9)}   blob downloads ${proxy.totalBlobGets() - before}`);
+    if (failed.length) throw new Error(`agent pull failed: ${failed.join('; ')}`);
+    times.agent.push(ms);
+    line('agent over its API (defaults: 2 at once)', ms, proxy.totalBlobGets() - before);
   };
-  const runClient = async () => {
+  const runClient = (workers: number, into: number[]) => async () => {
     const before = proxy.totalBlobGets();
-    const ms = await timeIt(async () => {
-      for (const r of refs) await side.clientPull(r);
-    });
-    clientTimes.push(ms);
-    console.log(`  ${side.clientName.padEnd(41)} ${seconds(ms).padStart(9)}   blob downloads ${proxy.totalBlobGets() - before}`);
+    const ms = await timeIt(() => clientPulls(side, refs, workers));
+    into.push(ms);
+    line(`${side.clientName} (${workers === 1 ? 'one by one' : `${workers} processes at once`})`, ms, proxy.totalBlobGets() - before);
   };
+  const ways = [runClient(1, times.serial), runAgent, runClient(2, times.pair)];
   try {
     await side.remove(refs, images);
     for (let r = 0; r < rounds; r++) {
-      const order = r % 2 === 0 ? [runClient, runAgent] : [runAgent, runClient];
-      for (const step of order) {
-        await step();
+      for (let k = 0; k < ways.length; k++) {
+        await ways[(r + k) % ways.length]();
         await side.remove(refs, images);
       }
     }
   } finally {
-    progress?.close();
-    rt.close();
+    await agent.stop();
   }
-  return { agent: agentTimes, client: clientTimes };
+  return times;
 }
 
 async function main(): Promise<void> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pull-'));
   const registry = await startRegistry();
   const proxy = await startRegistryProxy(registry.host);
   if (rateMiB > 0) proxy.setRate(rateMiB * MiB);
@@ -170,22 +185,24 @@ async function main(): Promise<void> {
       `pull benchmark: ${images.length} images x ${images[0].layers.length} layers (${(perImage / MiB).toFixed(0)} MiB each; ` +
         `${uniqueLayers} distinct layers, ${(uniqueBytes / MiB).toFixed(0)} MiB distinct), registry ${registry.host} via counting proxy ${proxy.host}` +
         (rateMiB > 0 ? `, ${rateMiB} MiB/s per connection` : ', loopback unthrottled') +
-        `; ${rounds} round(s), order alternating`,
+        `; ${rounds} round(s), order rotating`,
     );
     console.log(`distinct blobs per pull of the set: ${uniqueLayers} layers + ${images.length} configs = ${uniqueLayers + images.length}`);
     const keys = which === 'all' ? ['docker', 'cri'] : [which];
     for (const k of keys) {
       if (!sides[k]) throw new Error(`unknown runtime "${k}" (docker, cri or all)`);
-      const res = await benchRuntime(k, proxy, refs, images);
+      const res = await benchRuntime(k, proxy, refs, images, work);
       if (!res) continue;
       const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
       const a = mean(res.agent);
-      const c = mean(res.client);
-      console.log(`  mean: agent ${seconds(a)}, one by one ${seconds(c)}; one-by-one / agent = ${(c / a).toFixed(2)}x`);
+      const one = mean(res.serial);
+      const two = mean(res.pair);
+      console.log(`  mean: agent ${seconds(a)}, one by one ${seconds(one)}, 2 at once ${seconds(two)}; one-by-one / agent = ${(one / a).toFixed(2)}x, 2-at-once / agent = ${(two / a).toFixed(2)}x`);
     }
   } finally {
     await proxy.close();
     await registry.stop();
+    fs.rmSync(work, { recursive: true, force: true });
   }
 }
 

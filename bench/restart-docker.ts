@@ -13,6 +13,7 @@ import { DockerPodFixture, dockerClient } from '../test/testbed/docker-pods.js';
 import type { TestPod } from '../test/testbed/pod-fixture.js';
 import { sandboxEnv } from '../test/testbed/sandbox-env.js';
 import { launchAgent, rssMiB } from './agent-launch.js';
+import { traceSummary } from './trace-summary.js';
 
 const median = (xs: number[]) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -44,7 +45,7 @@ export async function dockerBench(rounds: number, grace: number): Promise<void> 
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-bench-docker-'));
   const noKube = { ...process.env };
   delete noKube.KUBECONFIG;
-  const agent = await launchAgent(work, 'agent', ['--runtime', 'docker', '--docker-host', env.dockerHost, '--log-level', 'warn', '--min-ready', '0'], noKube);
+  const agent = await launchAgent(work, 'agent', ['--runtime', 'docker', '--docker-host', env.dockerHost, '--log-level', 'debug', '--log-format', 'json', '--min-ready', '0'], noKube);
   let pod: TestPod | undefined;
   try {
     pod = await fixture.create({
@@ -63,14 +64,14 @@ export async function dockerBench(rounds: number, grace: number): Promise<void> 
     const viaAgent = async () => {
       const t0 = now();
       const op = await waitEnd(agent.client, (await agent.client.restart({ ...base, pod: pod!.name, containers: ['app'] })).id);
-      return { ms: now() - t0, down: op.containers[0].downtimeMs ?? NaN };
+      return { ms: now() - t0, down: op.containers[0].downtimeMs ?? NaN, id: op.id };
     };
     const viaRestart = async () => {
       const c = await app();
       const t0 = now();
       await docker.getContainer(c.id).restart({ t: grace });
       const ms = now() - t0;
-      return { ms, down: ms };
+      return { ms, down: ms, id: '' };
     };
     const viaRecreate = async () => {
       const c = await app();
@@ -81,13 +82,14 @@ export async function dockerBench(rounds: number, grace: number): Promise<void> 
       const id = await rt.createContainer(podId, det.spec, det.runtimeName);
       await rt.startContainer(id);
       const ms = now() - t0;
-      return { ms, down: ms };
+      return { ms, down: ms, id: '' };
     };
     // Warm-up: one of each, so first-call costs (connections, page cache) are not measured.
     await viaAgent();
     await viaRestart();
     await viaRecreate();
-    const got = { a: [] as { ms: number; down: number }[], b: [] as { ms: number; down: number }[], c: [] as { ms: number; down: number }[] };
+    type Round = { ms: number; down: number; id: string };
+    const got = { a: [] as Round[], b: [] as Round[], c: [] as Round[] };
     for (let r = 0; r < rounds; r++) {
       got.a.push(await viaAgent());
       got.b.push(await viaRestart());
@@ -106,6 +108,8 @@ export async function dockerBench(rounds: number, grace: number): Promise<void> 
       `  time      a/b = ${(t('a') / t('b')).toFixed(2)}   a/c = ${(t('a') / t('c')).toFixed(2)}`,
       `  downtime  a/b = ${(d('a') / d('b')).toFixed(2)}   a/c = ${(d('a') / d('c')).toFixed(2)}`,
       `  agent RSS after the run ${rssMiB(agent.child.pid!).toFixed(1)} MiB`,
+      `  (a), where the agent's time went (its own clock, from the request's arrival; the client's two calls are not in it):`,
+      ...traceSummary(agent.logFile, got.a.map((x) => x.id)),
     ];
     process.stdout.write(out.join('\n') + '\n');
   } finally {

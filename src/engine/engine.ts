@@ -21,6 +21,7 @@ import { Paused } from './paused.js';
 import { RestartExecutor, type ExecutorDeps } from './restart-executor.js';
 import type { RestartStrategy } from './restart-strategy.js';
 import { StandaloneStrategy } from './standalone-strategy.js';
+import { StepTrace } from './step-trace.js';
 
 /** Construction parameters of the engine. */
 export interface EngineDeps {
@@ -52,6 +53,8 @@ export interface EngineDeps {
    * recovers from the last good record; without a handler the error propagates.
    */
   onFatal?: (err: unknown) => void;
+  /** Where the steps of each operation are timed (default: one of its own on log). */
+  trace?: StepTrace;
 }
 
 /** A pod and its containers, as shown by ListPods. */
@@ -68,6 +71,8 @@ export class Engine extends EventEmitter {
   private readonly running = new Set<Promise<void>>();
   /** Per running operation: aborted by cancel() so that a pull it waits on stops (see ExecutorDeps.cancelSignal). */
   private readonly cancels = new Map<string, AbortController>();
+  /** Per operation: a change not told yet (see announce). */
+  private readonly announcing = new Map<string, NodeJS.Immediate>();
   /** Ids of the operations executing now (holding a slot). */
   private readonly executing = new Set<string>();
   private readonly executor: RestartExecutor;
@@ -77,9 +82,12 @@ export class Engine extends EventEmitter {
   private readonly maxUnfinished: number;
   /** Every strategy, in the order they are asked to claim a container: the given ones, then standalone. */
   private readonly strategies: RestartStrategy[];
+  /** The step timings of operations (logged at debug level as each ends); callers before the engine add theirs. */
+  readonly trace: StepTrace;
 
   constructor(private readonly d: EngineDeps) {
     super();
+    this.trace = d.trace ?? new StepTrace(d.log);
     this.setMaxListeners(0);
     // Every operation waiting for a slot listens to the drain signal.
     setMaxListeners(0, this.drainAbort.signal);
@@ -94,13 +102,14 @@ export class Engine extends EventEmitter {
       clock: d.clock,
       log: d.log,
       save: (op, sync) => this.persistOrDie(op, sync),
-      publish: (op) => this.emit('change', structuredClone(op)),
+      publish: (op) => this.announce(op),
       draining,
       drainSignal: this.drainAbort.signal,
       replan: (op) => this.replan(op),
       afterStep: d.afterStep,
       cancelSignal: (op) => this.cancelController(op.id).signal,
       strategies: this.strategies,
+      trace: this.trace,
     });
   }
 
@@ -172,19 +181,32 @@ export class Engine extends EventEmitter {
   async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> } = {}): Promise<Operation> {
     const known = opts.id ? this.ops.get(opts.id) : undefined;
     if (known && !opts.dryRun) return known;
+    const id = opts.id ?? randomUUID();
+    if (!opts.dryRun) this.trace.mark(id, 'request');
+    try {
+      return await this.record(id, req, opts);
+    } catch (err) {
+      this.trace.drop(id);
+      throw err;
+    }
+  }
+
+  private async record(id: string, req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> }): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
     const pods = await this.d.runtime.listPods({ withIp: false });
+    this.trace.mark(id, 'pods listed');
     const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
     if (unfinished >= this.maxUnfinished) {
       throw new AgentError('ResourceExhausted', `${unfinished} operations are unfinished on this node, the most it queues; try again when some have ended`);
     }
     const pod = resolvePod(pods, req.pod);
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
-    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0);
+    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id);
+    this.trace.mark(id, 'planned');
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
-      id: opts.id ?? randomUUID(),
+      id,
       podId: pod.id,
       podName: pod.name,
       podIp: pod.ip,
@@ -197,8 +219,20 @@ export class Engine extends EventEmitter {
     };
     if (opts.dryRun) return { ...op, id: '' };
     if (opts.admit && !(await opts.admit())) throw new AgentError('Aborted', `operation ${op.id} was not admitted; nothing was recorded or touched`);
+    if (opts.admit) this.trace.mark(id, 'admitted');
     if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
-    await this.persist(op);
+    // The first reads (the old containers, the pod's IP) go on while the record is written; an operation
+    // that will wait behind another on its pod reads them at its turn.
+    if (this.queue.depth(pod.id) === 0) this.executor.prefetch(op);
+    try {
+      // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
+      // before the operation's first step can be journaled (so before anything is touched).
+      await this.persist(op, 'after');
+    } catch (err) {
+      this.executor.forgetPrefetch(op.id);
+      throw err;
+    }
+    this.trace.mark(id, 'journaled Pending');
     this.schedule(op);
     return op;
   }
@@ -298,7 +332,7 @@ export class Engine extends EventEmitter {
         try {
           if (isTerminal(op.state)) return; // cancelled while it waited
           if (this.isDraining) throw new Paused();
-          await this.executor.run(op, { replan });
+          await this.executor.run(op, { replan, resumed });
         } finally {
           this.executing.delete(op.id);
           release();
@@ -311,6 +345,7 @@ export class Engine extends EventEmitter {
       .finally(() => {
         this.running.delete(p);
         this.cancels.delete(op.id);
+        this.executor.forgetPrefetch(op.id);
         this.prune().catch((err: unknown) => this.d.log.warn('pruning old operations failed', { error: String(err) }));
       });
     this.running.add(p);
@@ -322,10 +357,35 @@ export class Engine extends EventEmitter {
     return c;
   }
 
-  private async persist(op: Operation, sync = true): Promise<void> {
+  private async persist(op: Operation, sync: boolean | 'after' = true): Promise<void> {
     await this.d.journal.write(op, sync);
     this.ops.set(op.id, op);
-    this.emit('change', structuredClone(op));
+    this.announce(op);
+  }
+
+  /**
+   * Emits 'change' with a copy of op. The progress of a running operation is told once the current turn of the
+   * event loop is over, coalesced (the copy is the record as it is then; its step history keeps every step): the
+   * runtime call that follows a step is issued first, and copying and sending the record to watchers is not
+   * on the way between a stop and a start. An end (a terminal state) is told at once.
+   */
+  private announce(op: Operation): void {
+    const queued = this.announcing.get(op.id);
+    if (isTerminal(op.state)) {
+      if (queued) clearImmediate(queued);
+      this.announcing.delete(op.id);
+      this.emit('change', structuredClone(op));
+      return;
+    }
+    if (queued) return;
+    this.announcing.set(
+      op.id,
+      setImmediate(() => {
+        this.announcing.delete(op.id);
+        // Ended meanwhile: its end is told by itself, once journaled (or, for a success, as it is reported).
+        if (!isTerminal(op.state)) this.emit('change', structuredClone(op));
+      }),
+    );
   }
 
   /** persist() for a running operation: a journal that cannot be written is fatal (see onFatal). */
@@ -347,7 +407,7 @@ export class Engine extends EventEmitter {
       if (!AgentError.is(err, 'NotFound')) throw err;
       return resolvePod(await this.d.runtime.listPods({ withIp: false }), op.podName);
     });
-    const containers = await this.plan(pod, op.request, false);
+    const containers = await this.plan(pod, op.request, false, op.id);
     op.podId = pod.id;
     // The history of each container (its Waiting since the submit) is kept.
     op.containers = containers.map((t, i) => ({ ...t, steps: op.containers[i]?.steps ?? t.steps }));
@@ -358,9 +418,10 @@ export class Engine extends EventEmitter {
    * against the request (restart-plan.ts), each claimed by the first strategy that takes it, and each checked
    * by its strategy. Refusals throw, touching nothing.
    */
-  private async plan(pod: Pod, req: RestartRequest, busy: boolean): Promise<ContainerTarget[]> {
+  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = ''): Promise<ContainerTarget[]> {
     // Only this pod's containers: on CRI each listed container costs a status call.
     const containers = await this.d.runtime.listContainers({ podId: pod.id });
+    this.trace.mark(id, 'containers listed');
     const planned = planRestart(pod, containers, req, { allowKubelet: (this.d.strategies?.length ?? 0) > 0, busy });
     const now = new Date(this.d.clock.now()).toISOString();
     const out: ContainerTarget[] = [];
@@ -373,6 +434,7 @@ export class Engine extends EventEmitter {
         }
       }
       if (!chosen) throw new AgentError('Internal', `no strategy claimed container "${p.name}"`);
+      this.trace.mark(id, `claimed ${p.name} (${chosen.name})`);
       out.push({
         name: p.name,
         strategy: chosen.name,

@@ -5,6 +5,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { ImagePuller } from './image-puller.js';
 import type { ContainerStep, ContainerTarget, Operation } from './operation.js';
 import type { RestartStrategy } from './restart-strategy.js';
+import type { StepTrace } from './step-trace.js';
 
 /** What the executor needs. */
 export interface ExecutorDeps {
@@ -34,4 +35,6 @@ export interface ExecutorDeps {
   cancelSignal?: (op: Operation) => AbortSignal;
   /** The strategies, by the name a planned container carries (see restart-strategy.ts); standalone among them. */
   strategies: RestartStrategy[];
+  /** Where the time of each step is marked (see step-trace.ts). */
+  trace?: StepTrace;
 }

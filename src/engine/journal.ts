@@ -39,22 +39,27 @@ export class Journal {
 
   /**
    * Replaces a record atomically (temp file fsynced, rename): a reader sees the old record or the new one,
-   * whole. With sync (the default) the directory is fsynced too, so the new record survives a power loss;
-   * without, a power loss may bring back the previous record.
+   * whole. With sync true (the default) the directory is fsynced too, so the new record survives a power loss;
+   * with false, a power loss may bring back the previous record. With 'after', the call resolves once the
+   * record is in place (as with false) and the directory fsync goes on behind it: the next write of the same
+   * record waits for it (and fails if it failed), so whatever that next write announces still comes after a
+   * record that survives a power loss.
    */
-  write(op: Operation, sync = true): Promise<void> {
+  write(op: Operation, sync: boolean | 'after' = true): Promise<void> {
     // Writes of one record go one after another, so an older state can never land after a newer one.
     const prev = this.chains.get(op.id) ?? Promise.resolve();
-    const next = prev.then(() =>
-      this.writeNow(op, sync).catch((err: NodeJS.ErrnoException) => {
-        throw journalError(this.dir, err);
-      }),
-    );
-    const tail = next.catch(() => undefined);
+    const wrap = (err: unknown) => {
+      throw err instanceof AgentError ? err : journalError(this.dir, err as NodeJS.ErrnoException);
+    };
+    const next = prev.then(() => this.writeNow(op, sync === true)).catch(wrap);
+    // A failed write is the caller's to see; only a directory fsync still running when the call returned is
+    // handed on to the next write.
+    const tail = sync === 'after' ? next.then(() => this.syncDir().catch(wrap), () => undefined) : next.catch(() => undefined);
     this.chains.set(op.id, tail);
-    void tail.then(() => {
+    const forget = () => {
       if (this.chains.get(op.id) === tail) this.chains.delete(op.id);
-    });
+    };
+    void tail.then(forget, forget);
     return next;
   }
 
@@ -77,7 +82,11 @@ export class Journal {
       await fs.rm(tmp, { force: true }).catch(() => undefined);
       throw err;
     }
-    if (!sync) return;
+    if (sync) await this.syncDir();
+  }
+
+  /** fsyncs the journal's directory: the renames into it survive a power loss. */
+  private async syncDir(): Promise<void> {
     const dh = await fs.open(this.dir, 'r');
     try {
       await dh.sync();

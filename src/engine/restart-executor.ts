@@ -4,7 +4,7 @@
 // step is safe to run again, so the same code both runs a new operation and resumes one that an agent killed
 // mid-way left behind (see the state machine in operation.ts).
 import { AgentError, asAgentError } from '../errors.js';
-import type { ContainerDetail } from '../runtime/types.js';
+import type { ContainerDetail, ContainerState } from '../runtime/types.js';
 import type { ExecutorDeps } from './executor-deps.js';
 import { pullImages } from './image-pulls.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
@@ -17,6 +17,19 @@ import { isTransient } from './runtime-wait.js';
 export { Reasons, Paused };
 export type { ExecutorDeps };
 
+/** An old container as read before it is touched: its state, and its creation config when its strategy needs it. */
+interface OldRead {
+  state: ContainerState | 'gone';
+  detail?: ContainerDetail;
+}
+
+/** The reads an operation starts with, and when they began (epoch ms). */
+interface FirstReads {
+  at: number;
+  olds: Map<string, Promise<OldRead>>;
+  podIp: Promise<string>;
+}
+
 /** A read of the old containers older than this is taken again before they are touched. */
 const STALE_READ_MS = 1000;
 
@@ -27,13 +40,26 @@ export class RestartExecutor {
 
   constructor(private readonly d: ExecutorDeps) {}
 
+  /** The first reads of new operations, begun while their Pending records were written (see prefetch). */
+  private readonly early = new Map<string, FirstReads>();
+  /** Operations read back from the journal by this agent (see StepContext.resumed). */
+  private readonly resumed = new Set<string>();
+
   /**
-   * Drives op from whatever state its journal record holds to the end (replan when it waited in the queue),
-   * then does what its strategies left until after it was reported (cleanup).
+   * Drives op from whatever state its journal record holds to the end (replan when it waited in the queue;
+   * resumed when it was read back from the journal), then does what its strategies left until after it was
+   * reported (cleanup).
    */
-  async run(op: Operation, opts: { replan?: boolean } = {}): Promise<void> {
-    await this.drive(op, opts);
-    if (isTerminal(op.state)) await this.cleanup(op);
+  async run(op: Operation, opts: { replan?: boolean; resumed?: boolean } = {}): Promise<void> {
+    if (opts.resumed) this.resumed.add(op.id);
+    this.note(op, 'running');
+    try {
+      await this.drive(op, opts);
+      if (isTerminal(op.state)) await this.cleanup(op);
+    } finally {
+      this.resumed.delete(op.id);
+      this.d.trace?.end(op.id, { pod: op.podName, state: op.state });
+    }
   }
 
   /** Whether an ended operation still owes work to its containers (see RestartStrategy.pending). */
@@ -73,16 +99,12 @@ export class RestartExecutor {
         return;
       }
     }
-    // The old containers' creation configs are read while images are checked or pulled.
-    const inspectedAt = this.d.clock.now();
-    const inspected = new Map(
-      op.containers.map((t) => {
-        const p = this.inspectOld(t, deadline);
-        p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
-        return [t.oldId, p];
-      }),
-    );
-    const podIp = op.podIp ? Promise.resolve(op.podIp) : this.d.runtime.getPod(op.podId).then((p) => p.ip, () => '');
+    // The old containers are read (their creation configs, for strategies that need them) and the pod's IP
+    // while images are checked or pulled; a new operation's reads began while its Pending record was written.
+    const early = this.early.get(op.id);
+    this.early.delete(op.id);
+    const first = early && !opts.replan ? early : this.firstReads(op, deadline);
+    const podIp = first.podIp.then((ip) => (op.podIp = ip));
     try {
       if (op.state === 'Pending' || op.state === 'Pulling') {
         this.safePoint(op, deadline);
@@ -92,13 +114,13 @@ export class RestartExecutor {
           signals: [this.d.drainSignal, this.d.cancelSignal?.(op)].filter((x): x is AbortSignal => x !== undefined),
           pulling: (t, result) => this.strategyOf(t).pulling?.(op, t, result),
         });
+        this.note(op, 'images present');
         this.safePoint(op, deadline);
         this.setState(op, 'Recreating');
       }
-      op.podIp = await podIp;
       for (const t of op.containers) {
         if (t.step === 'Done') continue;
-        if (t.step !== 'RolledBack' && t.step !== 'Failed' && (await this.advance(op, t, deadline, inspected.get(t.oldId)!, inspectedAt))) continue;
+        if (t.step !== 'RolledBack' && t.step !== 'Failed' && (await this.advance(op, t, deadline, first.olds.get(t.oldId) ?? this.readOld(op, t, deadline), first.at))) continue;
         // This container failed (and was rolled back where it had been touched): the operation ends here.
         const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
         await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${this.replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
@@ -109,7 +131,9 @@ export class RestartExecutor {
         await this.finish(op, 'Cancelled', `operation ${op.id} was cancelled while verifying; the running replacements were kept without the full min-ready window: ${kept}`, 'Cancelled', Reasons.Cancelled);
         return;
       }
+      await podIp;
       op.podAfter = await readPodAfter(this.d.runtime, op);
+      this.note(op, 'pod read after');
       await this.finish(op, 'Succeeded');
     } catch (err) {
       if (err instanceof Paused) throw err;
@@ -125,28 +149,78 @@ export class RestartExecutor {
    * Hands one container to its strategy, from its journaled step. At Waiting (nothing touched yet) the old
    * container is checked here, once for every strategy: one that no longer runs fails the container untouched.
    */
-  private async advance(op: Operation, t: ContainerTarget, deadline: number, first: Promise<ContainerDetail | undefined>, readAt: number): Promise<boolean> {
+  private async advance(op: Operation, t: ContainerTarget, deadline: number, first: Promise<OldRead>, readAt: number): Promise<boolean> {
     const strategy = this.strategyOf(t);
     let old: ContainerDetail | undefined;
     if (t.step === 'Waiting') {
       this.safePoint(op, deadline);
       // A read from before a long pull may be stale (the container could have been stopped meanwhile).
-      old = this.d.clock.now() - readAt <= STALE_READ_MS ? await first : await this.inspectOld(t, deadline);
-      if (old?.state !== 'running') {
+      const read = this.d.clock.now() - readAt <= STALE_READ_MS ? await first : await this.readOld(op, t, deadline);
+      if (read.state !== 'running') {
         t.reason = Reasons.Interrupted;
-        t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${old ? old.state : 'gone'}; it was not touched`;
+        t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${read.state}; it was not touched`;
         await this.step(op, t, 'Failed');
         return false;
       }
+      old = read.detail;
     } else {
       // Resuming mid-way: a failed read must not end the operation with the container down. The steps from
       // here need the old container's config only to roll back, and find it again then.
-      old = await first.catch((err: unknown) => {
-        this.d.log.warn('cannot read the old container while resuming; going on without it', { op: op.id, container: t.name, error: asAgentError(err).message });
-        return undefined;
-      });
+      old = await first.then(
+        (r) => r.detail,
+        (err: unknown) => {
+          this.d.log.warn('cannot read the old container while resuming; going on without it', { op: op.id, container: t.name, error: asAgentError(err).message });
+          return undefined;
+        },
+      );
     }
     return strategy.advance(op, t, this.stepContext(op, t, deadline, old));
+  }
+
+  /**
+   * Begins the first reads of a new operation (see firstReads) while its Pending record is being written; its
+   * run takes them up. Reads only: nothing is touched before the record is on disk.
+   */
+  prefetch(op: Operation): void {
+    this.early.set(op.id, this.firstReads(op, Date.parse(op.createdAt) + op.request.timeoutMs));
+  }
+
+  /** Forgets the first reads of an operation that will not run (its record could not be written). */
+  forgetPrefetch(id: string): void {
+    this.early.delete(id);
+  }
+
+  /** The reads an operation starts with: each old container (see readOld) and the pod's IP. */
+  private firstReads(op: Operation, deadline: number): FirstReads {
+    const olds = new Map(
+      op.containers.map((t) => {
+        const p = this.readOld(op, t, deadline);
+        p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
+        return [t.oldId, p];
+      }),
+    );
+    const podIp = op.podIp ? Promise.resolve(op.podIp) : this.d.runtime.getPod(op.podId).then((p) => p.ip, () => '');
+    return { at: this.d.clock.now(), olds, podIp };
+  }
+
+  /**
+   * The old container's state, with its creation config when its strategy needs that (standalone); a strategy
+   * that does not (the kubelet's) costs a plain status call.
+   */
+  private async readOld(op: Operation, t: ContainerTarget, until: number): Promise<OldRead> {
+    if (this.strategyOf(t, false).needsOldConfig === false) {
+      try {
+        const state = await this.whenAvailable(`read the state of the container "${t.name}"`, until, () => this.d.runtime.containerState(t.oldId));
+        this.note(op, `state of ${t.name} read`);
+        return { state };
+      } catch (err) {
+        if (AgentError.is(err, 'NotFound')) return { state: 'gone' };
+        throw err;
+      }
+    }
+    const detail = await this.inspectOld(t, until);
+    this.note(op, `inspected ${t.name}`);
+    return detail ? { state: detail.state, detail } : { state: 'gone' };
   }
 
   /** The containers already replaced: Done, or verified with cleanup pending. */
@@ -181,7 +255,7 @@ export class RestartExecutor {
 
   /** Enters a step and journals it before its side effect (see StepContext.step). */
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep, sync = true): Promise<void> {
-    this.record(t, step);
+    this.record(t, step, op);
     await this.save(op, sync);
     this.d.afterStep?.(op, t, step);
   }
@@ -191,13 +265,14 @@ export class RestartExecutor {
    * the next intent: recovery from the previous intent repeats an idempotent call, so nothing is lost.
    */
   private mark(op: Operation, t: ContainerTarget, step: ContainerStep): void {
-    this.record(t, step);
+    this.record(t, step, op);
     op.updatedAt = this.nowIso();
     this.d.publish(op);
     this.d.afterStep?.(op, t, step);
   }
 
-  private record(t: ContainerTarget, step: ContainerStep): void {
+  private record(t: ContainerTarget, step: ContainerStep, op?: Operation): void {
+    if (op) this.note(op, `${t.name}: ${step}`);
     t.step = step;
     t.steps.push({ step, at: this.nowIso() });
   }
@@ -205,6 +280,11 @@ export class RestartExecutor {
   private async save(op: Operation, sync = true): Promise<void> {
     op.updatedAt = this.nowIso();
     await this.d.save(op, sync);
+    this.note(op, sync ? 'journaled (synced)' : 'journaled');
+  }
+
+  private note(op: Operation, what: string): void {
+    this.d.trace?.mark(op.id, what);
   }
 
   private nowIso(): string {
@@ -222,11 +302,13 @@ export class RestartExecutor {
     // Success is told before it is journaled: nothing on the caller's path follows the verification. Were the
     // agent to die before the write, the record (every container verified) ends the operation the same way.
     if (state === 'Succeeded') this.d.publish(op);
+    this.note(op, `reported ${state}`);
     await this.save(op);
     this.d.log.info('operation finished', { op: op.id, pod: op.podName, state, reason, error });
     for (const s of this.d.strategies) {
       if (!s.finished || !op.containers.some((c) => (c.strategy ?? 'standalone') === s.name)) continue;
       await s.finished(op).catch((err: unknown) => this.d.log.warn('reporting the end of an operation failed', { op: op.id, strategy: s.name, error: asAgentError(err).message }));
+      this.note(op, `${s.name}: end reported`);
     }
   }
 
@@ -252,6 +334,8 @@ export class RestartExecutor {
         op.state = on ? 'Verifying' : 'Recreating';
       },
       cutShort: () => this.cutShort.add(op.id),
+      trace: (what) => this.note(op, what),
+      resumed: this.resumed.has(op.id),
     };
   }
 

@@ -15,7 +15,8 @@ export interface StepContext {
   /** Epoch ms after which the operation has run out of time. */
   deadline: number;
   /**
-   * The old container with its creation config, read at the start; undefined when gone or unreadable. At
+   * The old container with its creation config, read at the start; undefined when gone or unreadable, or when
+   * the strategy said it does not need it (RestartStrategy.needsOldConfig). At
    * Waiting the executor has already checked that it runs (a container that no longer runs never reaches a
    * strategy).
    */
@@ -38,6 +39,13 @@ export interface StepContext {
    * operation then ends Cancelled (saying so), never Succeeded.
    */
   cutShort(): void;
+  /** Marks that `what` happened now, in the operation's step trace (see step-trace.ts). */
+  trace(what: string): void;
+  /**
+   * The operation was read back from the journal: a side effect that a step carries out while it is being
+   * journaled (the standalone create) may have happened although the record does not show the step yet.
+   */
+  resumed: boolean;
 }
 
 /** One way of restarting a container. */
@@ -45,6 +53,11 @@ export interface RestartStrategy {
   readonly name: StrategyName;
   /** Every step a container of this strategy can be at, CommonSteps among them; a journal record is held to it. */
   readonly steps: readonly ContainerStep[];
+  /**
+   * False when advance() does without the old container's creation config (ctx.old is then undefined): the
+   * executor checks that the old container runs with a plain status call instead of reading its config.
+   */
+  readonly needsOldConfig?: boolean;
   /**
    * Whether this strategy handles a planned container. Throws an AgentError (touching nothing) for a container
    * it must handle but cannot restart, saying why. May rewrite the target's images to the references its

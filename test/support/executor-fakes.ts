@@ -16,6 +16,8 @@ export class FakeNode {
   readonly containers = new Map<string, ContainerDetail>();
   /** Calls fail with Unavailable while this returns true. */
   away: () => boolean = () => false;
+  /** Told of every runtime call, by method, before it is made (a test may take the runtime away there). */
+  onCall: (method: string) => void = () => undefined;
   /** Fails the next call of that method once with the given error. */
   failOnce = new Map<string, AgentError>();
   /** The runtime starts stopped containers again (Docker); by default a container runs once (CRI). */
@@ -36,6 +38,7 @@ export class FakeNode {
   }
 
   private gate(method: string): void {
+    this.onCall(method);
     if (this.away()) throw new AgentError('Unavailable', `runtime is unavailable (${method})`);
     const e = this.failOnce.get(method);
     if (e) {

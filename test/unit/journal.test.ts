@@ -28,12 +28,13 @@ describe('Journal', () => {
     const j = new Journal(dir);
     await j.open();
     const a = op('a', '2026-01-01T00:00:02Z');
-    await Promise.all([j.write(op('b', '2026-01-01T00:00:01Z')), j.write(a)]);
-    // Many overlapping writes of one record, synced and not: the file ends with the newest state.
+    await Promise.all([j.write(op('b', '2026-01-01T00:00:01Z')), j.write(a, 'after')]);
+    // Many overlapping writes of one record, synced, not, and with the directory synced behind the call: the
+    // file ends with the newest state.
     const writes: Promise<void>[] = [];
     for (const state of ['Pulling', 'Recreating', 'Verifying', 'Succeeded'] as const) {
       a.state = state;
-      writes.push(j.write(structuredClone(a), state !== 'Succeeded'));
+      writes.push(j.write(structuredClone(a), state === 'Recreating' ? 'after' : state !== 'Succeeded'));
     }
     await Promise.all(writes);
     const back = await j.readAll();

@@ -120,6 +120,8 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
     publish: () => undefined,
     verifying: () => undefined,
     cutShort: () => void cut.count++,
+    trace: () => undefined,
+    resumed: false,
   };
   return { clock, api, rt, strategy, t, op, ctx, journaled, pod, cut };
 }

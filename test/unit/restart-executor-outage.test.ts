@@ -52,9 +52,11 @@ describe('restart executor: a runtime briefly away', () => {
     const old = node.add('app', 'app:v1');
     let away = false;
     node.away = () => away;
-    const op = await run(node, clock, node.operation(old, 'app:v2', { timeoutMs: 30_000 }), (s) => {
-      if (s === 'Creating') away = true;
-    });
+    // Away from the create on (Creating is journaled while the create runs, so not from the step's journal write).
+    node.onCall = (method) => {
+      if (method === 'createContainer') away = true;
+    };
+    const op = await run(node, clock, node.operation(old, 'app:v2', { timeoutMs: 30_000 }));
     assert.equal(op.state, 'Failed');
     assert.match(op.error ?? '', /CreateContainerFailed: could not create the replacement of "app": the runtime stayed unavailable for \d+(\.\d)?s/);
   });

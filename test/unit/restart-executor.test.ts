@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { ContainerStep } from '../../src/engine/operation.js';
 import type { RestartStrategy } from '../../src/engine/restart-strategy.js';
 import { CommonSteps } from '../../src/engine/operation.js';
+import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
 import { fakeExecutor, FakeNode } from '../support/executor-fakes.js';
 import { ManualClock } from '../support/pull-fakes.js';
 
@@ -59,5 +60,36 @@ describe('restart executor: the loop around the strategies', () => {
     assert.match(op.error ?? '', /step Creating, which the kubelet strategy does not have/);
     assert.deepEqual(s.advanced, []);
     assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v1', 'running']]);
+  });
+});
+
+describe('standalone strategy: Creating journaled while the create runs', () => {
+  it('a resumed operation still at Waiting finds the replacement a dead agent created, and creates none', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
+    // The agent died after its create, before its Creating record landed: the record says Waiting.
+    const stray = await node.runtime().createContainer('p', { ...old.spec, image: 'app:v2', attempt: 1, labels: { [OPERATION_LABEL]: op.id } });
+    const steps: ContainerStep[] = [];
+    const executor = fakeExecutor(node, clock, { afterStep: (_o, _t, step) => steps.push(step) });
+    await clock.until(executor.run(op, { resumed: true }), 50);
+    assert.equal(op.state, 'Succeeded', op.error);
+    assert.equal(op.containers[0].newId, stray);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.id, c.image, c.state]), [[stray, 'app:v2', 'running']]);
+    assert.deepEqual(steps.slice(0, 3), ['Creating', 'Created', 'Stopping']);
+  });
+
+  it('a new operation creates while Creating is journaled, and the record holds Creating before Stopping is written', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const old = node.add('app', 'app:v1');
+    const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
+    const journaled: string[] = [];
+    const executor = fakeExecutor(node, clock, { save: async (o) => void journaled.push(o.containers[0].step) });
+    await clock.until(executor.run(op), 50);
+    assert.equal(op.state, 'Succeeded', op.error);
+    assert.deepEqual(journaled.slice(0, 2), ['Creating', 'Stopping']);
+    assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v2', 'running']]);
   });
 });

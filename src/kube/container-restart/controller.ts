@@ -39,7 +39,7 @@ const STATUS_COALESCE_MS = 250;
 export interface ContainerRestartControllerDeps {
   kc: KubeConfig;
   api: ContainerRestartApi;
-  engine: Pick<Engine, 'restart' | 'has' | 'get' | 'on' | 'off'>;
+  engine: Pick<Engine, 'restart' | 'has' | 'get' | 'on' | 'off' | 'trace'>;
   /** This node's name, written to the status of every request it takes. */
   nodeName: string;
   /** This agent's identity, stable across its restarts (see agentIdentity): two agents never run one request. */
@@ -199,24 +199,39 @@ export class ContainerRestartController {
     if (!cr || this.stopping.signal.aborted) return;
     const ns = cr.metadata.namespace ?? 'default';
     const uid = cr.metadata.uid ?? '';
-    if (isFinished(cr.status?.phase)) return this.expire(cr);
-    if (!this.mine(cr)) return;
+    // Each way of leaving an object alone is logged (debug): the sign tests wait for before they check that
+    // nothing was done.
+    if (isFinished(cr.status?.phase)) {
+      this.d.log.debug('ContainerRestart already finished', { cr: key, phase: cr.status?.phase });
+      return this.expire(cr);
+    }
+    if (!this.mine(cr)) {
+      this.d.log.debug('ContainerRestart left to another agent (taken by another, or for another node)', { cr: key, node: cr.status?.nodeName });
+      return;
+    }
 
     if (!cr.status?.operationId) {
-      if (!(await this.d.hasPod(ns, cr.spec.podName))) return;
+      const trace = this.d.engine.trace;
+      trace.mark(uid, 'ContainerRestart seen');
+      if (!(await this.d.hasPod(ns, cr.spec.podName))) {
+        this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+        return trace.drop(uid);
+      }
       let req: ReturnType<typeof restartRequestFor>;
       try {
         // Before the claim: a request its creator could not make themselves is refused, nothing touched.
         await checkRequester(cr, this.d.access, this.d.selfPod);
         req = restartRequestFor(cr, this.d.defaults);
+        trace.mark(uid, 'requester checked');
       } catch (err) {
+        trace.drop(uid);
         if (AgentError.is(err, 'Unavailable')) throw err;
         return this.refuse(cr, err);
       }
       // The claim is written while the engine plans the request; the engine records and runs it only once the
       // claim holds (the operation id is in the status before the journal has it, as ever).
       const claiming = this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
-        (written) => ({ written }),
+        (written) => (trace.mark(uid, 'claim written'), { written }),
         (err: unknown) => ({ err }),
       );
       const holds = (c: ContainerRestart) => c.status?.operationId === uid && this.mine(c);

@@ -64,6 +64,8 @@ export interface KubeletStrategyDeps {
 export class KubeletStrategy implements RestartStrategy {
   readonly name = 'kubelet' as const;
   readonly steps = KubeletSteps;
+  /** The kubelet recreates the container from the pod spec: the old one's config is never read. */
+  readonly needsOldConfig = false;
   private readonly cache: PodCache;
   private readonly claims: KubeletClaims;
   private readonly report: RestartReport;
@@ -106,6 +108,7 @@ export class KubeletStrategy implements RestartStrategy {
       await ctx.step(s, { sync: s !== 'Stopping' && s !== 'Patching' });
     };
     let pod = await this.cache.fresh(ns, name, ctx.deadline);
+    ctx.trace('pod at hand');
     const spec = specContainer(pod, t.name)?.container;
     // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
     // are written once the next journaled step's side effect is under way, and nothing waits for them.
@@ -136,6 +139,7 @@ export class KubeletStrategy implements RestartStrategy {
               // unless the pull did not happen in this process: an operation resumed after it).
               await enter('Patching');
               await this.claims.pulledRecorded(op, t, pod);
+              ctx.trace('Pulled event on record');
             } else {
               await enter(spec && !op.request.skipPreStop && preStopHandler(spec) ? 'PreStop' : 'Stopping');
             }

@@ -101,6 +101,7 @@ export class Verifier {
           }
           t.waiting = undefined;
           ctx.publish();
+          ctx.trace(`new instance running in the API status${rollingBack ? ' (rolling back)' : ''}`);
         }
         if (this.d.clock.now() - seen.since >= op.request.minReadyMs && (!hasReadinessProbe(spec) || obs.ready)) return obs.id;
       } else if (obs.kind === 'crashed' && !notIds.includes(obs.id) && !rollingBack) {
