@@ -76,6 +76,10 @@ export class AgentClient {
       for await (const w of stream) yield operationFromWire(w);
     } catch (err) {
       throw fromServiceError(err, this.target);
+    } finally {
+      // A caller that stops reading early (break, return) ends the call on the agent too: leaving the stream
+      // only destroys it here, and the agent would count the call as open until the operation ends.
+      stream.cancel();
     }
   }
 
@@ -87,6 +91,10 @@ export class AgentClient {
       for await (const w of stream) yield pullEventFromWire(w);
     } catch (err) {
       throw fromServiceError(err, this.target);
+    } finally {
+      // A caller that stops reading early (break, return) ends the call on the agent too: leaving the stream
+      // only destroys it here, and the agent would count the call as open until the operation ends.
+      stream.cancel();
     }
   }
 

@@ -1,6 +1,6 @@
 // Kubernetes mode, assembled: this node's pods watched, the readiness-gate condition kept, and the kubelet
 // restart strategy the engine uses for kubelet-managed containers.
-import type { KubeConfig } from './client.js';
+import { CoreV1Api, type KubeConfig } from './client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -41,7 +41,7 @@ export interface DrainSettings {
 export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drain: DrainSettings, drainMetrics?: DrainMetrics): KubeMode {
   const api = new ClientKubeApi(kc);
   const klog = log.child({ component: 'kube' });
-  const pods = new NodePods(kc, nodeName, clock, klog, followerDeps(kc, clock));
+  const pods = new NodePods(kc.makeApiClient(CoreV1Api), nodeName, clock, klog, followerDeps(kc, clock));
   const events = new PodEvents(api, nodeName, clock, klog);
   // One writer of the condition, so that its writes to a pod land in the order they were made.
   const conditions = new ConditionWriter(api, clock, klog);

@@ -1,6 +1,6 @@
 // This node's pods as the API server sees them: the follower (list-follower.ts) of `spec.nodeName=NODE`.
 import { EventEmitter } from 'node:events';
-import { CoreV1Api, type KubeConfig, type V1Pod } from './client.js';
+import type { CoreV1Api, V1Pod } from './client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { Follower, type FollowerDeps } from './list-follower.js';
@@ -14,7 +14,7 @@ export class NodePods extends EventEmitter {
   private readonly follower: Follower<V1Pod>;
 
   constructor(
-    kc: KubeConfig,
+    core: Pick<CoreV1Api, 'listPodForAllNamespaces'>,
     readonly nodeName: string,
     private readonly clock: Clock,
     log: Logger,
@@ -22,7 +22,6 @@ export class NodePods extends EventEmitter {
   ) {
     super();
     this.setMaxListeners(0);
-    const core = kc.makeApiClient(CoreV1Api);
     const fieldSelector = `spec.nodeName=${nodeName}`;
     const changed = (pod: V1Pod) => this.emit('pod', pod);
     this.follower = new Follower<V1Pod>(

@@ -5,22 +5,19 @@
 // emptyDir.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig, Watch, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, Watch, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import { imageMatches } from '../../src/kube/kubelet/verify.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { AGENT_DS, daemonSetAgent } from '../support/daemonset-agent.js';
 import { retag } from '../support/registry-retag.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
-const AGENT_NS = 'inplace-system';
-const AGENT_DS = 'inplace-agent';
 const SIBLINGS = ['sidecar', 'logger'];
 
 /** Exits 0 on SIGTERM (so the kubelet starts the next instance of a same-image restart). */
@@ -57,18 +54,10 @@ describe("ContainerRestart handled by the DaemonSet's agent (real cluster, first
   const cat = async (p: V1Pod, container: string, file: string) => (await rt.exec(id(p, container), ['cat', file], 10)).stdout.trim();
 
   before(async function () {
-    await requireRuntime(this, `the agent's DaemonSet ${AGENT_NS}/${AGENT_DS} Ready on node ${env.nodeName} (scripts/kube-deploy-agent)`, async () => {
+    await requireRuntime(this, `the agent's DaemonSet ${AGENT_DS.namespace}/${AGENT_DS.name} Ready on node ${env.nodeName} (scripts/kube-deploy-agent)`, async () => {
       kc.loadFromFile(env.kubeconfig);
       core = kc.makeApiClient(CoreV1Api);
-      const ds = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: AGENT_DS, namespace: AGENT_NS });
-      const pods = await core.listNamespacedPod({ namespace: AGENT_NS, fieldSelector: `spec.nodeName=${env.nodeName}`, labelSelector: 'app.kubernetes.io/name=inplace-agent' });
-      if (!pods.items.some((p) => !p.metadata?.deletionTimestamp && isReady(p))) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
-      const state = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'state')?.hostPath?.path;
-      if (!state) throw new Error('the DaemonSet has no hostPath volume "state"');
-      // On the test cluster every node shares one filesystem: each agent's state is the subdirectory of its node.
-      const mount = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent')?.volumeMounts?.find((m) => m.name === 'state');
-      const sub = mount?.subPathExpr === '$(NODE_NAME)' ? env.nodeName : (mount?.subPath ?? '');
-      agentId = (await fs.readFile(path.join(state, sub, 'agent-id'), 'utf8')).trim();
+      agentId = (await daemonSetAgent(kc)).id;
     });
     api = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'kds');

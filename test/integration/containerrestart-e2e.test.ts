@@ -1,7 +1,9 @@
-// ContainerRestart objects end to end: a real kube-apiserver, the real agent process (--kubeconfig) on the
+// ContainerRestart objects end to end: a real kube-apiserver, the real agent process (--kubeconfig of deploy/'s
+// ServiceAccount) on the
 // sandbox's real containerd, and a pod made through the CRI (a standalone pod: the engine recreates its
 // containers itself). Also `inplacectl --kubeconfig restart`, which never touches the agent's socket.
 import assert from 'node:assert/strict';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
@@ -11,6 +13,7 @@ import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForDeletion, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace, testCluster, type TestCluster } from '../support/kube-cluster.js';
+import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = sandboxEnv();
@@ -26,7 +29,22 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
   const pods: TestPod[] = [];
   const node = 'kcrd-node';
 
-  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', cluster.kubeconfig, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s'];
+  /** The agent's kubeconfig: deploy/'s ServiceAccount (agentKubeconfig), never admin's. */
+  let agentKc = '';
+  let installed: KubernetesObject[] = [];
+  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', agentKc, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s', '--no-fleet-prewarm'];
+  /** Waits (at most 20 s) until the old container is gone: the agent removes it after the report. */
+  const removed = async (podId: string, oldId: string) => {
+    for (const t0 = Date.now(); (await rt.listContainers({ podId })).some((c) => c.id === oldId); await new Promise((r) => setTimeout(r, 200))) {
+      if (Date.now() - t0 > 20_000) assert.fail(`the old container ${oldId} was not removed after the report`);
+    }
+  };
+  /** Waits (at most 30 s) until the agent has logged a record that matches re: its own sign that it decided. */
+  const logged = async (a: AgentProcess, re: RegExp) => {
+    for (const until = Date.now() + 30_000; !re.test(a.log()); await new Promise((r) => setTimeout(r, 100))) {
+      if (Date.now() > until) assert.fail(`the agent did not log ${re} within 30 s:\n${a.log().split('\n').slice(-20).join('\n')}`);
+    }
+  };
 
   const running = async (podId: string) => {
     const cs = await rt.listContainers({ podId });
@@ -53,6 +71,10 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     await applyCrd(cluster.kc);
     api = new ContainerRestartApi(cluster.kc);
     ns = await createNamespace(cluster.kc, 'kcrd-e2e');
+    // The agent's identity as deploy/ ships it (already there on the shared cluster, where the DaemonSet runs:
+    // left as it is; created here, and deleted after, on a private API server).
+    installed = await ensureObjects(cluster.kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
+    agentKc = await agentKubeconfig(cluster.kc);
     fixture = new CriPodFixture(env.criEndpoint);
     agent = await startAgent(agentArgs());
   });
@@ -63,6 +85,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     fixture?.close();
     rt?.close();
     if (ns) await deleteNamespace(cluster.kc, ns);
+    if (cluster) await deleteObjects(cluster.kc, installed.filter((o) => o.kind !== 'Namespace'));
     await cluster?.close();
   });
 
@@ -78,10 +101,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     assert.equal(st?.oldContainerID, before.app.id);
     // Reported once verified; the old container is removed after the report (Verified, then Done in the journal).
     assert.ok(st?.state === 'Verified' || st?.state === 'Done', JSON.stringify(st));
-    for (const t0 = Date.now(); (await rt.listContainers({ podId: p.podId })).some((c) => c.id === before.app.id); ) {
-      if (Date.now() - t0 > 20_000) assert.fail(`the old container ${before.app.id} was not removed after the report`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    await removed(p.podId, before.app.id);
     const after = await running(p.podId);
     assert.equal(after.app.id, st?.newContainerID, 'the status names the container that now runs');
     assert.equal(after.app.image, env.images.appV2);
@@ -116,8 +136,9 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
 
   it('a ContainerRestart for a pod this node does not have is left alone', async () => {
     await api.create(containerRestart(ns, 'elsewhere', { podName: 'not-on-this-node', containers: [{ name: 'app' }] }));
-    await new Promise((r) => setTimeout(r, 2000));
-    assert.equal((await api.get(ns, 'elsewhere')).status, undefined);
+    await logged(agent as AgentProcess, new RegExp(`ContainerRestart left alone: its pod is not on this node .*\\bcr=${ns}/elsewhere\\b`));
+    assert.equal((await api.get(ns, 'elsewhere')).status, undefined, 'no status written: not claimed, not refused');
+    assert.doesNotMatch((agent as AgentProcess).log(), new RegExp(`ContainerRestart (taken|refused|submitted) .*\\bcr=${ns}/elsewhere\\b`));
   });
 
   it('two agents on one node (each with its own journal): the request is taken by one and runs once', async () => {
@@ -128,6 +149,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
       await api.create(containerRestart(ns, 'twins', { podName: 'twins', containers: [{ name: 'app' }], strategy: { minReadySeconds: 1 } }));
       const done = await waitForStatus(api, ns, 'twins', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
       assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+      await removed(p.podId, before.id);
       const apps = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
       assert.deepEqual(apps.map((c) => c.id), [done.status?.containers?.[0].newContainerID], 'one replacement');
       assert.notEqual(apps[0].id, before.id);
@@ -158,13 +180,16 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     const after = await running(p.podId);
     assert.notEqual(after.app.id, before.app.id);
     assert.equal(after.app.id, done.status?.containers?.[0].newContainerID);
+    await removed(p.podId, before.app.id);
     const all = (await rt.listContainers({ podId: p.podId })).filter((c) => c.name === 'app');
     assert.equal(all.length, 1, `one app container, the replacement (found ${all.map((c) => `${c.id.slice(0, 12)}:${c.state}`).join(', ')})`);
     // Another restart of the agent: the finished request is not run again.
     await agent.stop();
     agent = await startAgent(agentArgs(), { stateDir });
-    await new Promise((r) => setTimeout(r, 3000));
+    // Its sign that it read the object again and decided: finished, nothing to run.
+    await logged(agent, new RegExp(`ContainerRestart already finished .*\\bcr=${ns}/once\\b.*\\bphase=Succeeded`));
     assert.equal((await running(p.podId)).app.id, after.app.id, 'the container was not restarted a second time');
+    assert.doesNotMatch(agent.log(), new RegExp(`ContainerRestart (taken|submitted) .*\\bcr=${ns}/once\\b`));
     const ops = (await ctl(agent.socket, '-o', 'json', 'ops')).stdout;
     const mine = (JSON.parse(ops) as { id: string }[]).filter((o) => o.id === done.metadata.uid);
     assert.equal(mine.length, 1);

@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
+import { AgentClient } from '../../src/api/client.js';
+import { isTerminal } from '../../src/engine/operation.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
@@ -129,15 +131,28 @@ suite('kube-apiserver restarted in the middle of an operation (a private etcd + 
     const following = ctl('/nonexistent.sock', '--kubeconfig', c.kubeconfig, 'restart', `${ns()}/during`, 'app', '--image', `app=${env.images.appV2}`, '--min-ready', '6s');
     const list = async () => (await api.list(ns())).items.find((x) => x.spec.podName === 'during');
     const deadline = Date.now() + 60_000;
+    let opId = '';
     for (;;) {
       const cr = await list();
-      if (cr?.status?.containers?.[0]?.state === 'Verifying') break;
+      if (cr?.status?.containers?.[0]?.state === 'Verifying') {
+        opId = cr.status.operationId ?? '';
+        break;
+      }
       assert.ok(Date.now() < deadline, `request A never reached Verifying: ${JSON.stringify(cr?.status)}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     await priv.stopApiServer();
-    // A finishes while the API server is down: its final status can only be written after the restart.
-    await new Promise((r) => setTimeout(r, 8000));
+    // A finishes while the API server is down (the agent says so on its socket): its final status can only be
+    // written after the restart.
+    const ac = new AgentClient(`unix://${agent.socket}`);
+    try {
+      for (const until = Date.now() + 60_000; !isTerminal((await ac.getOperation(opId)).state); await new Promise((r) => setTimeout(r, 100))) {
+        assert.ok(Date.now() < until, `operation ${opId} did not end while the API server was down`);
+      }
+      assert.equal((await ac.getOperation(opId)).state, 'Succeeded');
+    } finally {
+      ac.close();
+    }
     await priv.startApiServer();
     await api.create(containerRestart(ns(), 'right-after', { podName: 'after', containers: [{ name: 'app', image: env.images.appV2 }], strategy: { minReadySeconds: 1 } }));
 

@@ -2,12 +2,13 @@
 // cluster's containerd takes them and restarts through the kubelet (Kubernetes mode's strategy), and
 // `inplacectl --kubeconfig` drives an image change without touching the node.
 import assert from 'node:assert/strict';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
@@ -22,6 +23,7 @@ describe('ContainerRestart of a kubelet-managed pod (real one-node cluster)', fu
   let api: ContainerRestartApi;
   let ns: string | undefined;
   let agent: AgentProcess | undefined;
+  let installed: KubernetesObject[] = [];
 
   const read = () => core.readNamespacedPod({ name: 'web', namespace: ns as string });
   const status = (p: V1Pod, c: string) => p.status?.containerStatuses?.find((s) => s.name === c);
@@ -59,12 +61,15 @@ describe('ContainerRestart of a kubelet-managed pod (real one-node cluster)', fu
         },
       },
     });
-    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', env.kubeconfig, '--node-name', env.nodeName, '--watch-namespace', ns, '--min-ready', '500ms']);
+    // As deploy/'s ServiceAccount, never admin (its objects are the DaemonSet's on the shared cluster: kept as they are).
+    installed = await ensureObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
+    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', await agentKubeconfig(kc), '--node-name', env.nodeName, '--watch-namespace', ns, '--min-ready', '500ms']);
   });
 
   after(async () => {
     await agent?.stop();
     if (ns) await deleteNamespace(kc, ns);
+    await deleteObjects(kc, installed.filter((o) => o.kind !== 'Namespace'));
   });
 
   it('same image: the kubelet starts the next instance; pod, siblings and their restart counts stay', async () => {

@@ -6,8 +6,7 @@
 // The ContainerRestarts are taken by the agent that owns the node: the DaemonSet's (scripts/kube-deploy-agent),
 // read through its hostPath socket and its metrics port; a second agent for the same node would race it.
 import assert from 'node:assert/strict';
-import path from 'node:path';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { AgentError } from '../../src/errors.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
@@ -16,9 +15,11 @@ import type { ImagePrewarm, NodePrewarm } from '../../src/fleet/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { daemonSetAgent } from '../support/daemonset-agent.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
 import { until } from '../support/kube-users.js';
+import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
@@ -34,6 +35,8 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
   /** The DaemonSet agent's unix socket on this node (its hostPath run directory). */
   let agentSocket = '';
   let fleetAgent: AgentProcess | undefined;
+  /** The objects of deploy/ (and its optional fleet RBAC) this test created for the fleet agent. */
+  let fleetRbac: KubernetesObject[] = [];
   let metricsAddr = '';
   const fleetNode = `ireason-${process.pid}`;
   const prewarm = `ireason-${process.pid}`;
@@ -111,19 +114,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     api = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'kreason');
     await requireRuntime(this, `the agent's DaemonSet inplace-system/inplace-agent Ready on node ${env.nodeName} (scripts/kube-deploy-agent)`, async () => {
-      const ds = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'inplace-agent', namespace: 'inplace-system' });
-      const pods = await core.listNamespacedPod({ namespace: 'inplace-system', fieldSelector: `spec.nodeName=${env.nodeName}`, labelSelector: 'app.kubernetes.io/name=inplace-agent' });
-      const ready = pods.items.find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      if (!ready?.status?.podIP) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
-      const container = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent');
-      const port = container?.ports?.find((p) => p.name === 'metrics')?.containerPort ?? 9464;
-      metricsAddr = `${ready.status.podIP}:${port}`;
-      const run = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'agent-run')?.hostPath?.path;
-      if (!run) throw new Error('the DaemonSet has no hostPath volume "agent-run"');
-      // On the test cluster every node shares one filesystem: each agent's run directory is its node's subdirectory.
-      const mount = container?.volumeMounts?.find((m) => m.name === 'agent-run');
-      const sub = mount?.subPathExpr === '$(NODE_NAME)' ? env.nodeName : (mount?.subPath ?? '');
-      agentSocket = path.join(run, sub, 'agent.sock');
+      ({ socket: agentSocket, metricsAddr } = await daemonSetAgent(kc));
       await fetch(`http://${metricsAddr}/metrics`).then((r) => r.text());
     });
   });
@@ -138,6 +129,8 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: fleetNode }).catch(() => undefined);
     if (core) await deleteNodes(kc, [fleetNode]);
     if (ns) await deleteNamespace(kc, ns);
+    // The fleet RBAC grants `get secrets` cluster-wide: never left behind by this test.
+    if (core) await deleteObjects(kc, fleetRbac.filter((o) => o.kind !== 'Namespace'));
   });
 
   it('a crash: ReplacementExitedDuringMinReady in the operation, the status, its condition, the container, the Event and the metrics', async () => {
@@ -167,7 +160,15 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
 
     // The same image pre-warmed by an agent that takes part in the fleet pre-warm, as a node of its own.
     await ensureNode(kc, fleetNode, { 'inplace-agent.test/reasons': `${process.pid}` });
-    fleetAgent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', env.kubeconfig, '--node-name', fleetNode, '--watch-namespace', `${ns}-none`, '--fleet-namespace', ns, '--fleet-poll', '300ms', '--fleet-backoff', '300ms']);
+    // As deploy/'s ServiceAccount with the optional fleet RBAC (its slot Role bound in this test's fleet
+    // namespace); whatever of it was not there already is deleted after.
+    fleetRbac = await ensureObjects(kc, [
+      ...shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']),
+      ...shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
+        .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
+        .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: ns } })),
+    ]);
+    fleetAgent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', await agentKubeconfig(kc), '--node-name', fleetNode, '--watch-namespace', `${ns}-none`, '--fleet-namespace', ns, '--fleet-poll', '300ms', '--fleet-backoff', '300ms']);
     await custom.createClusterCustomObject({
       ...G,
       plural: 'imageprewarms',

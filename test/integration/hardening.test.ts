@@ -120,15 +120,39 @@ describe('hardening (issue 10) on containerd', function () {
       const op = await c.restart({ ...base, pod: pod.name, minReadyMs: HOUR_MS, timeoutMs: String(2 * 3600_000) });
       for await (const o of c.watchOperation(op.id)) if (o.state === 'Verifying') break;
       const watches = Array.from({ length: MAX_OPEN_CALLS_PER_CALLER }, () => new AbortController());
+      let answered = 0;
       const open = watches.map(async (w) => {
-        for await (const _ of c.watchOperation(op.id, w.signal)) void _;
+        for (;;) {
+          let first = true;
+          try {
+            for await (const _ of c.watchOperation(op.id, w.signal)) {
+              if (first) answered++;
+              first = false;
+            }
+            return;
+          } catch (e) {
+            // Refused while the agent had not yet seen the end of the watch above (left at Verifying): asked again.
+            if (!first || w.signal.aborted || !(e instanceof AgentError && e.kind === 'ResourceExhausted')) throw e;
+            await new Promise((r) => setTimeout(r, 20));
+          }
+        }
       });
       open.forEach((p) => p.catch(() => undefined));
-      await new Promise((r) => setTimeout(r, 500));
+      // Each watch is open on the agent once its first answer (the operation as it is) came.
+      for (const until = Date.now() + 10_000; answered < watches.length; await new Promise((r) => setTimeout(r, 20))) {
+        assert.ok(Date.now() < until, `${answered} of ${watches.length} watches answered`);
+      }
       await assert.rejects(c.getOperation(op.id), (e: unknown) => e instanceof AgentError && e.kind === 'ResourceExhausted' && /too many open calls/.test(e.message));
       watches[0].abort();
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal((await c.getOperation(op.id)).state, 'Verifying');
+      // The agent frees the slot once it sees the cancelled call end: asked again until it serves (bounded).
+      let view: Awaited<ReturnType<typeof c.getOperation>> | undefined;
+      for (const until = Date.now() + 10_000; !view; ) {
+        view = await c.getOperation(op.id).catch((e: unknown) => {
+          if (!(e instanceof AgentError && e.kind === 'ResourceExhausted') || Date.now() > until) throw e;
+          return new Promise<undefined>((r) => setTimeout(() => r(undefined), 50));
+        });
+      }
+      assert.equal(view.state, 'Verifying');
       watches.forEach((w) => w.abort());
       await c.cancelOperation(op.id);
       assert.equal((await waitEnd(c, op.id)).state, 'Cancelled');

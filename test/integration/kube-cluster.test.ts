@@ -1,27 +1,12 @@
 // The test cluster itself (scripts/kube-sandbox): a real kubelet registers a Ready node, and a pod scheduled
 // through the API server runs on the cluster's containerd.
 import assert from 'node:assert/strict';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
-import { requireRuntime } from '../support/require-runtime.js';
+import { kubeTest, until } from '../support/kube-test.js';
 
 const env = kubeEnv();
-
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
 
 describe('test cluster (scripts/kube-sandbox, real kubelet)', function () {
   this.timeout(120_000);
@@ -30,12 +15,7 @@ describe('test cluster (scripts/kube-sandbox, real kubelet)', function () {
   const name = `cluster-check-${process.pid}`;
 
   before(async function () {
-    const kc = new KubeConfig();
-    await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      core = kc.makeApiClient(CoreV1Api);
-      await core.readNode({ name: env.nodeName });
-    });
+    ({ core } = await kubeTest(this));
   });
 
   after(async function () {

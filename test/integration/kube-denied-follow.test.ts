@@ -16,6 +16,20 @@ import { requireRuntime } from '../support/require-runtime.js';
 const NS = `inplace-denied-${randomBytes(3).toString('hex')}`;
 const SA = 'no-fleet-rights';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** The follows' short back-off here: a failure taken as passing is retried within this (100, then 200 ms). */
+const SHORT = { initialBackoffMs: 100, maxBackoffMs: 200 };
+/**
+ * How long "nothing more" is watched for once the follower has decided: five times its longest short
+ * back-off, so a follower that took a 403/404 for a passing failure would have retried several times.
+ */
+const QUIET_MS = 5 * SHORT.maxBackoffMs;
+/** The fleet's follow keeps the client's default short back-off (first step 1 s): twice that. */
+const FLEET_QUIET_MS = 2 * 1000;
+
+/** Polls cond every 50 ms until it holds: the sign that the code under test decided. Fails after ms naming what. */
+async function decided(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  for (const until = Date.now() + ms; !cond(); await sleep(50)) if (Date.now() > until) assert.fail(`${what}: not within ${ms} ms`);
+}
 
 /** A kubeconfig that authenticates as a ServiceAccount with no role bound (a token from the TokenRequest API). */
 async function serviceAccountConfig(admin: k8s.KubeConfig): Promise<k8s.KubeConfig> {
@@ -63,8 +77,7 @@ describe('following a kind the agent may not read (real API server)', function (
       {
         path: `/apis/inplace-agent.io/v1alpha1/${plural}`,
         list: () => custom.listClusterCustomObject({ group: 'inplace-agent.io', version: 'v1alpha1', plural }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
-        initialBackoffMs: 100,
-        maxBackoffMs: 200,
+        ...SHORT,
         deniedRetryMs: 60_000,
       },
       (items) => lists.push(items),
@@ -75,7 +88,8 @@ describe('following a kind the agent may not read (real API server)', function (
 
   it('403 (no RBAC for the kind): no made-up empty list, one failure with the long retry, nothing more', async () => {
     const f = follow(sa, 'imageprewarms');
-    await sleep(2_500);
+    await decided('the 403 reported', () => f.failures.length > 0);
+    await sleep(QUIET_MS); // after the decision: the window in which a short retry would show (see QUIET_MS)
     await f.follower.stop();
     assert.deepEqual(f.lists, [], 'a failed list is never handed on as an empty one');
     assert.deepEqual(
@@ -86,7 +100,8 @@ describe('following a kind the agent may not read (real API server)', function (
 
   it('404 (a kind the server does not serve, as without its CRD): the same long retry', async () => {
     const f = follow(admin, 'notinstalledkinds');
-    await sleep(1_500);
+    await decided('the 404 reported', () => f.failures.length > 0);
+    await sleep(QUIET_MS); // after the decision: the window in which a short retry would show (see QUIET_MS)
     await f.follower.stop();
     assert.deepEqual(f.lists, []);
     assert.deepEqual(
@@ -97,9 +112,8 @@ describe('following a kind the agent may not read (real API server)', function (
 
   it('a permitted list comes through once it is in, with no failure', async () => {
     const f = follow(admin, 'imageprewarms');
-    for (let i = 0; f.lists.length === 0 && i < 50; i++) await sleep(100);
+    await decided('the list handed on', () => f.lists.length > 0);
     await f.follower.stop();
-    assert.ok(f.lists.length >= 1, 'the list came through');
     assert.ok(Array.isArray(f.lists[0]));
     assert.deepEqual(f.failures, []);
   });
@@ -108,11 +122,14 @@ describe('following a kind the agent may not read (real API server)', function (
     const { logger, lines } = memoryLogger();
     const agent = new FleetAgent(new KubeFleetApi(sa, systemClock), {} as FleetPuller, { ...FLEET_DEFAULTS, node: 'no-such-node', leaseNamespace: NS }, systemClock, logger);
     agent.start();
-    await sleep(4_000);
+    const records = () => lines.map((l) => JSON.parse(l) as { level: string; message: string; retryIn?: string });
+    const warnings = () => records().filter((l) => l.level === 'warn' || l.level === 'error');
+    await decided('the fleet agent warned', () => warnings().length > 0);
+    await sleep(FLEET_QUIET_MS); // after the decision: the window in which a short retry would show (see FLEET_QUIET_MS)
     await agent.stop();
-    const warnings = lines.map((l) => JSON.parse(l) as { level: string; message: string }).filter((l) => l.level === 'warn' || l.level === 'error');
-    assert.equal(warnings.length, 1, lines.join(''));
-    assert.match(warnings[0].message, /may not list ImagePrewarms \(403\).*deploy\/optional\/fleet-prewarm-rbac\.yaml/);
-    assert.equal(agent.requests, 2, 'one list, one failure: no retry within 4 s');
+    assert.equal(warnings().length, 1, lines.join(''));
+    assert.match(warnings()[0].message, /may not list ImagePrewarms \(403\).*deploy\/optional\/fleet-prewarm-rbac\.yaml/);
+    assert.equal(warnings()[0].retryIn, '300 s', 'it decided to look again only at the long interval');
+    assert.equal(agent.requests, 2, `one list, one failure: no retry within ${FLEET_QUIET_MS} ms of the decision`);
   });
 });

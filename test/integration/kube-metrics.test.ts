@@ -15,9 +15,10 @@ import { applyCrds, deleteNodes, ensureNamespace, ensureNode } from '../support/
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { daemonSetAgent } from '../support/daemonset-agent.js';
+import { kubeTest, until } from '../support/kube-test.js';
 
 const env = kubeEnv();
-const AGENT_NS = 'inplace-system';
 const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
 const run = randomBytes(3).toString('hex');
 const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
@@ -32,21 +33,6 @@ function sample(text: string, metric: string, labels: Record<string, string> = {
     if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[3]);
   }
   return sum;
-}
-
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, seen: () => string = () => ''): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''} ${seen()}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
 }
 
 async function freePort(): Promise<number> {
@@ -65,21 +51,16 @@ async function scrape(url: string): Promise<string> {
 
 describe('Kubernetes-mode metrics move with the work they count (real cluster)', function () {
   this.timeout(180_000);
-  const kc = new k8s.KubeConfig();
+  let kc: k8s.KubeConfig;
   let core: k8s.CoreV1Api;
   let ns: string | undefined;
   /** /metrics of the DaemonSet's agent on the first node. */
   let dsMetrics = '';
 
   before(async function () {
+    ({ kc, core } = await kubeTest(this));
     await requireRuntime(this, `the agent's DaemonSet Ready on node ${env.nodeName} (scripts/kube-deploy-agent)`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      core = kc.makeApiClient(k8s.CoreV1Api);
-      const pods = await core.listNamespacedPod({ namespace: AGENT_NS, fieldSelector: `spec.nodeName=${env.nodeName}`, labelSelector: 'app.kubernetes.io/name=inplace-agent' });
-      const pod = pods.items.find((p) => !p.metadata?.deletionTimestamp && p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-      if (!pod?.status?.podIP) throw new Error(`no Ready pod of the DaemonSet on ${env.nodeName}`);
-      const port = pod.spec?.containers.find((c) => c.name === 'agent')?.ports?.find((p) => p.name === 'metrics')?.containerPort;
-      dsMetrics = `http://${pod.status.podIP}:${port ?? 9464}/metrics`;
+      dsMetrics = `http://${(await daemonSetAgent(kc)).metricsAddr}/metrics`;
       await scrape(dsMetrics);
     });
   });
@@ -191,7 +172,7 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
         `${prewarm}: 1 node succeeded`,
         60_000,
         async () => ((x) => (state(x, 'succeeded') === 1 ? x : undefined))(await scrape(url)),
-        () => agent?.log().split('\n').slice(-10).join('\n') ?? '',
+        { everyMs: 250, seen: () => agent?.log().split('\n').slice(-10).join('\n') ?? '' },
       );
       for (const s of ['failed', 'pulling', 'waiting']) assert.equal(state(t, s), 0, s);
       assert.ok(sample(t, 'inplace_kube_api_requests_total', { verb: 'list' }) >= 1, 'lists were counted');

@@ -4,33 +4,18 @@
 // (hairpin). With one node the same checks run on that node alone.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import type { CoreV1Api, KubeConfig, V1Pod } from '@kubernetes/client-node';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
-import { requireRuntime } from '../support/require-runtime.js';
+import { kubeTest, until } from '../support/kube-test.js';
 
 const env = kubeEnv();
 const PORT = 8080;
 
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 describe(`test cluster nodes (${env.nodes.map((n) => n.name).join(', ')})`, function () {
   this.timeout(180_000);
-  const kc = new KubeConfig();
+  let kc: KubeConfig;
   let core: CoreV1Api;
   let ns: string | undefined;
   const runtimes = new Map<string, CriRuntime>();
@@ -39,11 +24,7 @@ describe(`test cluster nodes (${env.nodes.map((n) => n.name).join(', ')})`, func
   const podName = (i: number) => `web-${i}-${tag}`;
 
   before(async function () {
-    await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      core = kc.makeApiClient(CoreV1Api);
-      await core.readNode({ name: env.nodeName });
-    });
+    ({ kc, core } = await kubeTest(this));
     for (const n of env.nodes) runtimes.set(n.name, new CriRuntime(n.criEndpoint));
     ns = await createNamespace(kc, 'knodes');
   });

@@ -1,33 +1,19 @@
 // Kubernetes mode against the real one-node cluster (scripts/kube-sandbox): the agent runs as a host process
-// on the cluster's containerd, with the admin kubeconfig, and restarts kubelet-managed containers through the
+// on the cluster's containerd, as deploy/'s ServiceAccount, and restarts kubelet-managed containers through the
 // kubelet. Everything asserted is read back from the API server, the runtime or the pod's emptyDir.
 import assert from 'node:assert/strict';
-import { CoreV1Api, DiscoveryV1Api, KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
+import { DiscoveryV1Api, Watch, type CoreV1Api, type KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import type { OperationView as Operation } from '../../src/api/convert.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
-import { requireRuntime } from '../support/require-runtime.js';
+import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { kubeTest, until } from '../support/kube-test.js';
 
 const env = kubeEnv();
 const ns = `kagent-${process.pid}`;
-
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await probe();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 /** A container of the app image running a shell script (the image runs its arguments instead of the app). */
 function shell(name: string, image: string, script: string) {
@@ -67,9 +53,12 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
 
   const read = (name = web) => core.readNamespacedPod({ name, namespace: ns });
   const status = (p: V1Pod, c: string) => p.status?.containerStatuses?.find((s) => s.name === c);
+  /** deploy/'s ServiceAccount (agentKubeconfig), never admin. */
+  let agentKc = '';
+  let installed: KubernetesObject[] = [];
   // The cluster is shared: this agent takes the ContainerRestarts of this test's namespace only (others' runs
   // create theirs on the same node, for the DaemonSet's agent).
-  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', env.kubeconfig, '--node-name', env.nodeName, '--grace', '5s', '--min-ready', '500ms', '--watch-namespace', ns];
+  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', agentKc, '--node-name', env.nodeName, '--grace', '5s', '--min-ready', '500ms', '--watch-namespace', ns];
   const file = async (p: V1Pod, path: string) => {
     const id = (status(p, 'sidecar')?.containerID ?? '').replace(/^containerd:\/\//, '');
     const r = await rt.exec(id, ['sh', '-c', `cat ${path} 2>/dev/null || true`], 10);
@@ -91,14 +80,12 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
   };
 
   before(async function () {
-    kc = new KubeConfig();
-    await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      core = kc.makeApiClient(CoreV1Api);
-      await core.readNode({ name: env.nodeName });
-    });
+    ({ kc, core } = await kubeTest(this));
     disco = kc.makeApiClient(DiscoveryV1Api);
     await core.createNamespace({ body: { metadata: { name: ns } } });
+    // The objects of deploy/ are the DaemonSet's on the shared cluster: kept as they are, made only where missing.
+    installed = await ensureObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
+    agentKc = await agentKubeconfig(kc);
     agent = await startAgent(agentArgs());
     await core.createNamespacedPod({ namespace: ns, body: podSpec(web) });
     // A second endpoint of the Service: the only ready endpoint of a Service is not drained (docs/kubernetes.md#drain).
@@ -112,6 +99,7 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
   after(async function () {
     await agent?.stop();
     if (core) await core.deleteNamespace({ name: ns, gracePeriodSeconds: 0 }).catch(() => undefined);
+    if (kc) await deleteObjects(kc, installed.filter((o) => o.kind !== 'Namespace'));
     rt.close();
   });
 

@@ -219,10 +219,15 @@ describe('truthful outputs (containerd 1.6 CRI, real agent)', function () {
         assert.match(end.error ?? '', /cancelled while pulling .*nothing was stopped/);
         const sent = proxy.bytesForwarded();
         assert.ok(sent < 16 * MiB, 'the image was not downloaded in full');
-        await new Promise((r) => setTimeout(r, 1500));
+        // The runtime's sign that the pull is gone: it closed its blob download (the proxy sees the connection end).
+        for (const until = Date.now() + 10_000; proxy.blobsInFlight() > 0; await new Promise((r) => setTimeout(r, 50))) {
+          assert.ok(Date.now() < until, `the blob download is still open 10 s after the cancel (${proxy.blobsInFlight()} open)`);
+        }
+        const gets = proxy.totalBlobGets();
         assert.ok(proxy.bytesForwarded() - sent < 200 * 1024, 'the download stopped');
         assert.equal(await rt.inspectImage(ref), undefined, 'the image is not in the store');
         assert.equal(await rt.containerState(pod.containerIds.app), 'running', 'the old container was not touched');
+        assert.equal(proxy.totalBlobGets(), gets, 'no download was started again');
       } finally {
         proxy.setRate(0);
         c.close();

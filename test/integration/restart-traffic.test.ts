@@ -9,14 +9,14 @@
 // endpoint measured by the agent.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { AppsV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import type { OperationView } from '../../src/api/convert.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { daemonSetAgent } from '../support/daemonset-agent.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -80,13 +80,7 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
       kc.loadFromFile(env.kubeconfig);
       core = kc.makeApiClient(CoreV1Api);
       image = await agentImage(kc);
-      const ds = await kc.makeApiClient(AppsV1Api).readNamespacedDaemonSet({ name: 'inplace-agent', namespace: 'inplace-system' });
-      const run = ds.spec?.template.spec?.volumes?.find((v) => v.name === 'agent-run')?.hostPath?.path;
-      if (!run) throw new Error('the DaemonSet has no hostPath volume "agent-run"');
-      // The test cluster's overlay gives each node's agent its own subdirectory (its nodes share this machine).
-      const mount = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent')?.volumeMounts?.find((m) => m.name === 'agent-run');
-      const sub = mount?.subPathExpr === '$(NODE_NAME)' ? env.nodeName : (mount?.subPath ?? '');
-      agentSocket = path.join(run, sub, 'agent.sock');
+      agentSocket = (await daemonSetAgent(kc)).socket;
     });
     crs = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'ktraffic');

@@ -153,7 +153,7 @@ for (const f of flavours) {
         await Promise.all(agents.map((a) => waitStopped(a.child.pid!, 60_000, a.log)));
         await sandboxDaemon('kill', f.daemon);
         for (const a of agents) a.child.kill('SIGCONT');
-        await sleep(outageMs);
+        await sleep(outageMs); // the outage itself: how long the runtime stays down is the scenario, not a wait for a result
         await sandboxDaemon('start', f.daemon);
         const done = await Promise.all(ops.map((op, i) => waitEnd(agents[i].socket, op.id)));
         cases.forEach((c, i) => ends.set(c.step, done[i]));
@@ -226,6 +226,8 @@ describe('agent SIGKILLed during an in-flight StartContainer (cri)', function ()
     assert.ok(frozen.length > 0, 'found the shim of the pod');
     for (const pid of frozen) process.kill(pid, 'SIGSTOP');
     first.child.kill('SIGCONT');
+    // Time for the resumed agent to reach its StartContainer, which the frozen shim holds (the case under
+    // test): nothing the test can observe marks that call as in flight, so this is a fixed margin, not a check.
     await sleep(1000);
     first.child.kill('SIGKILL');
     await first.exited;
@@ -234,6 +236,8 @@ describe('agent SIGKILLed during an in-flight StartContainer (cri)', function ()
     agents.push(second);
     // The new agent resumes from the journal and starts the replacement again while the first start is
     // still under way; the shim then goes on.
+    // A margin for the new agent's own start of the replacement to overlap the first one still held by the
+    // frozen shim (the race under test); nothing is checked after it but the operation's end.
     await sleep(1500);
     for (const pid of frozen) process.kill(pid, 'SIGCONT');
     frozen = [];

@@ -36,6 +36,24 @@ export async function applyObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesOb
   return created;
 }
 
+/**
+ * Creates each object that is not there yet and leaves the ones that are as they are (on the shared cluster,
+ * deploy/ as its DaemonSet was installed, perhaps from a newer branch). Returns the objects it created.
+ */
+export async function ensureObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<k8s.KubernetesObject[]> {
+  const api = kc.makeApiClient(k8s.KubernetesObjectApi);
+  const created: k8s.KubernetesObject[] = [];
+  for (const o of objects) {
+    try {
+      await api.create(o);
+      created.push(o);
+    } catch (err) {
+      if ((err as { code?: number }).code !== 409) throw err;
+    }
+  }
+  return created;
+}
+
 /** Deletes the objects (already gone is fine). */
 export async function deleteObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<void> {
   const api = kc.makeApiClient(k8s.KubernetesObjectApi);

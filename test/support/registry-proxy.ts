@@ -19,6 +19,8 @@ export interface RegistryProxy {
   setRate(bytesPerSecond: number): void;
   /** Bytes forwarded in blob responses so far. */
   bytesForwarded(): number;
+  /** Blob responses under way: begun, and their connection to the client not closed yet. */
+  blobsInFlight(): number;
   close(): Promise<void>;
 }
 
@@ -39,6 +41,7 @@ export async function startRegistryProxy(upstream: string, onBlob?: (d: BlobDown
   let stallMin = 0;
   let forwarded = 0;
   let rate = 0;
+  let inFlight = 0;
 
   const server = http.createServer((req, res) => {
     requests.push(`${req.method} ${req.url}`);
@@ -48,7 +51,11 @@ export async function startRegistryProxy(upstream: string, onBlob?: (d: BlobDown
       { host: upHost, port: Number(upPort), method: req.method, path: req.url, headers: req.headers },
       (upRes) => {
         const isBlobBody = blob && req.method === 'GET' && (upRes.statusCode === 200 || upRes.statusCode === 206);
-        if (isBlobBody) blobGets.set(blob[1], (blobGets.get(blob[1]) ?? 0) + 1);
+        if (isBlobBody) {
+          blobGets.set(blob[1], (blobGets.get(blob[1]) ?? 0) + 1);
+          inFlight++;
+          res.once('close', () => inFlight--);
+        }
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         const length = Number(upRes.headers['content-length'] ?? 0);
         const stallAt = isBlobBody && stallAfter > 0 && length > stallMin ? stallAfter : 0;
@@ -104,6 +111,7 @@ export async function startRegistryProxy(upstream: string, onBlob?: (d: BlobDown
       rate = bytesPerSecond;
     },
     bytesForwarded: () => forwarded,
+    blobsInFlight: () => inFlight,
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();

@@ -138,6 +138,37 @@ describe('drain: waiting for the data plane', () => {
     assert.match(w.detail, /still had changes to apply at the drain bound/);
   });
 
+  it('a read that fails after kube-proxy was readable is tried again; the wait still ends on kube-proxy', async () => {
+    const clock = new ManualClock({ sleepsAdvance: true });
+    const seen = clock.now();
+    const proxy = new FakeProxy(clock, [seen + 20], [seen - 300, seen + 1300]);
+    const dp = new DataPlane(proxy, 2000, clock, silentLogger());
+    const waiting = dp.wait(seen, seen + 5000);
+    // Down for 400 ms from 200 ms on (three polls fail), then answering again.
+    const real = proxy.sample.bind(proxy);
+    proxy.sample = () => (since(clock, seen) >= 200 && since(clock, seen) < 600 ? Promise.reject(new Error(`${proxy.url}/metrics: This operation was aborted`)) : real());
+    const w = await waiting;
+    assert.equal(w.way, 'kube-proxy');
+    assert.equal(w.done, true);
+    assert.ok(since(clock, seen) >= 1300 && since(clock, seen) < 1500, `ended ${since(clock, seen)} ms after the change`);
+    assert.match(w.detail, /applied every change .*: \d+ ms \(4 reads of its metrics failed and tried again\)$/);
+  });
+
+  it('reads failing for the whole settle time give the observation up for the settle time, and say so', async () => {
+    const clock = new ManualClock({ sleepsAdvance: true });
+    const seen = clock.now();
+    const proxy = new FakeProxy(clock, [seen + 20], [seen + 5000]);
+    const dp = new DataPlane(proxy, 2000, clock, silentLogger());
+    const waiting = dp.wait(seen, seen + 10_000);
+    // Readable at first, then lost for good from 100 ms on.
+    const real = proxy.sample.bind(proxy);
+    proxy.sample = () => (since(clock, seen) >= 100 ? Promise.reject(new Error(`${proxy.url}/metrics: ECONNREFUSED`)) : real());
+    const w = await waiting;
+    assert.equal(w.way, 'settle');
+    assert.ok(since(clock, seen) >= 2000 && since(clock, seen) < 2300, `ended ${since(clock, seen)} ms after the change`);
+    assert.match(w.detail, /settle 2000 ms \(kube-proxy metrics lost for 2\d{3} ms: .*ECONNREFUSED\)/);
+  });
+
   it('falls back to the settle time when kube-proxy cannot be read, and says why', async () => {
     const clock = new ManualClock({ sleepsAdvance: true });
     const seen = clock.now();

@@ -1,41 +1,13 @@
 import assert from 'node:assert/strict';
 import type { KubernetesListObject, KubernetesObject } from '../../src/kube/client.js';
-import { Follower, type FollowFailure, type WatchSource } from '../../src/kube/list-follower.js';
+import { Follower, type FollowFailure } from '../../src/kube/list-follower.js';
+import { FakeWatch } from '../support/fake-watch.js';
 import { ManualClock, flush } from '../support/manual-timers.js';
 
 type Obj = KubernetesObject & { metadata: { name: string; namespace: string; resourceVersion: string } };
 
 const obj = (name: string, rv: string): Obj => ({ metadata: { name, namespace: 'ns', resourceVersion: rv } });
 const httpError = (statusCode: number) => Object.assign(new Error(`HTTP ${statusCode}`), { statusCode });
-
-/** One watch request the follower made, which the test ends or feeds. */
-interface WatchCall {
-  resourceVersion: string;
-  send(type: string, o: Obj): void;
-  end(err: unknown): void;
-  aborted(): boolean;
-}
-
-/** The API server's watch, scripted: each request is recorded and left open until the test ends it. */
-class FakeWatch implements WatchSource {
-  readonly calls: WatchCall[] = [];
-
-  watch(_path: string, params: Record<string, unknown>, cb: (type: string, o: unknown) => void, done: (err: unknown) => void): Promise<AbortController> {
-    const ctrl = new AbortController();
-    let ended = false;
-    this.calls.push({
-      resourceVersion: String(params.resourceVersion ?? ''),
-      send: (type, o) => cb(type, o),
-      end: (err) => {
-        if (ended) return;
-        ended = true;
-        done(err);
-      },
-      aborted: () => ctrl.signal.aborted,
-    });
-    return Promise.resolve(ctrl);
-  }
-}
 
 /** A list request answered from a script: each call takes the next answer (an Error is thrown). */
 function scriptedList(answers: (Obj[] | Error)[], rvs: string[]) {

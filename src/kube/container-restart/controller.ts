@@ -199,13 +199,24 @@ export class ContainerRestartController {
     if (!cr || this.stopping.signal.aborted) return;
     const ns = cr.metadata.namespace ?? 'default';
     const uid = cr.metadata.uid ?? '';
-    if (isFinished(cr.status?.phase)) return this.expire(cr);
-    if (!this.mine(cr)) return;
+    // Each way of leaving an object alone is logged (debug): the sign tests wait for before they check that
+    // nothing was done.
+    if (isFinished(cr.status?.phase)) {
+      this.d.log.debug('ContainerRestart already finished', { cr: key, phase: cr.status?.phase });
+      return this.expire(cr);
+    }
+    if (!this.mine(cr)) {
+      this.d.log.debug('ContainerRestart left to another agent (taken by another, or for another node)', { cr: key, node: cr.status?.nodeName });
+      return;
+    }
 
     if (!cr.status?.operationId) {
       const trace = this.d.engine.trace;
       trace.mark(uid, 'ContainerRestart seen');
-      if (!(await this.d.hasPod(ns, cr.spec.podName))) return trace.drop(uid);
+      if (!(await this.d.hasPod(ns, cr.spec.podName))) {
+        this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+        return trace.drop(uid);
+      }
       let req: ReturnType<typeof restartRequestFor>;
       try {
         // Before the claim: a request its creator could not make themselves is refused, nothing touched.

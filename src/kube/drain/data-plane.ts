@@ -57,18 +57,26 @@ export class DataPlane {
       return this.settle(seenAt, until, began, `kube-proxy metrics unreadable: ${(err as Error).message}`);
     }
     this.announce('kube-proxy', `observing kube-proxy at ${this.metrics.url} (mode ${cfg.mode}, minSyncPeriod ${cfg.minSyncMs} ms)`);
+    // A read that fails once it was readable (a slow answer on a loaded node) is tried again at the next poll;
+    // only reads failing for the whole settle time give the observation up for the settle time.
+    let lost: { since: number; why: string } | undefined;
+    let missed = 0;
     for (;;) {
       const now = this.clock.now();
       let s;
       try {
         s = await this.metrics.sample();
+        lost = undefined;
       } catch (err) {
-        return this.settle(seenAt, until, began, `kube-proxy metrics lost: ${(err as Error).message}`);
+        missed++;
+        lost ??= { since: now, why: (err as Error).message };
+        if (this.clock.now() - lost.since >= this.settleMs) return this.settle(seenAt, until, began, `kube-proxy metrics lost for ${this.clock.now() - lost.since} ms: ${lost.why}`);
       }
-      if (now - seenAt >= cfg.minSyncMs && appliedAll(s, family)) {
+      if (s && now - seenAt >= cfg.minSyncMs && appliedAll(s, family)) {
         const waited = this.clock.now() - began;
         const last = Math.round(lastSyncOf(s, family) - seenAt);
-        return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) applied every change (last sync ${last >= 0 ? '+' : ''}${last} ms from the slice change), minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms` };
+        const unread = missed > 0 ? ` (${missed} read${missed > 1 ? 's' : ''} of its metrics failed and tried again)` : '';
+        return { way: 'kube-proxy', done: true, waitedMs: waited, detail: `kube-proxy (${cfg.mode}) applied every change (last sync ${last >= 0 ? '+' : ''}${last} ms from the slice change), minSyncPeriod ${cfg.minSyncMs} ms: ${waited} ms${unread}` };
       }
       const left = until - this.clock.now();
       if (left <= 0) {

@@ -113,11 +113,12 @@ export class KubeProxyMetrics {
     let res: Response;
     try {
       res = await fetch(url, { signal: AbortSignal.timeout(this.timeoutMs) });
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      // The timeout covers the body too: read here, so that its failure names the address as well.
+      return await body(res);
     } catch (err) {
       const cause = (err as { cause?: { code?: string } }).cause?.code;
       throw new Error(`${url}: ${cause ?? (err instanceof Error ? err.message : String(err))}`);
     }
-    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
-    return body(res);
   }
 }
