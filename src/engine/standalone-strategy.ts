@@ -9,9 +9,9 @@
 //
 // Every step is journaled before its side effect, except Stopped, Starting and Started, which record a
 // finished call and reach the journal with the next intent: Stopping stands for "stop, then start", and its
-// recovery repeats both idempotently. Creating is journaled while the create runs, not before it: the
-// replacement is inert until Stopping is on record, and a resumed operation at Waiting looks for it by its label
-// before creating one. Every step is safe to run again after a crash.
+// recovery repeats both idempotently. Creating is journaled while the create runs, not before it, and without
+// the directory fsync: the replacement is inert until Stopping is on record, and a resumed operation at Waiting
+// looks for it by its label before creating one. Every step is safe to run again after a crash.
 //
 // Verified ends the container's part of the operation: the caller is told as soon as every replacement is
 // verified, and the old container is removed after that (cleanup). The journal's record of the ended operation
@@ -105,7 +105,9 @@ export class StandaloneStrategy implements RestartStrategy {
               }
             }
             if (!oldSpec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} disappeared before its replacement was created`, { reason: Reasons.Interrupted });
-            const journaled = ctx.step('Creating');
+            // Without the directory fsync: a power loss that brings back the record before it (Waiting) is
+            // recovered the same way, by finding the replacement by its label.
+            const journaled = ctx.step('Creating', { sync: false });
             journaled.catch(() => undefined); // awaited below, either way
             const spec = this.replacementSpec(op, t, oldSpec);
             try {

@@ -21,3 +21,35 @@ function target(major: 1 | 2, env: SandboxEnv): CriTarget {
 export function criTargets(env: NodeJS.ProcessEnv = process.env): CriTarget[] {
   return [target(1, sandboxEnv(env)), target(2, containerd2SandboxEnv(env))];
 }
+
+/** One Docker Engine API to run a Docker suite against. */
+export interface DockerTarget {
+  /** For suite titles: "dockerd" or "Podman (Docker API)". */
+  title: string;
+  /** Which engine serves the API: where they differ, a test asserts each one's own truth. */
+  engine: 'dockerd' | 'podman';
+  /** The engine's socket, as a --docker-host value. */
+  dockerHost: string;
+  /** Where the engine keeps its images (DockerRootDir, Podman's graphroot). */
+  dataRoot: string;
+  /** The sandbox beside it (registry and images; the registry is the same for both engines). */
+  env: SandboxEnv;
+}
+
+/**
+ * The Docker Engine APIs every Docker suite runs against: the sandbox's dockerd, and `podman system service`
+ * started by the same `scripts/sandbox up` (podman.sock in the sandbox's directory).
+ */
+export function dockerTargets(env: NodeJS.ProcessEnv = process.env): DockerTarget[] {
+  const sandbox = sandboxEnv(env);
+  return [
+    { title: 'dockerd', engine: 'dockerd', dockerHost: sandbox.dockerHost, dataRoot: `${sandbox.dir}/docker`, env: sandbox },
+    {
+      title: 'Podman (Docker API)',
+      engine: 'podman',
+      dockerHost: env.INPLACE_PODMAN_HOST ?? `unix://${sandbox.dir}/podman.sock`,
+      dataRoot: env.INPLACE_PODMAN_ROOT ?? `${sandbox.dir}/podman/root`,
+      env: sandbox,
+    },
+  ];
+}

@@ -229,6 +229,7 @@ export function eventType(action: string | undefined): RuntimeEvent['type'] | un
     case 'die':
       return 'stopped';
     case 'destroy':
+    case 'remove': // Podman's name for destroy
       return 'deleted';
     default:
       return undefined;

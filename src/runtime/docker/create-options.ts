@@ -12,6 +12,7 @@
 //     `HostConfig.Binds` entry, so the new container sees the same data; HostConfig.Mounts keeps only tmpfs
 //     entries and VolumesFrom is cleared, since both are already covered by those binds.
 import type Dockerode from 'dockerode';
+import { ulimitName } from './podman-compat.js';
 import type { ContainerSpec } from '../types.js';
 import { argvFromDocker, envToDocker, joinLabels, specFromInspect, type DockerMount } from './convert.js';
 
@@ -136,6 +137,8 @@ export function createOptions(
   host.Binds = mounts.map(bindFromMount).filter((b): b is string => b !== undefined);
   host.Mounts = (host.Mounts ?? []).filter((m) => m.Type === 'tmpfs');
   host.VolumesFrom = null;
+
+  if (host.Ulimits) host.Ulimits = host.Ulimits.map((u) => (u.Name ? { ...u, Name: ulimitName(u.Name) } : u));
 
   // Never sent back: Docker fills them in from its own state.
   delete (host as { ContainerIDFile?: string }).ContainerIDFile;

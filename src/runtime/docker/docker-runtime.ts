@@ -28,6 +28,7 @@ import { dockerEvents } from './events.js';
 import { execInContainer } from './exec.js';
 import { replacementName, restoreNames, swapNames, type Renamer } from './name-swap.js';
 import { groupPods, joinedContainer, sandboxResolver } from './pods.js';
+import { imagesBytes, withNetworkModes } from './podman-compat.js';
 import { dockerPullError } from './pull-errors.js';
 import { pullImage } from './pull.js';
 
@@ -61,7 +62,7 @@ export class DockerRuntime implements Runtime {
 
   private async listAll(): Promise<Dockerode.ContainerInfo[]> {
     try {
-      return await this.docker.listContainers({ all: true });
+      return await withNetworkModes(this.docker, await this.docker.listContainers({ all: true }));
     } catch (err) {
       throw this.fail(err, 'container list');
     }
@@ -279,8 +280,7 @@ export class DockerRuntime implements Runtime {
     try {
       const info = (await this.docker.info()) as { DockerRootDir: string };
       root = info.DockerRootDir;
-      const df = (await this.docker.df()) as { LayersSize?: number };
-      used = df.LayersSize ?? 0;
+      used = imagesBytes((await this.docker.df()) as Parameters<typeof imagesBytes>[0]);
     } catch (err) {
       throw this.fail(err, 'image filesystem');
     }

@@ -1,6 +1,8 @@
 // Maps dockerode failures to AgentError: by the Engine API's HTTP status code, or by the socket error code when
-// the daemon cannot be reached. Never by message text (Docker's wording changes between versions).
+// the daemon cannot be reached. Never by message text (Docker's wording changes between versions), except
+// Podman's few replies with a wrong status (podman-compat.ts, a table of its own texts).
 import { AgentError, type ErrorKind } from '../../errors.js';
+import { dockerStatusFor } from './podman-compat.js';
 
 /** AgentError kind for each Engine API status code the adapter can meet. */
 const kindByStatus: Record<number, ErrorKind> = {
@@ -52,7 +54,8 @@ function daemonMessage(err: unknown): string {
  */
 export function dockerError(err: unknown, subject: string, endpoint: string): AgentError {
   if (err instanceof AgentError) return err;
-  const status = dockerStatus(err);
+  const sent = dockerStatus(err);
+  const status = sent === undefined ? undefined : dockerStatusFor(sent, daemonMessage(err));
   if (status !== undefined) {
     const kind = kindByStatus[status] ?? (status >= 500 ? 'Internal' : 'InvalidArgument');
     const message = status === 404 ? `${subject} not found` : `${subject}: ${daemonMessage(err)}`;

@@ -16,6 +16,13 @@ export interface EventSource {
   onError?(err: unknown): void;
 }
 
+/**
+ * The container events asked for: dockerd's create, start, die and destroy. Podman's Docker API (4.x) filters
+ * by its own names, `died` and `remove` (it sends `die` as such, and `remove` where dockerd sends destroy);
+ * dockerd ignores names it does not have.
+ */
+const EVENT_FILTER = ['create', 'start', 'die', 'died', 'destroy', 'remove'];
+
 /** Back-off between reconnections, ms. */
 const RECONNECT_BACKOFF = { initialMs: 200, maxMs: 5000 };
 
@@ -37,7 +44,7 @@ export async function* dockerEvents(
     try {
       stream = (await src.docker.getEvents({
         since,
-        filters: { type: ['container'], event: ['create', 'start', 'die', 'destroy'] },
+        filters: { type: ['container'], event: EVENT_FILTER },
         abortSignal: signal,
       } as unknown as Dockerode.GetEventsOptions)) as Readable;
       failures = 0;

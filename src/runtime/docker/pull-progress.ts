@@ -30,6 +30,8 @@ export class PullTracker {
   digest = '';
   /** Whether the daemon's closing `Status:` line was seen (a stream that ends without it was cut). */
   finished = false;
+  /** The last message with an id (Podman closes with `Download complete` for the image's own id). */
+  last: { status: string; id: string } | undefined;
 
   /** Applies one message; returns whether the progress snapshot changed. Throws the stream's error. */
   apply(msg: DockerPullMessage, ref: string): boolean {
@@ -44,6 +46,7 @@ export class PullTracker {
       return false;
     }
     if (!msg.id) return false;
+    this.last = { status, id: msg.id };
     const mapped = layerStatus[status] ?? (status.startsWith('Retrying') ? 'retrying' : undefined);
     if (mapped === undefined) return false;
     const layer = this.layers.get(msg.id) ?? { id: msg.id, status: mapped, current: 0, total: 0 };

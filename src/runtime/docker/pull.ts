@@ -56,6 +56,15 @@ export function dockerAuth(auth: RegistryAuth): Record<string, string> {
   return out;
 }
 
+/**
+ * Whether a pull stream that ended without dockerd's closing `Status:` line still completed: Podman's Docker
+ * API (4.x) sends no `Status:` line and closes with `Download complete` for the pulled image's own id (dockerd
+ * only ever reports layer ids there), so that last message together with the stored image is its sign.
+ */
+export function podmanFinished(last: PullTracker['last'], imageId: string): boolean {
+  return last?.status === 'Download complete' && last.id.length >= 12 && imageId.replace(/^sha256:/, '').startsWith(last.id);
+}
+
 /** Pulls ref into dockerd's store and returns its image id and the repo digest dockerd stored for it. */
 export async function pullImage(
   docker: Dockerode,
@@ -84,6 +93,7 @@ export async function pullImage(
   };
 
   const tracker = new PullTracker();
+  const cut = new AgentError('Unavailable', `pull of ${subject}: stream ended early`);
   try {
     const query = { fromImage: repository, tag, abortSignal: abort.signal };
     const stream = (await (opts.auth
@@ -100,7 +110,7 @@ export async function pullImage(
           const cut = stopped();
           if (cut) reject(cut);
           else if (err) reject(dockerError(err, subject, endpoint));
-          else if (!tracker.finished) reject(new AgentError('Unavailable', `pull of ${subject}: stream ended early`));
+          // Without the closing line the stream was cut, unless it was Podman's (checked after the inspect).
           else resolve();
         },
         (msg: DockerPullMessage) => {
@@ -122,7 +132,8 @@ export async function pullImage(
   try {
     info = await docker.getImage(ref).inspect();
   } catch (err) {
-    throw dockerError(err, subject, endpoint);
+    throw tracker.finished ? dockerError(err, subject, endpoint) : cut;
   }
+  if (!tracker.finished && !podmanFinished(tracker.last, info.Id)) throw cut;
   return { id: info.Id, digest: storedDigest(ref, tracker.digest, info.RepoDigests ?? []) };
 }
