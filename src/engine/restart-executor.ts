@@ -256,7 +256,7 @@ export class RestartExecutor {
   /** Enters a step and journals it before its side effect (see StepContext.step). */
   private async step(op: Operation, t: ContainerTarget, step: ContainerStep, sync = true): Promise<void> {
     this.record(t, step, op);
-    await this.save(op, sync);
+    await this.save(op, sync, `${t.name}: ${step} journaled`);
     this.d.afterStep?.(op, t, step);
   }
 
@@ -277,10 +277,10 @@ export class RestartExecutor {
     t.steps.push({ step, at: this.nowIso() });
   }
 
-  private async save(op: Operation, sync = true): Promise<void> {
+  private async save(op: Operation, sync = true, what = `${op.state} journaled`): Promise<void> {
     op.updatedAt = this.nowIso();
     await this.d.save(op, sync);
-    this.note(op, sync ? 'journaled (synced)' : 'journaled');
+    this.note(op, `${what}${sync ? ' (directory synced)' : ''}`);
   }
 
   private note(op: Operation, what: string): void {
