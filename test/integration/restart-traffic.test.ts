@@ -26,6 +26,8 @@ import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitSe
 const env = kubeEnv();
 const REPLICAS = 4;
 const MARGIN_MS = 2000;
+/** At most this long from the kubelet's Ready to the EndpointSlice showing it (and the agent's watch seeing it), on the loaded test cluster. */
+const SLICE_UPDATE_MS = 1500;
 
 describe('restarts behind a Service: what clients see (real cluster, real kube-proxy)', function () {
   this.timeout(300_000);
@@ -148,11 +150,12 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
     assert.match(c.steps.find((s) => s.step === 'Draining')?.detail ?? '', /the only ready endpoint of solo: not drained/);
     assert.ok(c.unservedMs !== undefined && c.unservedMs > 0, `a window was measured: ${c.traffic}`);
     assert.equal(result[0].status?.containers?.[0]?.unservedMilliseconds, c.unservedMs, 'the ContainerRestart reports it');
-    // Stop + start + readiness: from the stop call to the kubelet reporting the new instance ready (minReady 0),
-    // plus one round of condition -> Ready -> EndpointSlice at each end.
+    // Stop + start + readiness: from the stop call to the kubelet reporting the new instance ready (minReady 0).
+    // The condition is not written (the only endpoint is not held False): the window opens after the stop, and
+    // closes one EndpointSlice update after Ready (SLICE_UPDATE_MS).
     const at = (step: string) => Date.parse(c.steps.find((s) => s.step === step)?.at ?? '');
     const ownMs = at('Verified') - at('Stopping');
-    assert.ok(c.unservedMs <= ownMs + 1500, `window ${c.unservedMs} ms, the container's own stop + start + readiness ${ownMs} ms`);
+    assert.ok(c.unservedMs <= ownMs + SLICE_UPDATE_MS, `window ${c.unservedMs} ms, the container's own stop + start + readiness ${ownMs} ms (+${SLICE_UPDATE_MS} ms for the slices)`);
     assert.ok(failedOf(tallies) > 0, 'with one replica the restart is seen (the window is real)');
   });
 });
