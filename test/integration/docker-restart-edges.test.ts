@@ -6,13 +6,17 @@ import type Dockerode from 'dockerode';
 import { AgentClient } from '../../src/api/client.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import { dockerClient } from '../testbed/docker-pods.js';
-import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { dockerTargets } from '../support/runtime-matrix.js';
 
-const env = sandboxEnv();
+for (const target of dockerTargets()) {
+const env = { ...target.env, dockerHost: target.dockerHost };
+// A pod of one on a user-defined network keeps its static IP on dockerd; on Podman (CNI networks) the
+// replacement does not get it back yet (docs/runtimes.md#podman), so that case runs on dockerd only.
+const itOwnNetwork = target.engine === 'dockerd' ? it : () => undefined;
 
-describe('in-place restart edges on Docker', function () {
+describe(`in-place restart edges on Docker (${target.title})`, function () {
   this.timeout(120_000);
   let rt: DockerRuntime;
   let docker: Dockerode;
@@ -27,13 +31,14 @@ describe('in-place restart edges on Docker', function () {
     return c.inspect();
   };
   const byName = async (name: string) => {
-    const list = await docker.listContainers({ all: true, filters: { name: [`^/${name}$`] } });
+    // By exact name, read from the list itself (Podman's name filter does not take dockerd's `^/name$` pattern).
+    const list = (await docker.listContainers({ all: true })).filter((c) => c.Names.some((n) => n.replace(/^\//, '') === name));
     return list.length === 1 ? docker.getContainer(list[0].Id).inspect() : undefined;
   };
 
   before(async function () {
     rt = new DockerRuntime(env.dockerHost);
-    await requireRuntime(this, 'docker', () => rt.version());
+    await requireRuntime(this, `${target.title} at ${env.dockerHost}`, () => rt.version());
     docker = dockerClient(env.dockerHost);
     for (const image of [env.images.appV1, env.images.crash]) if (!(await rt.inspectImage(image))) await rt.pullImage(image);
     agent = await startAgent(['--runtime', 'docker', '--docker-host', env.dockerHost, '--min-ready', '1500ms', '--grace', '5s']);
@@ -99,7 +104,7 @@ describe('in-place restart edges on Docker', function () {
     }
   });
 
-  it('keeps a pod of one on its own network with its static IP and alias', async () => {
+  itOwnNetwork('keeps a pod of one on its own network with its static IP and alias', async () => {
     const suffix = randomBytes(3).toString('hex');
     const netName = `edge-net-${suffix}`;
     await docker.createNetwork({ Name: netName, Driver: 'bridge', Internal: true, IPAM: { Config: [{ Subnet: '10.199.77.0/24' }] } });
@@ -124,3 +129,4 @@ describe('in-place restart edges on Docker', function () {
     assert.match(res.stdout, new RegExp(`sandbox CHANGED ${old.Id.slice(0, 12)} -> ${now.Id.slice(0, 12)}, IP 10\\.199\\.77\\.50 unchanged`), res.stdout);
   });
 });
+}

@@ -1,7 +1,7 @@
 // Podman's Docker API answers, turned into dockerd's shapes: pure rules, each on the values a real Podman 4.3
 // sent (see docker-runtime.test.ts for the same against a running one).
 import assert from 'node:assert/strict';
-import { eventType } from '../../src/runtime/docker/convert.js';
+import { containerState, eventType } from '../../src/runtime/docker/convert.js';
 import { dockerStatusFor, imagesBytes, ulimitName } from '../../src/runtime/docker/podman-compat.js';
 import { podmanFinished } from '../../src/runtime/docker/pull.js';
 
@@ -38,7 +38,8 @@ describe('Podman compatibility rules (Docker adapter)', () => {
     assert.equal(podmanFinished(undefined, imageId), false, 'a cut stream');
   });
 
-  it('reads Podman\'s remove event as deleted', () => {
+  it('reads Podman\'s remove event as deleted, and its stopped state as exited', () => {
     assert.equal(eventType('remove'), 'deleted');
+    assert.equal(containerState('stopped'), 'exited');
   });
 });

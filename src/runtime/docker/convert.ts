@@ -35,6 +35,7 @@ export function containerState(status: string | undefined): ContainerState {
     case 'restarting':
       return 'running';
     case 'exited':
+    case 'stopped': // Podman's word for an exited container
     case 'dead':
     case 'removing':
       return 'exited';
@@ -105,7 +106,7 @@ export function argvFromDocker(v: string | string[] | null | undefined): string[
 
 /** kubelet-style reason of an exited container. */
 function exitReason(state: Dockerode.ContainerInspectInfo['State']): string | undefined {
-  if (state.Status !== 'exited' && state.Status !== 'dead') return undefined;
+  if (containerState(state.Status) !== 'exited' || state.Status === 'removing') return undefined;
   if (state.OOMKilled) return 'OOMKilled';
   if (state.Error) return 'ContainerCannotRun';
   return state.ExitCode === 0 ? 'Completed' : 'Error';
