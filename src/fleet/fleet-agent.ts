@@ -3,7 +3,7 @@
 // agents coordinate through slot Leases and read each other's NodePrewarm records only for the seeds.
 import type { Clock } from '../clock.js';
 import { asAgentError } from '../errors.js';
-import { kubeError } from '../kube/api-error.js';
+import { isForbidden, kubeError } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
 import type { FleetApi } from './fleet-api.js';
 import type { FleetPuller } from './fleet-puller.js';
@@ -33,6 +33,8 @@ export interface FleetOptions {
   summaryEveryMs: number;
   targetsTtlMs: number;
   maxPollMs: number;
+  /** After a 403 (the optional fleet RBAC is not installed): how long before the part tries again. */
+  forbiddenRetryMs: number;
   /** Source of the polls' jitter, in [0, 1) (Math.random in an agent; tests give their own). */
   random: () => number;
 }
@@ -48,6 +50,7 @@ export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
   summaryEveryMs: 5_000,
   targetsTtlMs: 300_000,
   maxPollMs: 30_000,
+  forbiddenRetryMs: 60_000,
   random: Math.random,
 };
 
@@ -62,6 +65,8 @@ interface Part {
   nap?: AbortController;
   /** A wake came while no sleep was under way: the next sleep is skipped. */
   woken?: boolean;
+  /** The API server refused a step with 403 and the agent has said so: later refusals are not logged again. */
+  forbiddenSaid?: boolean;
   /** A wake due later: when, and how to cancel it. */
   wakeDue?: number;
   wakeTimer?: AbortController;
@@ -236,10 +241,25 @@ export class FleetAgent {
       let delay: number;
       try {
         delay = await stepNodePart(this.deps, part.pw, signal);
+        part.forbiddenSaid = false;
       } catch (err) {
         if (signal.aborted) return;
-        this.log.warn('prewarm step failed; trying again', { prewarm: part.pw.metadata.name, error: asAgentError(err).message });
-        delay = this.opts.pollMs;
+        if (isForbidden(err)) {
+          // Without deploy/optional/fleet-prewarm-rbac.yaml every step is refused the same way: say it once, then
+          // try again slowly (the RBAC may be installed later) instead of warning every poll.
+          if (!part.forbiddenSaid) {
+            part.forbiddenSaid = true;
+            this.log.warn('prewarm refused by the API server (403; most often the fleet pre-warm RBAC, deploy/optional/fleet-prewarm-rbac.yaml, is not installed); trying again quietly', {
+              prewarm: part.pw.metadata.name,
+              retryEverySeconds: this.opts.forbiddenRetryMs / 1000,
+              error: asAgentError(err).message,
+            });
+          }
+          delay = this.opts.forbiddenRetryMs;
+        } else {
+          this.log.warn('prewarm step failed; trying again', { prewarm: part.pw.metadata.name, error: asAgentError(err).message });
+          delay = this.opts.pollMs;
+        }
       }
       if (this.clock.now() - lastSummary >= this.opts.summaryEveryMs) {
         lastSummary = this.clock.now();
@@ -251,7 +271,7 @@ export class FleetAgent {
       }
       part.nap = new AbortController();
       try {
-        await this.clock.sleep(Math.min(delay, this.opts.summaryEveryMs), AbortSignal.any([signal, part.nap.signal]));
+        await this.clock.sleep(part.forbiddenSaid ? delay : Math.min(delay, this.opts.summaryEveryMs), AbortSignal.any([signal, part.nap.signal]));
       } catch {
         if (signal.aborted) return;
       } finally {

@@ -47,3 +47,9 @@ export function kubeError(err: unknown, what: string): AgentError {
 export function isConflict(err: unknown): boolean {
   return apiStatusCode(err) === 409 || apiStatusCode((err as { cause?: unknown } | undefined)?.cause) === 409;
 }
+
+/** Whether err (or the error it wraps) is the API server's 403 Forbidden: this agent's RBAC lacks the permission. */
+export function isForbidden(err: unknown): boolean {
+  const e = err as { httpStatus?: unknown; cause?: unknown } | undefined;
+  return apiStatusCode(err) === 403 || e?.httpStatus === 403 || apiStatusCode(e?.cause) === 403;
+}
