@@ -351,10 +351,11 @@ async function main(): Promise<void> {
   await k.core.createNamespace({ body: { metadata: { name: NS } } });
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'inplace-bench-k8s-'));
   let agent: LaunchedAgent | undefined;
+  let saKubeconfig: string | undefined;
   const ops = new Map<string, string[]>();
   if (AGENT === 'host') {
     // The shipped ServiceAccount's rights, never admin's; its ContainerRestart watch kept to the bench's namespace.
-    const saKubeconfig = await agentKubeconfig(kc);
+    saKubeconfig = await agentKubeconfig(kc);
     const noKube = { ...process.env };
     delete noKube.KUBECONFIG;
     agent = await launchAgent(
@@ -385,6 +386,8 @@ async function main(): Promise<void> {
   } finally {
     rt.close();
     await agent?.stop();
+    // The token's kubeconfig is not left behind.
+    if (saKubeconfig) fs.rmSync(path.dirname(saKubeconfig), { recursive: true, force: true });
     await k.core.deleteNamespace({ name: NS }).catch(() => undefined);
   }
 
