@@ -7,6 +7,7 @@ import type { KubeMode } from '../kube/kube-mode.js';
 import type { ContainerRestartMetrics } from '../kube/container-restart/metrics.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
+import { podIsHere } from '../kube/container-restart/pod-here.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
 import { selfPod } from '../kube/self-pod.js';
 import type { DaemonOptions } from './options.js';
@@ -33,7 +34,7 @@ export async function startContainerRestarts(
     // This node's pods: those the API server schedules here, and standalone pods the runtime runs (not
     // kubelet-managed, so known to no API server). A request for a pod elsewhere is left to that node's agent.
     hasPod: async (namespace, name) =>
-      kube.pods.get(namespace, name) !== undefined || (await runtime.listPods({ withIp: false })).some((p) => p.name === `${namespace}/${name}`),
+      kube.pods.get(namespace, name) !== undefined || podIsHere(false, await runtime.listPods({ withIp: false }), namespace, name),
     // The creator's own rights, checked before a request is taken (the admission policy may be missing).
     access: new SubjectAccessReviewer(kube.kc),
     selfPod: selfPod(),
