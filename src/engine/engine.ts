@@ -223,13 +223,13 @@ export class Engine extends EventEmitter {
     if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
     // The first reads (the old containers, the pod's IP) go on while the record is written; an operation
     // that will wait behind another on its pod reads them at its turn.
-    if (this.queue.depth(pod.id) === 0) this.executor.prefetch(op);
+    if (this.queue.depth(pod.id) === 0) this.executor.reads.prefetch(op);
     try {
       // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
       // before the operation's first step can be journaled (so before anything is touched).
       await this.persist(op, 'after');
     } catch (err) {
-      this.executor.forgetPrefetch(op.id);
+      this.executor.reads.forget(op.id);
       throw err;
     }
     this.trace.mark(id, 'journaled Pending');
@@ -345,7 +345,7 @@ export class Engine extends EventEmitter {
       .finally(() => {
         this.running.delete(p);
         this.cancels.delete(op.id);
-        this.executor.forgetPrefetch(op.id);
+        this.executor.reads.forget(op.id);
         this.prune().catch((err: unknown) => this.d.log.warn('pruning old operations failed', { error: String(err) }));
       });
     this.running.add(p);

@@ -4,8 +4,9 @@
 // step is safe to run again, so the same code both runs a new operation and resumes one that an agent killed
 // mid-way left behind (see the state machine in operation.ts).
 import { AgentError, asAgentError } from '../errors.js';
-import type { ContainerDetail, ContainerState } from '../runtime/types.js';
+import type { ContainerDetail } from '../runtime/types.js';
 import type { ExecutorDeps } from './executor-deps.js';
+import { FirstReader, type OldRead } from './first-reads.js';
 import { pullImages } from './image-pulls.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { Paused, pausable } from './paused.js';
@@ -17,19 +18,6 @@ import { isTransient } from './runtime-wait.js';
 export { Reasons, Paused };
 export type { ExecutorDeps };
 
-/** An old container as read before it is touched: its state, and its creation config when its strategy needs it. */
-interface OldRead {
-  state: ContainerState | 'gone';
-  detail?: ContainerDetail;
-}
-
-/** The reads an operation starts with, and when they began (epoch ms). */
-interface FirstReads {
-  at: number;
-  olds: Map<string, Promise<OldRead>>;
-  podIp: Promise<string>;
-}
-
 /** A read of the old containers older than this is taken again before they are touched. */
 const STALE_READ_MS = 1000;
 
@@ -38,10 +26,19 @@ export class RestartExecutor {
   /** Operations whose verification a cancel cut short (they end Cancelled, never Succeeded). */
   private readonly cutShort = new Set<string>();
 
-  constructor(private readonly d: ExecutorDeps) {}
+  /** The first reads of each operation (old containers, pod IP); the engine begins a new one's early (prefetch). */
+  readonly reads: FirstReader;
 
-  /** The first reads of new operations, begun while their Pending records were written (see prefetch). */
-  private readonly early = new Map<string, FirstReads>();
+  constructor(private readonly d: ExecutorDeps) {
+    this.reads = new FirstReader({
+      runtime: d.runtime,
+      clock: d.clock,
+      needsOldConfig: (t) => this.strategyOf(t, false).needsOldConfig !== false,
+      note: (op, what) => this.note(op, what),
+      whenAvailable: (what, until, call) => this.whenAvailable(what, until, call),
+    });
+  }
+
   /** Operations read back from the journal by this agent (see StepContext.resumed). */
   private readonly resumed = new Set<string>();
 
@@ -101,9 +98,7 @@ export class RestartExecutor {
     }
     // The old containers are read (their creation configs, for strategies that need them) and the pod's IP
     // while images are checked or pulled; a new operation's reads began while its Pending record was written.
-    const early = this.early.get(op.id);
-    this.early.delete(op.id);
-    const first = early && !opts.replan ? early : this.firstReads(op, deadline);
+    const first = this.reads.take(op, deadline, opts.replan === true);
     const podIp = first.podIp.then((ip) => (op.podIp = ip));
     try {
       if (op.state === 'Pending' || op.state === 'Pulling') {
@@ -120,7 +115,7 @@ export class RestartExecutor {
       }
       for (const t of op.containers) {
         if (t.step === 'Done') continue;
-        if (t.step !== 'RolledBack' && t.step !== 'Failed' && (await this.advance(op, t, deadline, first.olds.get(t.oldId) ?? this.readOld(op, t, deadline), first.at))) continue;
+        if (t.step !== 'RolledBack' && t.step !== 'Failed' && (await this.advance(op, t, deadline, first.olds.get(t.oldId) ?? this.reads.readOld(op, t, deadline), first.at))) continue;
         // This container failed (and was rolled back where it had been touched): the operation ends here.
         const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
         await this.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${this.replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
@@ -155,7 +150,7 @@ export class RestartExecutor {
     if (t.step === 'Waiting') {
       this.safePoint(op, deadline);
       // A read from before a long pull may be stale (the container could have been stopped meanwhile).
-      const read = this.d.clock.now() - readAt <= STALE_READ_MS ? await first : await this.readOld(op, t, deadline);
+      const read = this.d.clock.now() - readAt <= STALE_READ_MS ? await first : await this.reads.readOld(op, t, deadline);
       if (read.state !== 'running') {
         t.reason = Reasons.Interrupted;
         t.error = `${Reasons.Interrupted}: container "${t.name}" (${t.oldId.slice(0, 12)}) is ${read.state}; it was not touched`;
@@ -175,52 +170,6 @@ export class RestartExecutor {
       );
     }
     return strategy.advance(op, t, this.stepContext(op, t, deadline, old));
-  }
-
-  /**
-   * Begins the first reads of a new operation (see firstReads) while its Pending record is being written; its
-   * run takes them up. Reads only: nothing is touched before the record is on disk.
-   */
-  prefetch(op: Operation): void {
-    this.early.set(op.id, this.firstReads(op, Date.parse(op.createdAt) + op.request.timeoutMs));
-  }
-
-  /** Forgets the first reads of an operation that will not run (its record could not be written). */
-  forgetPrefetch(id: string): void {
-    this.early.delete(id);
-  }
-
-  /** The reads an operation starts with: each old container (see readOld) and the pod's IP. */
-  private firstReads(op: Operation, deadline: number): FirstReads {
-    const olds = new Map(
-      op.containers.map((t) => {
-        const p = this.readOld(op, t, deadline);
-        p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
-        return [t.oldId, p];
-      }),
-    );
-    const podIp = op.podIp ? Promise.resolve(op.podIp) : this.d.runtime.getPod(op.podId).then((p) => p.ip, () => '');
-    return { at: this.d.clock.now(), olds, podIp };
-  }
-
-  /**
-   * The old container's state, with its creation config when its strategy needs that (standalone); a strategy
-   * that does not (the kubelet's) costs a plain status call.
-   */
-  private async readOld(op: Operation, t: ContainerTarget, until: number): Promise<OldRead> {
-    if (this.strategyOf(t, false).needsOldConfig === false) {
-      try {
-        const state = await this.whenAvailable(`read the state of the container "${t.name}"`, until, () => this.d.runtime.containerState(t.oldId));
-        this.note(op, `state of ${t.name} read`);
-        return { state };
-      } catch (err) {
-        if (AgentError.is(err, 'NotFound')) return { state: 'gone' };
-        throw err;
-      }
-    }
-    const detail = await this.inspectOld(t, until);
-    this.note(op, `inspected ${t.name}`);
-    return detail ? { state: detail.state, detail } : { state: 'gone' };
   }
 
   /** The containers already replaced: Done, or verified with cleanup pending. */
@@ -337,16 +286,6 @@ export class RestartExecutor {
       trace: (what) => this.note(op, what),
       resumed: this.resumed.has(op.id),
     };
-  }
-
-  /** The old container with its creation config; undefined when it is gone. */
-  private async inspectOld(t: ContainerTarget, until: number): Promise<ContainerDetail | undefined> {
-    try {
-      return await this.whenAvailable(`read the container "${t.name}"`, until, () => this.d.runtime.inspectContainer(t.oldId));
-    } catch (err) {
-      if (AgentError.is(err, 'NotFound')) return undefined;
-      throw err;
-    }
   }
 
   /** A runtime call that waits for a runtime briefly away, until `until`; a drain meanwhile pauses the operation. */

@@ -1,0 +1,100 @@
+// The reads a restart starts with: each old container (its state, and its creation config where the strategy
+// needs it) and the pod's IP. A new operation's reads begin while its Pending record is written, so that they are
+// off the caller's path; they only read, so nothing is touched before the record is on disk.
+import { AgentError } from '../errors.js';
+import type { Clock } from '../clock.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ContainerDetail, ContainerState } from '../runtime/types.js';
+import type { ContainerTarget, Operation } from './operation.js';
+
+/** An old container as read before it is touched: its state, and its creation config when its strategy needs it. */
+export interface OldRead {
+  state: ContainerState | 'gone';
+  detail?: ContainerDetail;
+}
+
+/** The reads an operation starts with, and when they began (epoch ms). */
+export interface FirstReads {
+  at: number;
+  olds: Map<string, Promise<OldRead>>;
+  podIp: Promise<string>;
+}
+
+/** What the reads need from the executor. */
+export interface FirstReadDeps {
+  runtime: Runtime;
+  clock: Clock;
+  /** Whether the container's strategy needs the old container's creation config, or only its state. */
+  needsOldConfig(t: ContainerTarget): boolean;
+  /** Records a step of the operation's trace. */
+  note(op: Operation, what: string): void;
+  /** A runtime call that waits for a runtime briefly away, until `until` (the executor's pausable call). */
+  whenAvailable<T>(what: string, until: number, call: (attempt: number) => Promise<T>): Promise<T>;
+}
+
+/** Begins, keeps and hands over the first reads of operations. */
+export class FirstReader {
+  /** The first reads of new operations, begun while their Pending records were written (see prefetch). */
+  private readonly early = new Map<string, FirstReads>();
+
+  constructor(private readonly d: FirstReadDeps) {}
+
+  /** Begins the first reads of a new operation while its Pending record is being written; its run takes them. */
+  prefetch(op: Operation): void {
+    this.early.set(op.id, this.begin(op, Date.parse(op.createdAt) + op.request.timeoutMs));
+  }
+
+  /** Forgets the first reads of an operation that will not run (its record could not be written). */
+  forget(id: string): void {
+    this.early.delete(id);
+  }
+
+  /** The reads op starts with: those prefetch began (unless it is planned again), else begun now. */
+  take(op: Operation, deadline: number, replan: boolean): FirstReads {
+    const early = this.early.get(op.id);
+    this.early.delete(op.id);
+    return early && !replan ? early : this.begin(op, deadline);
+  }
+
+  private begin(op: Operation, deadline: number): FirstReads {
+    const olds = new Map(
+      op.containers.map((t) => {
+        const p = this.readOld(op, t, deadline);
+        p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
+        return [t.oldId, p];
+      }),
+    );
+    const podIp = op.podIp ? Promise.resolve(op.podIp) : this.d.runtime.getPod(op.podId).then((p) => p.ip, () => '');
+    return { at: this.d.clock.now(), olds, podIp };
+  }
+
+  /**
+   * The old container's state, with its creation config when its strategy needs that (standalone); a strategy
+   * that does not (the kubelet's) costs a plain status call.
+   */
+  async readOld(op: Operation, t: ContainerTarget, until: number): Promise<OldRead> {
+    if (!this.d.needsOldConfig(t)) {
+      try {
+        const state = await this.d.whenAvailable(`read the state of the container "${t.name}"`, until, () => this.d.runtime.containerState(t.oldId));
+        this.d.note(op, `state of ${t.name} read`);
+        return { state };
+      } catch (err) {
+        if (AgentError.is(err, 'NotFound')) return { state: 'gone' };
+        throw err;
+      }
+    }
+    const detail = await this.inspectOld(t, until);
+    this.d.note(op, `inspected ${t.name}`);
+    return detail ? { state: detail.state, detail } : { state: 'gone' };
+  }
+
+  /** The old container with its creation config; undefined when it is gone. */
+  private async inspectOld(t: ContainerTarget, until: number): Promise<ContainerDetail | undefined> {
+    try {
+      return await this.d.whenAvailable(`read the container "${t.name}"`, until, () => this.d.runtime.inspectContainer(t.oldId));
+    } catch (err) {
+      if (AgentError.is(err, 'NotFound')) return undefined;
+      throw err;
+    }
+  }
+}
