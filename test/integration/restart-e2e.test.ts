@@ -387,14 +387,17 @@ for (const f of flavours) {
       itAgent(`recovers after the agent is SIGKILLed right after step ${cp.step} (${cp.end})`, async () => {
         const pod = await threeContainerPod(`crash-${cp.step.toLowerCase()}`);
         const before = await snapshot(rt, pod.podId);
-        const crashing = await startAgent([...f.agentArgs, '--min-ready', '500ms'], { env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: cp.step } });
+        // The crashing image must be seen to exit within min-ready: 500 ms was once too short on a loaded machine (the
+        // replacement was verified before it exited, and the operation Succeeded).
+        const minReady = cp.image === 'crash' ? '3s' : '500ms';
+        const crashing = await startAgent([...f.agentArgs, '--min-ready', minReady], { env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: cp.step } });
         const res = await ctl(crashing.socket, 'restart', pod.name, 'app', '--image', `app=${env.images[cp.image]}`);
         // RemovingOld follows the report of success: the client may have seen Succeeded before the kill, or not.
         if (cp.step !== 'RemovingOld') assert.notEqual(res.code, 0);
         assert.equal((await crashing.exited).signal, 'SIGKILL', crashing.log());
         if (cp.step === 'Stopped') assert.ok(!(await snapshot(rt, pod.podId)).byName.has('app'), 'the crash left the target stopped');
 
-        const again = await startAgent([...f.agentArgs, '--min-ready', '500ms'], { stateDir: crashing.stateDir });
+        const again = await startAgent([...f.agentArgs, '--min-ready', minReady], { stateDir: crashing.stateDir });
         try {
           const c = new AgentClient(`unix://${again.socket}`);
           try {
