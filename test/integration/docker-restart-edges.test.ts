@@ -1,7 +1,10 @@
-// Docker-specific edges of an in-place restart, through the real agent and dockerd: a replacement that its
-// restart policy keeps bringing back, a --rm container, and a pod of one on a network of its own.
+// Docker-specific edges of an in-place restart, through the real agent on dockerd and on Podman: a replacement
+// that its restart policy keeps bringing back, a --rm container, a pod of one on a network of its own (its static
+// IP kept on both engines), and on Podman a pod of Podman's own (read as a pod; its members are not replaced).
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { promisify } from 'node:util';
 import type Dockerode from 'dockerode';
 import { AgentClient } from '../../src/api/client.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
@@ -10,11 +13,16 @@ import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js'
 import { requireRuntime } from '../support/require-runtime.js';
 import { dockerTargets } from '../support/runtime-matrix.js';
 
+/** The podman CLI as a remote client of the sandbox's Podman service (its pods are made the way users make them). */
+async function podman(host: string, ...args: string[]): Promise<string> {
+  return (await promisify(execFile)('podman', ['--remote', '--url', host, ...args], { timeout: 60_000 })).stdout.trim();
+}
+
 for (const target of dockerTargets()) {
 const env = { ...target.env, dockerHost: target.dockerHost };
-// A pod of one on a user-defined network keeps its static IP on dockerd; on Podman (CNI networks) the
-// replacement does not get it back yet (docs/runtimes.md#podman), so that case runs on dockerd only.
-const itOwnNetwork = target.engine === 'dockerd' ? it : () => undefined;
+/** Each engine's networks get a subnet of their own, so that one left behind never shadows the other's. */
+const subnet = target.engine === 'dockerd' ? '10.199.77' : '10.199.78';
+const itPodman = target.engine === 'podman' ? it : () => undefined;
 
 describe(`in-place restart edges on Docker (${target.title})`, function () {
   this.timeout(120_000);
@@ -104,29 +112,68 @@ describe(`in-place restart edges on Docker (${target.title})`, function () {
     }
   });
 
-  itOwnNetwork('keeps a pod of one on its own network with its static IP and alias', async () => {
+  it('keeps a pod of one on its own network with its static IP and alias', async () => {
     const suffix = randomBytes(3).toString('hex');
     const netName = `edge-net-${suffix}`;
-    await docker.createNetwork({ Name: netName, Driver: 'bridge', Internal: true, IPAM: { Config: [{ Subnet: '10.199.77.0/24' }] } });
+    await docker.createNetwork({ Name: netName, Driver: 'bridge', Internal: true, IPAM: { Config: [{ Subnet: `${subnet}.0/24` }] } });
     networks.push(netName);
     const name = `net-edge-${suffix}`;
     const old = await run({
       name,
       Image: env.images.appV1,
       HostConfig: { NetworkMode: netName },
-      NetworkingConfig: { EndpointsConfig: { [netName]: { IPAMConfig: { IPv4Address: '10.199.77.50' }, Aliases: ['db'] } } },
+      NetworkingConfig: { EndpointsConfig: { [netName]: { IPAMConfig: { IPv4Address: `${subnet}.50` }, Aliases: ['db'] } } },
     });
-    assert.equal(old.NetworkSettings.Networks[netName].IPAddress, '10.199.77.50');
+    assert.equal(old.NetworkSettings.Networks[netName].IPAddress, `${subnet}.50`);
     const res = await ctl(agent.socket, 'restart', `docker/${name}`, name);
     assert.equal(res.code, 0, res.stdout + res.stderr);
     const now = await byName(name);
     assert.ok(now && now.Id !== old.Id, 'a new container under the old name');
     made.push(now.Id);
     const ep = now.NetworkSettings.Networks[netName];
-    assert.equal(ep?.IPAddress, '10.199.77.50', 'static IP kept');
+    assert.equal(ep?.IPAddress, `${subnet}.50`, 'static IP kept');
     assert.ok(ep?.Aliases?.includes('db'), `alias kept: ${JSON.stringify(ep?.Aliases)}`);
     // The pod of one got a new sandbox (its container): the output says so, and compares the IP it read again.
-    assert.match(res.stdout, new RegExp(`sandbox CHANGED ${old.Id.slice(0, 12)} -> ${now.Id.slice(0, 12)}, IP 10\\.199\\.77\\.50 unchanged`), res.stdout);
+    assert.match(res.stdout, new RegExp(`sandbox CHANGED ${old.Id.slice(0, 12)} -> ${now.Id.slice(0, 12)}, IP ${subnet.replaceAll('.', '\\.')}\\.50 unchanged`), res.stdout);
+    assert.deepEqual(Object.keys(now.NetworkSettings.Networks), [netName], 'on its network only');
+  });
+
+  itPodman('reads a pod of Podman\'s own as a pod, and refuses to replace a member before touching anything', async () => {
+    const suffix = randomBytes(3).toString('hex');
+    const netName = `edge-podnet-${suffix}`;
+    const podSubnet = '10.199.79';
+    await docker.createNetwork({ Name: netName, Driver: 'bridge', Internal: true, IPAM: { Config: [{ Subnet: `${podSubnet}.0/24` }] } });
+    networks.push(netName);
+    const podName = `pod-edge-${suffix}`;
+    const host = env.dockerHost;
+    const podId = await podman(host, 'pod', 'create', '--name', podName, '--infra-image', env.images.pause, '--network', netName, '--ip', `${podSubnet}.70`);
+    try {
+      for (const member of ['app', 'side']) await podman(host, 'run', '-d', '--pod', podName, '--name', `${podName}-${member}`, env.images.appV1);
+      const before = await Promise.all(['app', 'side'].map((m) => byName(`${podName}-${m}`)));
+      const infraId = (await podman(host, 'pod', 'inspect', '--format', '{{.InfraContainerID}}', podName)).trim();
+
+      const listed = await ctl(agent.socket, '-o', 'json', 'pods');
+      assert.equal(listed.code, 0, listed.stderr);
+      const pods = (JSON.parse(listed.stdout) as { pods: { id: string; name: string; uid: string; ip: string; containers: { name: string }[] }[] }).pods;
+      const pod = pods.find((p) => p.name === `podman/${podName}`);
+      assert.ok(pod, `podman/${podName} listed: ${pods.map((p) => p.name).join(' ')}`);
+      assert.equal(pod.uid, podId, "the pod's uid is Podman's pod id");
+      assert.equal(pod.id, infraId, 'the infra container holds the pod');
+      assert.equal(pod.ip, `${podSubnet}.70`);
+      assert.deepEqual(pod.containers.map((c) => c.name), [`${podName}-app`, `${podName}-side`], 'its members, and not the infra container');
+      assert.ok(!pods.some((p) => p.id !== pod.id && p.containers.some((c) => c.name.startsWith(podName))), 'no member shows as a pod of its own');
+
+      const res = await ctl(agent.socket, 'restart', `podman/${podName}`, `${podName}-app`);
+      assert.equal(res.code, 1, res.stdout + res.stderr);
+      assert.match(res.stdout + res.stderr, new RegExp(`"${podName}-app" is in Podman pod "${podName}": Podman's Docker API cannot create a container inside a pod`));
+      const after = await Promise.all(['app', 'side'].map((m) => byName(`${podName}-${m}`)));
+      assert.deepEqual(after.map((c) => [c?.Id, c?.State.Running]), before.map((c) => [c?.Id, true]), 'the members run on, untouched');
+      assert.equal((await docker.getContainer(infraId).inspect()).State.Running, true, 'the infra container runs on');
+      const left = (await docker.listContainers({ all: true })).filter((c) => c.Names.some((n) => n.includes(`${podName}-app-`)));
+      assert.deepEqual(left, [], 'no replacement left behind');
+    } finally {
+      await podman(host, 'pod', 'rm', '-f', podName).catch(() => undefined);
+    }
   });
 });
 }

@@ -1,6 +1,6 @@
 // gRPC server reflection, checked with the real grpcurl (scripts/build-deps grpcurl) and no .proto file:
 // `list`, `describe inplace.v1.Agent` and a ListPods call work on the agent's unix socket and on its TCP
-// listener with mutual TLS; reflection keeps the API's access rules (the socket's mode refuses other users;
+// listener with mutual TLS; evans (scripts/build-deps evans) lists, describes and calls in its CLI mode too; reflection keeps the API's access rules (the socket's mode refuses other users;
 // on TCP a certificate without the "read" permission, or no certificate at all, cannot list).
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -11,6 +11,7 @@ import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { mtlsProbe, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { evansPath, evansUnix } from '../support/evans.js';
 import { grpcurl, grpcurlPath } from '../support/grpcurl.js';
 import { freePort } from '../support/registry-server.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -113,6 +114,44 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
       assert.equal(member.code, 0, member.stderr);
       assert.match(member.stdout, /^inplace\.v1\.Agent$/m);
     });
+
+    describe('evans (CLI mode)', () => {
+      let evans: string;
+      before(async function () {
+        await requireRuntime(this, 'evans', async () => {
+          evans = evansPath();
+          if (!fs.existsSync(evans)) throw new Error(`${evans} is missing: run scripts/build-deps evans`);
+        });
+      });
+
+      it('lists the services and the Agent\'s methods, and describes a message, with reflection only', async () => {
+        const services = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'list']);
+        assert.equal(services.code, 0, services.stderr);
+        assert.deepEqual(services.stdout.trim().split('\n').sort(), ['grpc.health.v1.Health', 'inplace.v1.Agent']);
+        const methods = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'list', 'inplace.v1.Agent']);
+        assert.equal(methods.code, 0, methods.stderr);
+        for (const rpc of ['ListPods', 'Restart', 'WatchOperation', 'Version']) {
+          assert.match(methods.stdout, new RegExp(`^inplace\\.v1\\.Agent\\.${rpc}$`, 'm'), methods.stdout);
+        }
+        const msg = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'desc', 'inplace.v1.RestartRequest']);
+        assert.equal(msg.code, 0, msg.stderr);
+        assert.match(msg.stdout, /map<string, string> images = 3;/);
+      });
+
+      it('calls ListPods from a request file and gets the test pod back', async () => {
+        const req = path.join(dir, 'evans-listpods.json');
+        fs.writeFileSync(req, '{}');
+        const res = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'call', '--file', req, '--output', 'json', 'inplace.v1.Agent.ListPods']);
+        assert.equal(res.code, 0, res.stderr);
+        // `--output json` wraps the replies with the call's status: {status: {number, ...}, messages: [reply]}.
+        const out = JSON.parse(res.stdout) as { status: { number: number }; messages: unknown[] };
+        assert.equal(out.status.number, 0, res.stdout.slice(0, 500));
+        assert.equal(out.messages.length, 1);
+        const reply = JSON.stringify(out.messages[0]);
+        assert.ok(podIds(reply).includes(pod.podId), `pod ${pod.podId} listed:\n${reply.slice(0, 2000)}`);
+        assert.equal((out.messages[0] as { runtime: string }).runtime, 'cri');
+      });
+    });
   });
 
   describe('on TCP with mutual TLS and --authz-file', () => {
@@ -152,6 +191,18 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
       const pods = await grpcurl(bin, [...tls(reader), '-d', '{}', address, 'inplace.v1.Agent/ListPods']);
       assert.equal(pods.code, 0, pods.stderr);
       assert.ok(podIds(pods.stdout).includes(pod.podId), `pod ${pod.podId} listed:\n${pods.stdout.slice(0, 2000)}`);
+    });
+
+    it('evans with the reader\'s certificate lists the Agent\'s methods over mutual TLS', async function () {
+      let evans = '';
+      await requireRuntime(this, 'evans', async () => {
+        evans = evansPath();
+        if (!fs.existsSync(evans)) throw new Error(`${evans} is missing: run scripts/build-deps evans`);
+      });
+      const [host, port] = address.split(':');
+      const res = await grpcurl(evans, ['--host', host!, '--port', port!, '--tls', '--cacert', ca.cert, '--cert', reader.cert, '--certkey', reader.key, '-r', 'cli', 'list', 'inplace.v1.Agent']);
+      assert.equal(res.code, 0, res.stderr);
+      assert.match(res.stdout, /^inplace\.v1\.Agent\.ListPods$/m);
     });
 
     it('a certificate without "read" cannot list: PermissionDenied, logged and counted', async () => {

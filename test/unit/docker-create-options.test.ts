@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import type Dockerode from 'dockerode';
+import { AgentError } from '../../src/errors.js';
 import { specFromInspect } from '../../src/runtime/docker/convert.js';
 import { bindFromMount, createOptions, extraNetworks, type ImageDefaults } from '../../src/runtime/docker/create-options.js';
 import { ANON_VOLUME, APP_ID, SANDBOX_ID, appInspect, appV1ImageConfig } from '../support/docker-json.js';
@@ -181,12 +182,51 @@ describe('Docker create body for a pod of one on a network of its own', () => {
     assert.deepEqual(extraNetworks(onNetwork()), [{ name: 'other', settings: { Aliases: ['side'] } }]);
   });
 
+  // As Podman 4.3 inspects a container made with `--network appnet --ip ... --network-alias db` and joined to a
+  // second network: NetworkMode `bridge`, IPAMConfig null everywhere, NetworkID the network's name.
+  const onPodmanNetworks = (running = true) => {
+    const info = onNetwork();
+    info.Name = '/web';
+    info.HostConfig.NetworkMode = 'bridge';
+    const nets = info.NetworkSettings.Networks;
+    nets.appnet = { ...nets.appnet!, IPAMConfig: null as never, NetworkID: 'appnet', IPAddress: running ? '10.199.78.50' : '' };
+    nets.other = { ...nets.other!, NetworkID: 'other', IPAddress: running ? '10.199.79.9' : '', Aliases: ['side', APP_ID.slice(0, 12)] };
+    return info;
+  };
+
+  it('on Podman: joins every network at create, each asking for the address held now (its inspect hides which were asked for)', () => {
+    const info = onPodmanNetworks();
+    const body = createOptions(info, specFromInspect(info), { podId: APP_ID, engine: 'podman' });
+    assert.equal(body.HostConfig?.NetworkMode, 'bridge');
+    assert.deepEqual(body.NetworkingConfig, {
+      EndpointsConfig: {
+        appnet: { IPAMConfig: { IPv4Address: '10.199.78.50' }, Aliases: ['db'] },
+        other: { IPAMConfig: { IPv4Address: '10.199.79.9' }, Aliases: ['side'] },
+      },
+    });
+    assert.deepEqual(extraNetworks(info, 'podman'), [], 'nothing left to connect after create');
+  });
+
+  it('on Podman: refuses a container that holds no address on its network (stopped), rather than lose one it asked for', () => {
+    const info = onPodmanNetworks(false);
+    assert.throws(
+      () => createOptions(info, specFromInspect(info), { podId: APP_ID, engine: 'podman' }),
+      (err: unknown) => AgentError.is(err, 'FailedPrecondition') && /container "web" holds no address on Podman network "appnet"/.test((err as Error).message),
+    );
+  });
+
+  it('on dockerd the same shape (NetworkMode bridge without a bridge network) sends no endpoints, as before', () => {
+    const info = onPodmanNetworks();
+    assert.equal(createOptions(info, specFromInspect(info), { podId: APP_ID }).NetworkingConfig, undefined);
+  });
+
   it('sends no endpoint settings for none, host and container: networking', () => {
     for (const mode of ['none', 'host', `container:${SANDBOX_ID}`]) {
       const info = onNetwork();
       info.HostConfig.NetworkMode = mode;
       assert.equal(createOptions(info, specFromInspect(info), { podId: mode.startsWith('container:') ? SANDBOX_ID : APP_ID }).NetworkingConfig, undefined, mode);
       assert.deepEqual(extraNetworks(info), [], mode);
+      assert.equal(createOptions(info, specFromInspect(info), { podId: mode.startsWith('container:') ? SANDBOX_ID : APP_ID, engine: 'podman' }).NetworkingConfig, undefined, mode);
     }
   });
 });

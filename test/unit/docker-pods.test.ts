@@ -30,6 +30,42 @@ describe('Docker pods from the container list', () => {
     );
   });
 
+  it('names a pod of Podman\'s own after it; its infra container holds it and is no container of it', () => {
+    const infra = id('9');
+    const list = [
+      summary(APP_ID, 'web-app', `container:${infra}`),
+      summary(id('c'), 'web-side', `container:${infra}`),
+      summary(infra, '8690259046d5-infra', 'bridge', { NetworkSettings: { Networks: { podnet: { ...noneNetwork.none!, IPAddress: '10.199.79.70' } } } }),
+      summary(id('e'), 'lonely-infra', 'none', { NetworkSettings: { Networks: noneNetwork } }),
+      summary(id('f'), 'no-infra-member', 'none', { NetworkSettings: { Networks: noneNetwork } }),
+    ];
+    const members = new Map([
+      [infra, { podId: id('8'), podName: 'web', infra: true }],
+      [APP_ID, { podId: id('8'), podName: 'web', infra: false }],
+      [id('c'), { podId: id('8'), podName: 'web', infra: false }],
+      [id('e'), { podId: id('7'), podName: 'empty', infra: true }],
+      [id('f'), { podId: id('6'), podName: 'bare', infra: false }],
+    ]);
+    const { pods, containers } = groupPods(list, members);
+    assert.deepEqual(
+      pods.map((p) => [p.id, p.name, p.namespace, p.uid, p.ip]),
+      [
+        [infra, 'podman/web', 'podman', id('8'), '10.199.79.70'],
+        [id('e'), 'podman/empty', 'podman', id('7'), ''],
+        [id('f'), 'docker/no-infra-member', 'docker', id('f'), ''],
+      ],
+    );
+    assert.deepEqual(
+      containers.map((c) => [c.name, c.podId]),
+      [
+        ['web-app', infra],
+        ['web-side', infra],
+        ['no-infra-member', id('f')],
+      ],
+      'infra containers, even one nobody joined yet, are not containers',
+    );
+  });
+
   it('makes a container with its own network that nobody joins a pod of one', () => {
     const solo = summary(id('a'), 'web', 'bridge', {
       NetworkSettings: { Networks: { bridge: { ...noneNetwork.none!, IPAddress: '172.17.0.2' } } },

@@ -2,7 +2,7 @@
 // sent (see docker-runtime.test.ts for the same against a running one).
 import assert from 'node:assert/strict';
 import { containerState, eventType } from '../../src/runtime/docker/convert.js';
-import { dockerStatusFor, imagesBytes, ulimitName } from '../../src/runtime/docker/podman-compat.js';
+import { dockerStatusFor, imagesBytes, isPodman, ulimitName } from '../../src/runtime/docker/podman-compat.js';
 import { podmanFinished } from '../../src/runtime/docker/pull.js';
 
 describe('Podman compatibility rules (Docker adapter)', () => {
@@ -13,6 +13,12 @@ describe('Podman compatibility rules (Docker adapter)', () => {
     assert.equal(dockerStatusFor(500, 'something else broke'), 500);
     assert.equal(dockerStatusFor(404, 'no such container'), 404);
     assert.equal(dockerStatusFor(409, inUse), 409);
+  });
+
+  it('tells Podman from dockerd by the components of their version answers', () => {
+    assert.equal(isPodman({ Components: [{ Name: 'Podman Engine' }] }), true);
+    assert.equal(isPodman({ Components: [{ Name: 'Engine' }, { Name: 'containerd' }, { Name: 'runc' }] }), false);
+    assert.equal(isPodman({}), false);
   });
 
   it('names inspected ulimits as create takes them', () => {

@@ -12,7 +12,7 @@
 //     `HostConfig.Binds` entry, so the new container sees the same data; HostConfig.Mounts keeps only tmpfs
 //     entries and VolumesFrom is cleared, since both are already covered by those binds.
 import type Dockerode from 'dockerode';
-import { ulimitName } from './podman-compat.js';
+import { podmanEndpoints, ulimitName } from './podman-compat.js';
 import type { ContainerSpec } from '../types.js';
 import { argvFromDocker, envToDocker, joinLabels, specFromInspect, type DockerMount } from './convert.js';
 
@@ -40,7 +40,12 @@ export interface CreateTarget {
   imageChanged?: boolean;
   /** The defaults of the image the inspected container runs, when known. */
   oldImage?: ImageDefaults;
+  /** Which engine serves the API; where they differ (Podman's networks) the body follows it. Default dockerd. */
+  engine?: DockerEngine;
 }
+
+/** The engine behind a Docker Engine API. */
+export type DockerEngine = 'dockerd' | 'podman';
 
 function sameArray(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -144,9 +149,12 @@ export function createOptions(
   delete (host as { ContainerIDFile?: string }).ContainerIDFile;
   config.HostConfig = host;
   // A container on a network of its own keeps its endpoint settings there (static IP, aliases, links);
-  // further networks are connected after create (see extraNetworks).
-  const primary = primaryNetwork(native);
-  if (primary) config.NetworkingConfig = { EndpointsConfig: { [primary.name]: endpointSettings(native, primary.settings) } };
+  // further networks are connected after create (see extraNetworks). Podman takes them all at create, each
+  // asking for the address the old container holds (its inspect does not say which were asked for).
+  const podman = target.engine === 'podman' ? podmanNetworks(native) : undefined;
+  const primary = podman ? undefined : primaryNetwork(native);
+  if (podman) config.NetworkingConfig = { EndpointsConfig: podman };
+  else if (primary) config.NetworkingConfig = { EndpointsConfig: { [primary.name]: endpointSettings(native, primary.settings) } };
   if (target.name !== undefined) config.name = target.name;
   return config;
 }
@@ -182,8 +190,17 @@ function endpointSettings(native: Dockerode.ContainerInspectInfo, e: InspectedEn
   return out;
 }
 
+/** A Podman container's endpoints for its replacement: each network's settings with the address held now. */
+function podmanNetworks(native: Dockerode.ContainerInspectInfo): Record<string, EndpointSettings> | undefined {
+  const networks = native.NetworkSettings?.Networks ?? {};
+  const endpoints = podmanEndpoints(native.Name.replace(/^\//, ''), native.HostConfig.NetworkMode ?? '', networks);
+  if (!endpoints) return undefined;
+  return Object.fromEntries(endpoints.map((e) => [e.name, { ...endpointSettings(native, networks[e.name]!), IPAMConfig: e.ipam }]));
+}
+
 /** Networks besides the primary one the inspected container is on, with their settings, to connect after create. */
-export function extraNetworks(native: Dockerode.ContainerInspectInfo): { name: string; settings: EndpointSettings }[] {
+export function extraNetworks(native: Dockerode.ContainerInspectInfo, engine: DockerEngine = 'dockerd'): { name: string; settings: EndpointSettings }[] {
+  if (engine === 'podman' && podmanNetworks(native)) return []; // all given at create
   const primary = primaryNetwork(native);
   if (!primary) return [];
   return Object.entries(native.NetworkSettings?.Networks ?? {})

@@ -21,14 +21,14 @@ import type {
 } from '../types.js';
 import { MIN_ID_PREFIX } from '../../id-prefix.js';
 import { containerFromInspect, containerState, dockerName, imageFromInspect, imageFromSummary } from './convert.js';
-import { createOptions, extraNetworks, type ImageDefaults } from './create-options.js';
+import { createOptions, extraNetworks, type DockerEngine, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
 import { dockerError, dockerStatus } from './errors.js';
 import { dockerEvents } from './events.js';
 import { execInContainer } from './exec.js';
 import { replacementName, restoreNames, swapNames, type Renamer } from './name-swap.js';
-import { groupPods, joinedContainer, sandboxResolver } from './pods.js';
-import { imagesBytes, withNetworkModes } from './podman-compat.js';
+import { groupPods, joinedContainer, sandboxResolver, type PodGroups } from './pods.js';
+import { PODMAN_POD_MEMBER, imagesBytes, isPodman, podmanPodMembers, withNetworkModes } from './podman-compat.js';
 import { dockerPullError } from './pull-errors.js';
 import { pullImage } from './pull.js';
 
@@ -41,6 +41,8 @@ export class DockerRuntime implements Runtime {
   /** dockerd restarts a stopped container, and streams a pull's progress. */
   readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true, maxContainerName: 253 };
   private readonly docker: Dockerode;
+  /** Which engine serves the API, learnt from its first version answer. */
+  private engineKind?: Promise<DockerEngine>;
 
   /** Connects lazily to endpoint: `unix:///path/docker.sock`, a bare socket path, or `tcp://host:port`. */
   constructor(readonly endpoint: string) {
@@ -54,10 +56,23 @@ export class DockerRuntime implements Runtime {
   async version(): Promise<RuntimeVersion> {
     try {
       const v = await this.docker.version();
-      return { kind: 'docker', name: 'docker', version: v.Version, apiVersion: v.ApiVersion, endpoint: this.endpoint };
+      const engine = isPodman(v) ? 'podman' : 'docker';
+      return { kind: 'docker', name: engine, version: v.Version, apiVersion: v.ApiVersion, endpoint: this.endpoint };
     } catch (err) {
       throw this.fail(err, 'version');
     }
+  }
+
+  /** dockerd or Podman: they differ in what inspect tells of networks and in pods of Podman's own. */
+  private engine(): Promise<DockerEngine> {
+    if (!this.engineKind) {
+      const kind = this.version().then((v) => (v.name === 'podman' ? 'podman' : 'dockerd') as DockerEngine);
+      this.engineKind = kind;
+      kind.catch(() => {
+        if (this.engineKind === kind) this.engineKind = undefined; // asked again next time
+      });
+    }
+    return this.engineKind;
   }
 
   private async listAll(): Promise<Dockerode.ContainerInfo[]> {
@@ -68,8 +83,19 @@ export class DockerRuntime implements Runtime {
     }
   }
 
+  /** Every container grouped into pods; on Podman its own pods are named as such. */
+  private async groups(): Promise<PodGroups> {
+    const list = await this.listAll();
+    if ((await this.engine()) !== 'podman') return groupPods(list);
+    try {
+      return groupPods(list, await podmanPodMembers(this.docker));
+    } catch (err) {
+      throw this.fail(err, 'Podman pod list');
+    }
+  }
+
   async listPods(): Promise<Pod[]> {
-    return groupPods(await this.listAll()).pods;
+    return (await this.groups()).pods;
   }
 
   async getPod(podId: string): Promise<Pod> {
@@ -80,7 +106,7 @@ export class DockerRuntime implements Runtime {
 
   async listContainers(filter: ContainerFilter = {}): Promise<Container[]> {
     // Grouping needs every container (a stopped sandbox still owns its members), so filter afterwards.
-    const { containers } = groupPods(await this.listAll());
+    const { containers } = await this.groups();
     return containers.filter(
       (c) => (filter.podId === undefined || c.podId === filter.podId) && (!filter.runningOnly || c.state === 'running'),
     );
@@ -130,6 +156,15 @@ export class DockerRuntime implements Runtime {
       // Stopping it deletes it, so a failed replacement could not be rolled back to it.
       throw new AgentError('FailedPrecondition', `container "${spec.name}" was started with --rm (AutoRemove): stopping it deletes it, so it cannot be replaced in place safely`);
     }
+    const engine = await this.engine();
+    if (engine === 'podman') {
+      const pod = (
+        await podmanPodMembers(this.docker).catch((err: unknown) => {
+          throw this.fail(err, 'Podman pod list');
+        })
+      ).get(native.Id);
+      if (pod) throw new AgentError('FailedPrecondition', `container "${spec.name}" is in Podman pod "${pod.podName}": ${PODMAN_POD_MEMBER}`);
+    }
     if (podId !== native.Id) {
       // The sandbox must exist and own its network, else the new container would join a stranger or nothing.
       const sandbox = await this.inspectRaw(podId).catch((err: unknown) => {
@@ -156,6 +191,7 @@ export class DockerRuntime implements Runtime {
       imageChanged: target.id !== native.Image,
       ...(name !== undefined ? { name } : {}),
       ...(oldImage ? { oldImage } : {}),
+      engine,
     });
     let id: string;
     try {
@@ -164,7 +200,7 @@ export class DockerRuntime implements Runtime {
       const what = name !== undefined ? `container "${name}"` : `container from "${spec.name}"`;
       throw this.fail(err, dockerStatus(err) === 404 ? `image "${spec.image}" for ${what}` : `create ${what}`);
     }
-    for (const net of extraNetworks(native)) {
+    for (const net of extraNetworks(native, engine)) {
       try {
         await this.docker.getNetwork(net.name).connect({ Container: id, EndpointConfig: net.settings });
       } catch (err) {

@@ -1,6 +1,8 @@
 // Pods on plain Docker, from the container list alone (pure). A pod is a sandbox container that owns a network
 // namespace plus the containers whose HostConfig.NetworkMode is `container:<sandbox id or name>`. A container
 // with its own network that nobody joins is a pod of one: it is both the sandbox and the pod's only container.
+// Podman's own pods are the same shape (the infra container owns the namespaces, the members join it) and take
+// the pod's name when the engine says which containers are in one.
 import type Dockerode from 'dockerode';
 import type { Container, Pod } from '../types.js';
 import { containerFromSummary, dockerName, splitLabels } from './convert.js';
@@ -40,12 +42,25 @@ export function podIdentity(
   return { name: `docker/${dockerName(sandboxName)}`, namespace: 'docker', uid: sandboxId };
 }
 
-/** A pod from its sandbox's list entry. */
-export function podFromSandbox(s: Dockerode.ContainerInfo): Pod {
+/** A pod the engine keeps itself (Podman's `podman pod create`): its name and id, by the id of its sandbox. */
+export interface EnginePod {
+  podId: string;
+  podName: string;
+  /** Whether the sandbox is the pod's infra container: then it only holds the namespaces, it is no container of the pod. */
+  infra: boolean;
+}
+
+/** Identity of an engine's own pod: `podman/<pod name>`, its uid the engine's pod id. */
+export function enginePodIdentity(p: EnginePod): { name: string; namespace: string; uid: string } {
+  return { name: `podman/${p.podName}`, namespace: 'podman', uid: p.podId };
+}
+
+/** A pod from its sandbox's list entry (named after the engine's own pod when the sandbox is in one). */
+export function podFromSandbox(s: Dockerode.ContainerInfo, enginePod?: EnginePod): Pod {
   const { labels, annotations } = splitLabels(s.Labels);
   return {
     id: s.Id,
-    ...podIdentity(s.Id, s.Names?.[0] ?? '', s.Labels),
+    ...(enginePod ? enginePodIdentity(enginePod) : podIdentity(s.Id, s.Names?.[0] ?? '', s.Labels)),
     attempt: 0,
     state: s.State === 'running' ? 'ready' : 'notready',
     ip: podIp(s.NetworkSettings?.Networks),
@@ -89,8 +104,11 @@ export function sandboxResolver(list: readonly Dockerode.ContainerInfo[]): (c: D
   };
 }
 
-/** Groups a container list (`all=true`) into pods and their containers. */
-export function groupPods(list: readonly Dockerode.ContainerInfo[]): PodGroups {
+/**
+ * Groups a container list (`all=true`) into pods and their containers. enginePods (by container id) names the
+ * pods whose sandbox is in a pod of the engine's own; an infra container is never listed as a container.
+ */
+export function groupPods(list: readonly Dockerode.ContainerInfo[], enginePods: ReadonlyMap<string, EnginePod> = new Map()): PodGroups {
   const sandboxOf = sandboxResolver(list);
   const podIdOf = new Map(list.map((c) => [c.Id, sandboxOf(c)]));
   const joined = new Set<string>();
@@ -106,8 +124,10 @@ export function groupPods(list: readonly Dockerode.ContainerInfo[]): PodGroups {
       containers.push(containerFromSummary(c, podId));
       continue;
     }
-    pods.push(podFromSandbox(c));
-    const sandboxOnly = joined.has(c.Id) || c.Labels?.[dockerTypeLabel] === 'podsandbox';
+    const enginePod = enginePods.get(c.Id);
+    // A member of an engine's pod that owns its network (a pod without an infra container) keeps its own name.
+    pods.push(podFromSandbox(c, enginePod?.infra ? enginePod : undefined));
+    const sandboxOnly = joined.has(c.Id) || c.Labels?.[dockerTypeLabel] === 'podsandbox' || enginePod?.infra === true;
     if (!sandboxOnly) containers.push(containerFromSummary(c, c.Id));
   }
   return { pods, containers };
