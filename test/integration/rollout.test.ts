@@ -539,8 +539,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     const pw = prewarms.get(pwName);
     assert.ok(pw, `the ImagePrewarm ${pwName} of the rollout was seen`);
     assert.deepEqual(pw.spec.images, [next]);
-    assert.equal(pw.status?.desired, podNodes.size, JSON.stringify(pw.status));
-    assert.equal(pw.status?.succeeded, podNodes.size, JSON.stringify(pw.status));
+    // The coordinator goes on as soon as the nodes' own records say so (src/rollout/observe.ts), which may be
+    // before an agent has summed them up in the ImagePrewarm's status: the records are what is checked.
     const entries = nodeEntries.get(pwName) ?? new Map<string, NodePrewarmEntry>();
     assert.deepEqual([...entries.keys()].sort(), [...podNodes].sort(), 'each node of the pods pulled in the pre-warm');
     const crs = (await restarts()).filter((c) => c.metadata.labels?.[ROLLOUT_LABEL] === uid);
