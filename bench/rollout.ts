@@ -28,6 +28,7 @@ import { agentImage, createService, waitReadyEndpoints, type ServiceAddress } fr
 import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../test/support/traffic.js';
 import { apiserverCounts, writesBetween } from './apiserver-writes.js';
 import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
+import { RolloutTimeline } from './rollout-timeline.js';
 
 const exec = promisify(execFile);
 const env = kubeEnv();
@@ -136,9 +137,12 @@ async function main(): Promise<void> {
       if (!uids.has(p.metadata?.uid ?? '')) created.add(p.metadata?.uid ?? '');
     }, () => undefined);
     const counts0 = await apiserverCounts(KUBECTL, env.kubeconfig);
+    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : undefined;
+    await timeline?.start(before);
     let ms = 0;
     const { tallies } = await withTraffic(clients(svc), 1000, async () => {
       const began = performance.now();
+      timeline?.zero();
       const patch = { spec: { template: { spec: { containers: [{ name: 'app', image: v2 }] } } } };
       const gen =
         row.kind === 'Deployment'
@@ -155,6 +159,8 @@ async function main(): Promise<void> {
     });
     const counts1 = await apiserverCounts(KUBECTL, env.kubeconfig);
     watch.abort();
+    timeline?.stop();
+    if (timeline) console.log(timeline.summary().join('\n'));
     const after = await podsNow();
     const writes = writesBetween(counts0, counts1);
     return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes: writes.total, writesByVerb: writes.byVerb };

@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
 import { KubeRolloutApi } from '../rollout/rollout-api.js';
+import { RolloutCache } from '../rollout/rollout-cache.js';
 import type { DaemonOptions } from './options.js';
 import { agentIdentity } from './agent-identity.js';
 
@@ -12,12 +13,15 @@ import { agentIdentity } from './agent-identity.js';
 export async function startRollouts(kc: KubeConfig, nodeName: string, opts: DaemonOptions, clock: Clock, log: Logger): Promise<RolloutCoordinator | undefined> {
   if (!opts.rollouts) return undefined;
   const holder = `${nodeName}/${await agentIdentity(opts.stateDir)}`;
+  const rlog = log.child({ component: 'rollout' });
   const c = new RolloutCoordinator(
     new KubeRolloutApi(kc),
     new KubeFleetApi(kc, clock),
     { ...COORDINATOR_DEFAULTS, node: nodeName, holder, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace },
     clock,
-    log.child({ component: 'rollout' }),
+    rlog,
+    // While it leads, the coordinator reads through watches and acts on every change they hear.
+    (api) => new RolloutCache(kc, api, clock, rlog),
   );
   c.start();
   return c;

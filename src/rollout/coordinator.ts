@@ -8,14 +8,19 @@
 // A coordinator acts only while its last renewal is younger than two thirds of the lease, and a follower takes
 // the lease only once it has expired, so two agents never act at once (clocks agreeing within a third of the
 // lease). Nothing else is handed over: every round reads the cluster again (see reconcile.ts).
+//
+// While it leads, the coordinator reads through watches (rollout-cache.ts, started when it takes the Lease and
+// stopped when it loses it, so a new coordinator begins from fresh lists) and runs a round on every change they
+// hear, when a plan says it must look again (a pod's minReadySeconds running out), and every resyncMs with every
+// read sent to the API server, as a safety net for a watch that missed something.
 import type { Clock } from '../clock.js';
-import { asAgentError } from '../errors.js';
+import { AgentError, asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FleetApi, PrewarmFollower, SlotLease } from '../fleet/fleet-api.js';
 import { SlotClaimer, slotFree, slotName } from '../fleet/slots.js';
 import { reconcileRollout } from './reconcile.js';
 import type { RolloutApi } from './rollout-api.js';
-import type { InPlaceRollout } from './types.js';
+import { directView, type RolloutView } from './rollout-cache.js';
 
 /** The coordination Lease's group name among the fleet's slot Leases: the Lease is `inplace-rollouts-slot-0`. */
 export const COORDINATION = 'inplace-rollouts';
@@ -31,30 +36,35 @@ export interface CoordinatorOptions {
   /** Namespace of the coordination Lease (the agent's own). */
   leaseNamespace: string;
   leaseSeconds: number;
-  /** How often the coordinator reconciles while some rollout is under way (ms). */
-  activeTickMs: number;
-  /** How often otherwise, and how often a follower looks at the Lease (ms). */
+  /** How often the coordinator runs a round with every read sent to the API server, whatever it heard (ms). */
+  resyncMs: number;
+  /** How often a follower looks at the Lease when it cannot watch it (ms). */
   idleTickMs: number;
+  /** After a round failed, the least wait before the next (ms). */
+  retryMs: number;
   /** Only the rollouts of this namespace; all when undefined. */
   namespace?: string;
 }
 
 /** Defaults for a real agent. */
-export const COORDINATOR_DEFAULTS = { leaseSeconds: 15, activeTickMs: 1000, idleTickMs: 5000 };
-
-const finished = (r: InPlaceRollout) => r.status?.observedGeneration === r.metadata.generation && (r.status?.phase === 'Succeeded' || r.status?.phase === 'Failed');
+export const COORDINATOR_DEFAULTS = { leaseSeconds: 15, resyncMs: 10_000, idleTickMs: 5000, retryMs: 1000 };
 
 /** Takes part in the election and, while holding the Lease, coordinates every rollout. */
 export class RolloutCoordinator {
   private readonly stopping = new AbortController();
   private readonly slots: SlotClaimer;
   private held?: SlotLease;
-  private view?: SlotLease[];
+  private view_?: SlotLease[];
   private follower?: PrewarmFollower;
   private loop?: Promise<void>;
   private nap?: AbortController;
   private watchWarned = false;
   private failing = false;
+  /** What the rounds read through while this agent leads. */
+  private reads?: RolloutView;
+  /** A change was heard while no pause was under way: the next pause is skipped. */
+  private dirty = false;
+  private lastResync = 0;
   /** Rollouts whose last round failed (said once per streak). */
   private readonly failingRollouts = new Set<string>();
 
@@ -64,6 +74,8 @@ export class RolloutCoordinator {
     private readonly opts: CoordinatorOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
+    /** The view the rounds read through while leading (default: the API server itself, no watches). */
+    private readonly view: (api: RolloutApi) => RolloutView = directView,
   ) {
     this.slots = new SlotClaimer(fleetApi, opts.leaseNamespace, opts.holder, opts.leaseSeconds, clock);
   }
@@ -74,13 +86,13 @@ export class RolloutCoordinator {
       this.opts.leaseNamespace,
       COORDINATION,
       (leases) => {
-        this.view = leases;
+        this.view_ = leases;
         this.watchWarned = false;
         // A Lease given back or taken: look now rather than at the next tick.
-        this.nap?.abort();
+        this.wake();
       },
       (f) => {
-        this.view = undefined;
+        this.view_ = undefined;
         if (!this.watchWarned) this.log.warn('watch of the rollout coordination Lease failed; listing it each round meanwhile', { error: asAgentError(f.error).message, retryInMs: f.retryInMs });
         this.watchWarned = true;
       },
@@ -94,6 +106,7 @@ export class RolloutCoordinator {
     this.nap?.abort();
     await this.loop;
     await this.follower?.stop().catch(() => undefined);
+    await this.dropReads();
     if (this.held) await this.slots.release(this.held).catch(() => undefined);
     this.held = undefined;
   }
@@ -103,22 +116,36 @@ export class RolloutCoordinator {
     return !!this.held && !this.stopping.signal.aborted && this.clock.now() < this.held.renewMs + (this.opts.leaseSeconds * 1000 * 2) / 3;
   }
 
+  /** Something changed: the next round now (or right after the one under way). */
+  private wake(): void {
+    if (this.nap) this.nap.abort();
+    else this.dirty = true;
+  }
+
   private async run(): Promise<void> {
     while (!this.stopping.signal.aborted) {
-      let busy = false;
+      let wakeAt: number | undefined;
+      let failed = false;
       try {
         await this.elect();
-        if (this.leading()) busy = await this.coordinate();
+        if (this.leading()) wakeAt = await this.coordinate();
+        else await this.dropReads();
         if (this.failing) this.log.info('rollout coordination works again');
         this.failing = false;
       } catch (err) {
         // One line per streak of failures (no RBAC for rollouts, no CRD, the API server away), not one per round.
         if (!this.failing) this.log.warn('rollout coordination round failed; trying again each round, quietly', { error: asAgentError(err).message });
         this.failing = true;
+        failed = true;
       }
+      if (this.dirty && !failed) {
+        this.dirty = false;
+        continue;
+      }
+      this.dirty = false;
       this.nap = new AbortController();
       try {
-        await this.clock.sleep(this.pause(busy), AbortSignal.any([this.stopping.signal, this.nap.signal]));
+        await this.clock.sleep(this.pause(wakeAt, failed), AbortSignal.any([this.stopping.signal, this.nap.signal]));
       } catch {
         // woken or stopping
       } finally {
@@ -127,13 +154,38 @@ export class RolloutCoordinator {
     }
   }
 
-  /** How long to wait before the next round: a follower wakes when the holder's Lease would expire. */
-  private pause(busy: boolean): number {
-    if (this.held) return busy ? this.opts.activeTickMs : Math.min(this.opts.idleTickMs, (this.opts.leaseSeconds * 1000) / 3);
-    const lease = this.view?.find((l) => l.name === slotName(COORDINATION, 0));
-    if (!lease || !this.view) return this.opts.idleTickMs;
-    const expiresIn = lease.renewMs + lease.durationSeconds * 1000 - this.clock.now();
+  /**
+   * How long to wait before the next round when nothing is heard: a coordinator until its next renewal, resync or
+   * the time a plan asked for; a follower until the holder's Lease would expire.
+   */
+  private pause(wakeAt: number | undefined, failed: boolean): number {
+    const now = this.clock.now();
+    if (this.held) {
+      const leaseMs = this.opts.leaseSeconds * 1000;
+      const next = Math.min(this.held.renewMs + leaseMs / 3, this.lastResync + this.opts.resyncMs, wakeAt ?? Infinity);
+      return Math.max(failed ? this.opts.retryMs : 10, Math.min(next - now, leaseMs / 3));
+    }
+    const lease = this.view_?.find((l) => l.name === slotName(COORDINATION, 0));
+    if (!lease || !this.view_) return this.opts.idleTickMs;
+    const expiresIn = lease.renewMs + lease.durationSeconds * 1000 - now;
     return Math.max(50, Math.min(this.opts.idleTickMs, expiresIn + 50));
+  }
+
+  /** The view the rounds read through, started when this agent began to lead. */
+  private readsNow(): RolloutView {
+    if (!this.reads) {
+      this.reads = this.view(this.api);
+      this.reads.onChange(() => this.wake());
+      this.lastResync = this.clock.now();
+    }
+    return this.reads;
+  }
+
+  /** Not leading (or stopping): the watches go; a later lead starts from fresh lists. */
+  private async dropReads(): Promise<void> {
+    const r = this.reads;
+    this.reads = undefined;
+    await r?.stop().catch(() => undefined);
   }
 
   /** Renews the held Lease when a third of it has passed; takes it when it is free or expired. */
@@ -147,30 +199,41 @@ export class RolloutCoordinator {
       this.held = renewed;
       return;
     }
-    const seen = this.view;
+    const seen = this.view_;
     const lease = seen?.find((l) => l.name === slotName(COORDINATION, 0));
     if (seen && lease && !slotFree(lease, now) && lease.holder !== this.opts.holder) return;
     this.held = await this.slots.tryAcquire(COORDINATION, 1, seen);
     if (this.held) this.log.info('coordinating rollouts: this agent holds the Lease', { lease: slotName(COORDINATION, 0), namespace: this.opts.leaseNamespace, holder: this.opts.holder });
   }
 
-  /** One round over every rollout; true while any is under way. */
-  private async coordinate(): Promise<boolean> {
-    const rollouts = await this.api.listRollouts(this.opts.namespace);
-    let busy = false;
-    for (const r of rollouts) {
-      if (!this.leading()) break;
-      try {
-        const plan = await reconcileRollout({ api: this.api, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log }, r, rollouts);
-        busy ||= plan.status.phase === 'Progressing' || plan.status.phase === 'Prewarming' || !finished(r);
-        this.failingRollouts.delete(r.metadata.uid ?? '');
-      } catch (err) {
-        busy = true;
-        const level = this.failingRollouts.has(r.metadata.uid ?? '') ? 'debug' : 'warn';
-        this.failingRollouts.add(r.metadata.uid ?? '');
-        this.log.log(level, 'rollout round failed; trying again', { rollout: `${r.metadata.namespace}/${r.metadata.name}`, error: asAgentError(err).message });
+  /** One round over every rollout; answers when a plan asked to look again (ms since the epoch). */
+  private async coordinate(): Promise<number | undefined> {
+    const reads = this.readsNow();
+    const resync = this.clock.now() - this.lastResync >= this.opts.resyncMs;
+    if (resync) this.lastResync = this.clock.now();
+    reads.fresh(resync);
+    try {
+      const rollouts = await reads.listRollouts(this.opts.namespace);
+      let wakeAt: number | undefined;
+      for (const r of rollouts) {
+        if (!this.leading()) break;
+        try {
+          const plan = await reconcileRollout({ api: reads, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log }, r, rollouts);
+          if (plan.wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, plan.wakeAtMs);
+          this.failingRollouts.delete(r.metadata.uid ?? '');
+        } catch (err) {
+          // A write that lost a race (409: the rollout changed meanwhile) is done again once its watch has the change.
+          const conflict = AgentError.is(err, 'Aborted');
+          const level = conflict || this.failingRollouts.has(r.metadata.uid ?? '') ? 'debug' : 'warn';
+          if (!conflict) this.failingRollouts.add(r.metadata.uid ?? '');
+          this.log.log(level, 'rollout round failed; trying again', { rollout: `${r.metadata.namespace}/${r.metadata.name}`, error: asAgentError(err).message });
+          wakeAt = Math.min(wakeAt ?? Infinity, this.clock.now() + this.opts.retryMs);
+        }
       }
+      return wakeAt;
+    } finally {
+      reads.fresh(false);
+      reads.sweep();
     }
-    return busy;
   }
 }

@@ -2,7 +2,8 @@
 // and ImagePrewarm fields for a rollout).
 import type { V1ControllerRevision, V1Pod } from '../kube/client.js';
 import type { ContainerRestart } from '../kube/container-restart/types.js';
-import type { ImagePrewarm } from '../fleet/types.js';
+import type { ImagePrewarm, NodePrewarm } from '../fleet/types.js';
+import { summarize } from '../fleet/summary.js';
 import type { PodView, PrewarmView, RestartView, RevisionView, WorkloadView } from './plan.js';
 import { REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan.js';
 import type { Workload } from './rollout-api.js';
@@ -64,6 +65,7 @@ export function podViews(w: Workload, pods: V1Pod[]): PodView[] {
         ready: ready?.status === 'True',
         readySinceMs: ready?.status === 'True' && ready.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : undefined,
         containers: (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
+        statuses: (p.status?.containerStatuses ?? []).map((c) => ({ name: c.name, image: c.image ?? '', ready: c.ready === true })),
         labels: p.metadata?.labels ?? {},
         annotations: p.metadata?.annotations ?? {},
       };
@@ -100,4 +102,14 @@ export function prewarmView(pw: ImagePrewarm): PrewarmView {
     failedNodes: current ? (st?.failedNodes ?? []) : [],
     ...(!st?.lastSummaryTime && created !== undefined ? { silentSinceMs: created } : {}),
   };
+}
+
+/**
+ * The pre-warm as the nodes' own records say, over the nodes of the workload's pods: done (or failed) as soon as
+ * the last node has recorded its part, rather than when an agent next sums them up in the status (every few
+ * seconds). The same sums as the status's (fleet/summary.ts).
+ */
+export function prewarmFromRecords(pw: ImagePrewarm, nodes: string[], records: NodePrewarm[]): PrewarmView {
+  const s = summarize(pw, [...new Set(nodes)].sort(), records);
+  return { ...prewarmView(pw), done: (s.desired ?? 0) > 0 && s.succeeded === s.desired, failedNodes: s.failedNodes ?? [] };
 }

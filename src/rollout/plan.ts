@@ -6,10 +6,13 @@
 //   for each pod of the target revision's scope, highest ordinal (StatefulSet) or node order (DaemonSet) first:
 //     updated                      label controller-revision-hash = target            -> nothing
 //     its ContainerRestart failed                                                      -> failure: stop starting
-//     its ContainerRestart running                                                     -> in flight
+//     its ContainerRestart running                                                     -> in flight (unavailable until
+//                                                                                          its new containers run, ready,
+//                                                                                          and the pod is available)
 //     spec already at the target (restart succeeded, or labels alone changed)          -> relabel (in flight until)
 //     template differs beyond images/labels/annotations                                -> fallback (Pause | Recreate)
 //     otherwise, within maxUnavailable, not paused, pre-warmed                         -> start a ContainerRestart
+import { imageMatches } from '../kube/kubelet/verify.js';
 import { diffTemplates, mapChanges, type PodTemplate } from './template-diff.js';
 import type { InPlaceRollout, InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
 
@@ -79,6 +82,8 @@ export interface PodView {
   /** ms since the epoch when Ready last became True. */
   readySinceMs?: number;
   containers: { name: string; image: string }[];
+  /** What the kubelet reports of each container: its image and readiness (absent: not known, so not ready). */
+  statuses?: { name: string; image: string; ready: boolean }[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
@@ -131,7 +136,15 @@ export interface Plan {
   /** The name of the ImagePrewarm this round needs, if any. */
   prewarm?: string;
   status: InPlaceRolloutStatus;
+  /**
+   * When the plan may change with nothing else changing (a pod's minReadySeconds running out, the pre-warm's
+   * silence hint): the coordinator looks again then (ms since the epoch).
+   */
+  wakeAtMs?: number;
 }
+
+/** While the rollout waits for its pre-warm, it looks again this often (the nodes' records are read, not watched). */
+export const PREWARM_RECHECK_MS = 500;
 
 /** A pre-warm no agent has reported on for this long gets a hint about the fleet RBAC in the message. */
 export const PREWARM_SILENT_HINT_MS = 30_000;
@@ -234,6 +247,11 @@ export function planRollout(input: PlanInput): Plan {
   const { order, inScope } = ordered(w, live, partition);
   const minReadyMs = (spec.strategy?.minReadySeconds ?? 0) * 1000;
   const available = (p: PodView) => p.ready && (p.readySinceMs === undefined || nowMs - p.readySinceMs >= minReadyMs);
+  const wanted = (target.template.spec?.containers ?? []).filter((c) => c.image);
+  // A pod under update is back (as the stock controllers count it: Ready for minReadySeconds) once every container
+  // runs its target image and is ready: before the drain it is still Ready with the old containers, which does not count.
+  const back = (p: PodView) =>
+    available(p) && wanted.every((c) => p.containers.find((x) => x.name === c.name)?.image === c.image && p.statuses?.some((s) => s.name === c.name && s.ready && imageMatches(s.image, c.image as string)));
   const restartOf = new Map(input.restarts.filter((r) => r.revisionHash === target.hash && r.revisionNumber === target.revision).map((r) => [r.pod, r]));
 
   const actions: RolloutAction[] = [];
@@ -264,7 +282,6 @@ export function planRollout(input: PlanInput): Plan {
       unscheduled.push(p.name);
       continue;
     }
-    const wanted = (target.template.spec?.containers ?? []).filter((c) => c.image);
     const images = wanted.filter((c) => p.containers.find((x) => x.name === c.name)?.image !== c.image).map((c) => ({ name: c.name, image: c.image as string }));
     const from = byHash.get(p.revisionHash);
     const diff = from ? diffTemplates(from.template, target.template) : undefined;
@@ -298,12 +315,15 @@ export function planRollout(input: PlanInput): Plan {
   // Budget: pods not available, pods missing, and pods in flight (once each), against maxUnavailable.
   const maxUnavailable = resolveMaxUnavailable(spec.maxUnavailable, w.desired);
   const unavailable = new Set(live.filter((p) => !available(p)).map((p) => p.name));
-  for (const n of inFlight) unavailable.add(n);
+  for (const p of live) if (inFlight.has(p.name) && !back(p)) unavailable.add(p.name);
   let budget = maxUnavailable - unavailable.size - Math.max(0, w.desired - live.length);
 
-  const finish = (phase: RolloutPhase, reason: string, message: string, progressing: 'True' | 'False', prewarm?: string): Plan => ({
+  // A pod Ready but not yet for minReadySeconds becomes available with no event to say so.
+  const due = live.filter((p) => p.ready && p.readySinceMs !== undefined && p.readySinceMs + minReadyMs > nowMs).map((p) => (p.readySinceMs ?? 0) + minReadyMs);
+  const finish = (phase: RolloutPhase, reason: string, message: string, progressing: 'True' | 'False', prewarm?: string, wakeAtMs?: number): Plan => ({
     actions,
     prewarm,
+    ...(due.length > 0 || wakeAtMs !== undefined ? { wakeAtMs: Math.min(...due, wakeAtMs ?? Infinity) } : {}),
     status: {
       ...counts,
       phase,
@@ -348,7 +368,7 @@ export function planRollout(input: PlanInput): Plan {
       const silent = pw?.silentSinceMs !== undefined && nowMs - pw.silentSinceMs >= PREWARM_SILENT_HINT_MS;
       // The agents follow ImagePrewarms with deploy/rbac.yaml, but record and sum up their parts only with the opt-in file.
       const hint = silent ? `; no agent has reported on it within ${PREWARM_SILENT_HINT_MS / 1000} s: apply deploy/optional/fleet-prewarm-rbac.yaml, or set prewarm: false` : '';
-      return finish('Prewarming', REASON.prewarming, `pulling ${[...imagesToWarm].sort().join(', ')} on the nodes of the ${w.kind}'s pods (ImagePrewarm ${name})${hint}`, 'True', name);
+      return finish('Prewarming', REASON.prewarming, `pulling ${[...imagesToWarm].sort().join(', ')} on the nodes of the ${w.kind}'s pods (ImagePrewarm ${name})${hint}`, 'True', name, nowMs + PREWARM_RECHECK_MS);
     }
   }
 

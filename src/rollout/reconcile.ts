@@ -4,7 +4,7 @@
 import { AgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
-import { podViews, prewarmView, restartViews, revisionViews, REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION, selectorOf, workloadView } from './observe.js';
+import { podViews, prewarmFromRecords, prewarmView, restartViews, revisionViews, REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION, selectorOf, workloadView } from './observe.js';
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, prewarmName, targetRevision, type Plan, type PlanInput, type RolloutAction } from './plan.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
 import { targetHolder } from './target-claim.js';
@@ -43,9 +43,17 @@ export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InP
   const target = targetRevision(workload, revisions);
   const pwName = target ? prewarmName(rollout.metadata.uid ?? '', target.hash) : undefined;
   const pw = pws.find((p) => p.metadata.name === pwName);
+  const podList = podViews(w, pods);
+  let prewarm = pw ? prewarmView(pw) : undefined;
+  if (pw && prewarm && !prewarm.done && prewarm.failedNodes.length === 0) {
+    // Under way: the nodes' records say it is done before the next summary does (they may not be listed without
+    // deploy/optional/fleet-prewarm-rbac.yaml; then the summary alone, which needs it too).
+    const records = await api.listNodePrewarms().catch(() => undefined);
+    if (records) prewarm = prewarmFromRecords(pw, podList.filter((p) => p.nodeName && !p.deleting).map((p) => p.nodeName as string), records);
+  }
   return {
     workload: w,
-    input: { rollout, workload, revisions, pods: podViews(w, pods), restarts: restartViews(crs), prewarm: pw ? prewarmView(pw) : undefined, nowMs },
+    input: { rollout, workload, revisions, pods: podList, restarts: restartViews(crs), prewarm, nowMs },
   };
 }
 

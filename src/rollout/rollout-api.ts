@@ -5,7 +5,7 @@ import * as k8s from '../kube/client.js';
 import { apiStatusCode, kubeError } from '../kube/api-error.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../fleet/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../fleet/types.js';
 import { IPR_GROUP, IPR_KIND, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
 
 /** The field manager the coordinator's writes are recorded under. */
@@ -27,14 +27,17 @@ export interface RolloutApi {
   listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]>;
   /** The ContainerRestarts carrying the rollout's label. */
   listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]>;
-  /** Creates it; a 409 (it exists) throws Aborted. */
-  createRestart(cr: ContainerRestart): Promise<void>;
-  /** Patches the pod's labels and annotations (null removes), only if it is still the pod with this uid. */
-  patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<void>;
-  /** Deletes the pod if it is still the one with this uid. */
-  deletePod(namespace: string, name: string, uid: string): Promise<void>;
+  /** Creates it and answers it as created; a 409 (it exists) throws Aborted. */
+  createRestart(cr: ContainerRestart): Promise<ContainerRestart>;
+  /** Patches the pod's labels and annotations (null removes), only if it is still the pod with this uid; answers the pod as patched. */
+  patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<k8s.V1Pod>;
+  /** Deletes the pod if it is still the one with this uid; answers the pod as the deletion left it. */
+  deletePod(namespace: string, name: string, uid: string): Promise<k8s.V1Pod>;
   listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]>;
-  createPrewarm(pw: ImagePrewarm & { metadata: { labels?: Record<string, string> } }): Promise<void>;
+  /** Every node's pre-warm record (deploy/optional/fleet-prewarm-rbac.yaml lets the agents list them). */
+  listNodePrewarms(): Promise<NodePrewarm[]>;
+  /** Creates it and answers it as created; a 409 throws Aborted. */
+  createPrewarm(pw: ImagePrewarm & { metadata: { labels?: Record<string, string> } }): Promise<ImagePrewarm>;
   deletePrewarm(name: string): Promise<void>;
 }
 
@@ -129,27 +132,27 @@ export class KubeRolloutApi implements RolloutApi {
     return (r as { items?: ContainerRestart[] }).items ?? [];
   }
 
-  async createRestart(cr: ContainerRestart): Promise<void> {
+  async createRestart(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
     // The agent asks in its own name (deploy/admission-requester.yaml writes the same where it is installed).
     const body = { ...cr, spec: { ...cr.spec, requester: cr.spec.requester ?? (await this.self()) } };
-    await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
+    return (await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
       this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body, fieldManager: FIELD_MANAGER }),
-    );
+    )) as ContainerRestart;
   }
 
-  async patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<void> {
+  async patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<k8s.V1Pod> {
     // The uid in the patch is a precondition: a pod recreated under the same name is refused (409).
     const metadata: Record<string, unknown> = { uid };
     if (Object.keys(labels).length) metadata.labels = labels;
     if (Object.keys(annotations).length) metadata.annotations = annotations;
-    await call(`relabel pod ${namespace}/${name}`, () =>
+    return call(`relabel pod ${namespace}/${name}`, () =>
       this.core.patchNamespacedPod({ namespace, name, body: { metadata }, fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)),
     );
   }
 
-  async deletePod(namespace: string, name: string, uid: string): Promise<void> {
-    await call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
+  async deletePod(namespace: string, name: string, uid: string): Promise<k8s.V1Pod> {
+    return call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
   }
 
   async listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]> {
@@ -157,9 +160,16 @@ export class KubeRolloutApi implements RolloutApi {
     return (r as { items?: ImagePrewarm[] }).items ?? [];
   }
 
-  async createPrewarm(pw: ImagePrewarm): Promise<void> {
+  async listNodePrewarms(): Promise<NodePrewarm[]> {
+    const r = await call('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }));
+    return (r as { items?: NodePrewarm[] }).items ?? [];
+  }
+
+  async createPrewarm(pw: ImagePrewarm): Promise<ImagePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw, spec: { ...pw.spec, requester: pw.spec.requester ?? (await this.self()) } };
-    await call(`create ImagePrewarm ${pw.metadata.name}`, () => this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }));
+    return (await call(`create ImagePrewarm ${pw.metadata.name}`, () =>
+      this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }),
+    )) as ImagePrewarm;
   }
 
   async deletePrewarm(name: string): Promise<void> {

@@ -22,8 +22,11 @@ import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { agentImage, createService, serverPod, waitReadyEndpoints, type ServiceAddress } from '../support/traffic-fixture.js';
 import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../support/traffic.js';
+import { explainRound, traceDataPlane, type TraceEvent } from '../support/traffic-trace.js';
 
 const env = kubeEnv();
+/** This cluster's kube-proxy metrics address (scripts/kube-sandbox: PORT_BASE + 5). */
+const PROXY_METRICS_URL = `http://127.0.0.1:${Number(process.env.INPLACE_KUBE_PORT_BASE ?? '16440') + 5}`;
 const REPLICAS = 4;
 const MARGIN_MS = 2000;
 /** At most this long from the kubelet's Ready to the EndpointSlice showing it (and the agent's watch seeing it), on the loaded test cluster. */
@@ -66,6 +69,34 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
       c.close();
     }
   };
+  /**
+   * One round of traffic around `fn` on the web Service, with its data plane traced; when any client saw a failure,
+   * prints the round's timeline (operations' steps, kube-proxy's syncs and rules, failures, answers per pod).
+   */
+  const tracedRound = async (fn: () => Promise<ContainerRestart[]>) => {
+    const trace = traceDataPlane(PROXY_METRICS_URL, { namespace: ns as string, name: 'web', ...web });
+    const round = await withTraffic(clients(web), MARGIN_MS, fn).catch(async (err: unknown) => {
+      await trace.stop();
+      throw err;
+    });
+    const plane = await trace.stop();
+    if (failedOf(round.tallies) > 0) console.log(`      timeline of the round (epoch ${Math.min(...plane.events.map((e) => e.at))}):\n${await explain(round.result, round.tallies, plane)}`);
+    return round;
+  };
+  const explain = async (done: ContainerRestart[], tallies: Record<string, Tally>, plane: Parameters<typeof explainRound>[3]): Promise<string> => {
+    const steps: TraceEvent[] = [];
+    const restarted: { pod: string; from: number }[] = [];
+    for (const cr of done) {
+      const pod = cr.spec.podName;
+      const op = await operation(cr).catch(() => undefined);
+      for (const st of op?.containers[0]?.steps ?? []) steps.push({ at: Date.parse(st.at), text: `${pod}: ${st.step}${st.detail ? ` (${st.detail})` : ''}` });
+      restarted.push({ pod, from: Math.min(...steps.filter((e) => e.text.startsWith(`${pod}:`)).map((e) => e.at)) });
+    }
+    let text = explainRound(tallies, steps, restarted, plane);
+    const pods = await core.listNamespacedPod({ namespace: ns as string });
+    for (const p of pods.items) if (p.status?.podIP) text = text.replaceAll(`${p.status.podIP}:`, `${p.metadata?.name}@${p.status.podIP}:`);
+    return text;
+  };
   const succeeded = (done: ContainerRestart[]) => {
     for (const cr of done) assert.equal(cr.status?.phase, 'Succeeded', `${cr.metadata.name}: ${JSON.stringify(cr.status)}`);
   };
@@ -106,7 +137,7 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
   });
 
   it('one restart, same image: 0 failed; the drain waited for kube-proxy and saw the address back', async () => {
-    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-0'], 0));
+    const { result, tallies } = await tracedRound(() => restart(['web-0'], 0));
     succeeded(result);
     noFailures(tallies);
     const op = await operation(result[0]);
@@ -121,7 +152,7 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
 
   it('one image change: 0 failed', async () => {
     const next = await retag(env.sandbox.registry, image, `traffic-${randomBytes(3).toString('hex')}`);
-    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-1'], 0, {}, next));
+    const { result, tallies } = await tracedRound(() => restart(['web-1'], 0, {}, next));
     succeeded(result);
     assert.equal(result[0].status?.containers?.[0]?.newImage, next);
     noFailures(tallies);
@@ -129,14 +160,14 @@ describe('restarts behind a Service: what clients see (real cluster, real kube-p
   });
 
   it('three restarts started 300 ms apart on 4 replicas: 0 failed', async () => {
-    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-0', 'web-2', 'web-3'], 300));
+    const { result, tallies } = await tracedRound(() => restart(['web-0', 'web-2', 'web-3'], 300));
     succeeded(result);
     noFailures(tallies);
     await settled();
   });
 
   it('drain 0 (no drain): the same three restarts fail requests, and the clients count them', async () => {
-    const { result, tallies } = await withTraffic(clients(web), MARGIN_MS, () => restart(['web-1', 'web-2', 'web-3'], 300, { drainSeconds: 0 }));
+    const { result, tallies } = await tracedRound(() => restart(['web-1', 'web-2', 'web-3'], 300, { drainSeconds: 0 }));
     succeeded(result);
     const text = describeTallies(tallies);
     console.log(`      traffic: ${text}`);

@@ -12,6 +12,24 @@ export interface Tally {
   errors: Record<string, number>;
   /** Longest time between two successful responses, ms. */
   longestGapMs: number;
+  /** Every request in the order sent: when (epoch ms), and who answered (the server's pod name) or why it failed. */
+  log: RequestRecord[];
+}
+
+/** One request of a client. */
+export interface RequestRecord {
+  /** Epoch ms at which the request was sent. */
+  at: number;
+  /** Epoch ms at which it succeeded or failed. */
+  end: number;
+  /** The pod that answered (the test server says its name), when it did. */
+  pod?: string;
+  /** The client's local port, when its connection was made. */
+  localPort?: number;
+  /** Why it failed (as Tally.errors), when it did. */
+  error?: string;
+  /** The Server header of an answer other than 200 (who answered it). */
+  server?: string;
 }
 
 /** A running client. */
@@ -39,39 +57,50 @@ class Counter {
   errors: Record<string, number> = {};
   private last = 0;
   private longest = 0;
+  private readonly log: RequestRecord[] = [];
   sent = 0;
 
-  success(): void {
+  success(at: number, pod: string | undefined, localPort: number | undefined): void {
     const now = performance.now();
     if (this.last > 0) this.longest = Math.max(this.longest, now - this.last);
     this.last = now;
     this.ok++;
+    this.log.push({ at, end: Date.now(), ...(pod ? { pod } : {}), ...(localPort ? { localPort } : {}) });
   }
 
-  failure(code: string): void {
+  failure(at: number, code: string, server?: string): void {
     this.failed++;
     this.errors[code] = (this.errors[code] ?? 0) + 1;
+    this.log.push({ at, end: Date.now(), error: code, ...(server ? { server } : {}) });
   }
 
   tally(): Tally {
-    return { ok: this.ok, failed: this.failed, errors: { ...this.errors }, longestGapMs: Math.round(this.longest) };
+    return { ok: this.ok, failed: this.failed, errors: { ...this.errors }, longestGapMs: Math.round(this.longest), log: [...this.log] };
   }
 }
 
 /** One GET; resolves when it succeeded or failed (never rejects). */
 function get(t: TrafficTarget, agent: http.Agent | false, c: Counter): Promise<void> {
+  const at = Date.now();
   return new Promise((resolve) => {
     let settled = false;
-    const done = (code?: string) => {
+    let body = '';
+    let localPort: number | undefined;
+    const done = (code?: string, server?: string) => {
       if (settled) return;
       settled = true;
-      if (code === undefined) c.success();
-      else c.failure(code);
+      // The test server answers "ok POD-NAME".
+      if (code === undefined) c.success(at, /^ok (\S+)/.exec(body)?.[1], localPort);
+      else c.failure(at, code, server);
       resolve();
     };
     const req = http.get({ host: t.host, port: t.port, path: '/', agent, timeout: t.timeoutMs ?? 2000 }, (res) => {
-      res.resume();
-      res.once('end', () => done(res.statusCode === 200 ? undefined : `HTTP ${res.statusCode}`));
+      localPort = res.socket?.localPort;
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        if (body.length < 200) body += chunk;
+      });
+      res.once('end', () => (res.statusCode === 200 ? done() : done(`HTTP ${res.statusCode}`, String(res.headers.server ?? '(no Server header)'))));
       res.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'response error'));
     });
     req.once('timeout', () => {
@@ -163,9 +192,15 @@ export function failedOf(tallies: Record<string, Tally>): number {
   return Object.values(tallies).reduce((n, t) => n + t.failed, 0);
 }
 
-/** One line per client: ok, failed (by code), longest gap. */
+/** ' (Server: X)' for an error that was an HTTP answer: who answered it. */
+function serverOf(t: Tally, error: string): string {
+  const servers = [...new Set(t.log.filter((r) => r.error === error && r.server).map((r) => r.server))];
+  return servers.length > 0 ? ` (Server: ${servers.join(', ')})` : '';
+}
+
+/** One line per client: ok, failed (by code, and who answered an HTTP error), longest gap. */
 export function describeTallies(tallies: Record<string, Tally>): string {
   return Object.entries(tallies)
-    .map(([k, t]) => `${k}: ${t.ok} ok, ${t.failed} failed${t.failed ? ` (${Object.entries(t.errors).map(([e, n]) => `${e} ${n}`).join(', ')})` : ''}, longest gap ${t.longestGapMs} ms`)
+    .map(([k, t]) => `${k}: ${t.ok} ok, ${t.failed} failed${t.failed ? ` (${Object.entries(t.errors).map(([e, n]) => `${e} ${n}${serverOf(t, e)}`).join(', ')})` : ''}, longest gap ${t.longestGapMs} ms`)
     .join('; ');
 }

@@ -70,7 +70,7 @@ describe('rollout coordinator election (the fleet slot Lease, fake API, manual c
     const clock = new ManualClock();
     const store = new LeaseStore();
     const { logger } = memoryLogger();
-    const nodes = ['n1', 'n2', 'n3'].map((node) => new RolloutCoordinator(noRollouts, store.api(node), { node, holder: `${node}/id`, leaseNamespace: 'inplace-system', leaseSeconds: LEASE_S, activeTickMs: 1000, idleTickMs: 5000 }, clock, logger));
+    const nodes = ['n1', 'n2', 'n3'].map((node) => new RolloutCoordinator(noRollouts, store.api(node), { node, holder: `${node}/id`, leaseNamespace: 'inplace-system', leaseSeconds: LEASE_S, resyncMs: 10_000, idleTickMs: 5000, retryMs: 1000 }, clock, logger));
     return { clock, store, nodes };
   };
   const leaders = (nodes: RolloutCoordinator[]) => nodes.filter((c) => c.leading()).length;
@@ -102,7 +102,7 @@ describe('rollout coordinator election (the fleet slot Lease, fake API, manual c
     const clock = new ManualClock();
     const store = new LeaseStore();
     const { logger } = memoryLogger();
-    const twins = ['a', 'b'].map((id) => new RolloutCoordinator(noRollouts, store.api('n1'), { node: 'n1', holder: `n1/${id}`, leaseNamespace: 'inplace-system', leaseSeconds: LEASE_S, activeTickMs: 1000, idleTickMs: 5000 }, clock, logger));
+    const twins = ['a', 'b'].map((id) => new RolloutCoordinator(noRollouts, store.api('n1'), { node: 'n1', holder: `n1/${id}`, leaseNamespace: 'inplace-system', leaseSeconds: LEASE_S, resyncMs: 10_000, idleTickMs: 5000, retryMs: 1000 }, clock, logger));
     twins.forEach((c) => c.start());
     for (let t = 0; t < 40_000; t += 100) {
       await clock.advance(100);

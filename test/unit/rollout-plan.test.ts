@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { planRollout, prewarmName, REASON, resolveMaxUnavailable, restartName, type PlanInput, type PodView, type RestartView, type RevisionView, type WorkloadView } from '../../src/rollout/plan.js';
 import { diffTemplates, type PodTemplate } from '../../src/rollout/template-diff.js';
+import { prewarmFromRecords } from '../../src/rollout/observe.js';
+import type { ImagePrewarm, NodePrewarm } from '../../src/fleet/types.js';
 import type { InPlaceRollout, InPlaceRolloutSpec } from '../../src/rollout/types.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
@@ -125,6 +127,32 @@ describe('rollout planner', () => {
     assert.deepEqual(p.status.podsInFlight, ['web-5']);
   });
 
+  it('a pod in flight frees the budget once its new containers run ready and it is available, before its ContainerRestart ends', () => {
+    const others = [0, 1, 2, 3, 4].map((i) => pod(i));
+    const v2 = Object.entries(V2).map(([name, image]) => ({ name, image }));
+    const statuses = (images: Record<string, string>, ready = true) => Object.entries(images).map(([name, image]) => ({ name, image, ready }));
+    const running = [cr('web-5', 'Running')];
+    // Still Ready with the old containers (the agent has not drained it yet): it holds the budget.
+    assert.deepEqual(kinds(planRollout(input({ pods: [...others, pod(5, { statuses: statuses(V1) })], restarts: running }))), []);
+    // Patched, the kubelet still reports the old image: holds it.
+    assert.deepEqual(kinds(planRollout(input({ pods: [...others, pod(5, { containers: v2, statuses: statuses(V1) })], restarts: running }))), []);
+    // New container ready, but the pod not Ready yet (its readiness gate): holds it.
+    assert.deepEqual(kinds(planRollout(input({ pods: [...others, pod(5, { containers: v2, statuses: statuses(V2), ready: false })], restarts: running }))), []);
+    // Ready again with the new containers: the next pod starts, web-5 still in flight until its update ends.
+    const next = planRollout(input({ pods: [...others, pod(5, { containers: v2, statuses: statuses(V2), readySinceMs: NOW - 100 })], restarts: running }));
+    assert.deepEqual(kinds(next), ['restart:web-4']);
+    assert.deepEqual(next.status.podsInFlight, ['web-5', 'web-4']);
+    // With minReadySeconds: not before the pod was Ready that long; the plan says when to look again.
+    const minReady = ipr({ strategy: { minReadySeconds: 2 } });
+    const early = planRollout(input({ rollout: minReady, pods: [...others, pod(5, { containers: v2, statuses: statuses(V2), readySinceMs: NOW - 500 })], restarts: running }));
+    assert.deepEqual(kinds(early), []);
+    assert.equal(early.wakeAtMs, NOW + 1500);
+    const late = planRollout(input({ rollout: minReady, pods: [...others, pod(5, { containers: v2, statuses: statuses(V2), readySinceMs: NOW - 2000 })], restarts: running }));
+    assert.deepEqual(kinds(late), ['restart:web-4']);
+    // Succeeded and back: relabelled, and the next pod starts in the same round.
+    assert.deepEqual(kinds(planRollout(input({ pods: [...others, pod(5, { containers: v2, statuses: statuses(V2) })], restarts: [cr('web-5', 'Succeeded')] }))), ['relabel:web-5', 'restart:web-4']);
+  });
+
   it('an updated pod that is not ready yet holds the budget; once ready the next ordinal goes', () => {
     const pods = [0, 1, 2, 3, 4].map((i) => pod(i));
     const notYet = planRollout(input({ pods: [...pods, updatedPod(5, { ready: false })], restarts: [cr('web-5', 'Succeeded')] }));
@@ -237,6 +265,22 @@ describe('rollout planner', () => {
     const silent = planRollout(input({ rollout: on, prewarm: { name, done: false, failedNodes: [], silentSinceMs: NOW - 45_000 } }));
     assert.equal(silent.status.phase, 'Prewarming');
     assert.match(silent.status.message ?? '', /no agent has reported on it within 30 s: apply deploy\/optional\/fleet-prewarm-rbac.yaml, or set prewarm: false/);
+  });
+
+  it("the pre-warm is done as soon as every pod's node has recorded its part, before the next summary says so", () => {
+    const pw: ImagePrewarm = { metadata: { name: 'ipr-x', generation: 1, creationTimestamp: new Date(NOW).toISOString() }, spec: { images: ['app:v2'] } as ImagePrewarm['spec'], status: { observedGeneration: 1, desired: 3, succeeded: 1, failed: 0, pulling: 2, waiting: 0, failedNodes: [] } };
+    const rec = (node: string, phase: 'Succeeded' | 'Pulling' | 'Failed', generation = 1): NodePrewarm => ({
+      metadata: { name: node },
+      spec: { nodeName: node },
+      status: { prewarms: { 'ipr-x': { generation, phase, firstSeen: '', images: [{ image: 'app:v2', phase, bytesDone: 0, bytesTotal: 0, attempts: 1, ...(phase === 'Failed' ? { message: 'not found' } : {}) }] } } },
+    });
+    const nodes = ['n0', 'n1', 'n2', 'n0'];
+    assert.equal(prewarmFromRecords(pw, nodes, [rec('n0', 'Succeeded'), rec('n1', 'Succeeded'), rec('n2', 'Pulling')]).done, false);
+    assert.equal(prewarmFromRecords(pw, nodes, [rec('n0', 'Succeeded'), rec('n1', 'Succeeded'), rec('n2', 'Succeeded', 0)]).done, false, 'a record of an older generation does not count');
+    assert.equal(prewarmFromRecords(pw, nodes, [rec('n0', 'Succeeded'), rec('n1', 'Succeeded'), rec('n2', 'Succeeded'), rec('other', 'Pulling')]).done, true);
+    const failed = prewarmFromRecords(pw, nodes, [rec('n0', 'Succeeded'), rec('n1', 'Failed'), rec('n2', 'Succeeded')]);
+    assert.equal(failed.done, false);
+    assert.deepEqual(failed.failedNodes.map((f) => f.node), ['n1']);
   });
 
   it('DaemonSet: stable node order, partition keeps the last pods, relabel sets pod-template-generation', () => {
