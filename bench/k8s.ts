@@ -236,11 +236,12 @@ function baselines(k: Cluster, rt: CriRuntime): Scenario[] {
   ];
 }
 
-/** The DaemonSet agent's rows (a: same image, c: new image), each through a ContainerRestart on a fresh pod. */
-function daemonSetScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenario[] {
-  const crs = kc.makeApiClient(CustomObjectsApi);
-  const cr = { group: 'inplace-agent.io', version: 'v1alpha1', plural: 'containerrestarts', namespace: NS };
-  const viaAgent = (key: string, label: string, image?: string): Scenario => ({
+/**
+ * A row that changes a fresh pod through an agent: start asks for it, timed until the pod runs the new container
+ * (with image, on it); ended then checks, untimed, that the request itself ended well.
+ */
+function agentRow<T>(k: Cluster, rt: CriRuntime, key: string, label: string, image: string | undefined, start: (name: string) => Promise<T>, ended: (name: string, started: T) => Promise<void>): Scenario {
+  return {
     key,
     label,
     prepare: (i) => k.create(`bench-${key}-${i}`, env.sandbox.images.appV1),
@@ -248,35 +249,58 @@ function daemonSetScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenari
       const name = `bench-${key}-${i}`;
       const before = appStatus(await k.read(name));
       const t = clockStart();
-      await crs.createNamespacedCustomObject({
-        ...cr,
-        body: {
-          apiVersion: 'inplace-agent.io/v1alpha1',
-          kind: 'ContainerRestart',
-          metadata: { name },
-          spec: { podName: name, containers: [{ name: 'app', ...(image ? { image } : {}) }], strategy: { minReadySeconds: 0, gracePeriodSeconds: 10 } },
-        },
-      });
+      const started = await start(name);
       const p = await k.until(name, 60_000, (p) => {
         const st = appStatus(p);
         return !!st?.state?.running && st.containerID !== before?.containerID && (!image || st.image === image) && allRunning(p);
       });
       const ms = await times(rt, p, t);
-      // untimed: the request must also have ended well
-      const deadline = now() + 60_000;
-      for (;;) {
-        const obj = (await crs.getNamespacedCustomObject({ ...cr, name })) as { status?: { phase?: string } };
-        if (obj.status?.phase === 'Succeeded') break;
-        if (obj.status?.phase === 'Failed' || now() > deadline) throw new Error(`ContainerRestart ${name}: ${JSON.stringify(obj.status)}`);
-        await sleep(100);
-      }
+      await ended(name, started);
       return ms;
     },
-    async cleanup(i) {
-      await crs.deleteNamespacedCustomObject({ ...cr, name: `bench-${key}-${i}` }).catch(() => undefined);
-      await k.remove(`bench-${key}-${i}`);
-    },
-  });
+    cleanup: (i) => k.remove(`bench-${key}-${i}`),
+  };
+}
+
+/** The DaemonSet agent's rows (a: same image, c: new image), each through a ContainerRestart on a fresh pod. */
+function daemonSetScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenario[] {
+  const crs = kc.makeApiClient(CustomObjectsApi);
+  const cr = { group: 'inplace-agent.io', version: 'v1alpha1', plural: 'containerrestarts', namespace: NS };
+  const viaAgent = (key: string, label: string, image?: string): Scenario => {
+    const row = agentRow(
+      k,
+      rt,
+      key,
+      label,
+      image,
+      (name) =>
+        crs.createNamespacedCustomObject({
+          ...cr,
+          body: {
+            apiVersion: 'inplace-agent.io/v1alpha1',
+            kind: 'ContainerRestart',
+            metadata: { name },
+            spec: { podName: name, containers: [{ name: 'app', ...(image ? { image } : {}) }], strategy: { minReadySeconds: 0, gracePeriodSeconds: 10 } },
+          },
+        }),
+      async (name) => {
+        const deadline = now() + 60_000;
+        for (;;) {
+          const obj = (await crs.getNamespacedCustomObject({ ...cr, name })) as { status?: { phase?: string } };
+          if (obj.status?.phase === 'Succeeded') break;
+          if (obj.status?.phase === 'Failed' || now() > deadline) throw new Error(`ContainerRestart ${name}: ${JSON.stringify(obj.status)}`);
+          await sleep(100);
+        }
+      },
+    );
+    return {
+      ...row,
+      async cleanup(i) {
+        await crs.deleteNamespacedCustomObject({ ...cr, name: `bench-${key}-${i}` }).catch(() => undefined);
+        await row.cleanup(i);
+      },
+    };
+  };
   return [
     viaAgent('a', "agent: same-image restart (ContainerRestart, the DaemonSet's agent)"),
     viaAgent('c', 'agent: image change (ContainerRestart)', env.sandbox.images.appV2),
@@ -285,38 +309,31 @@ function daemonSetScenarios(k: Cluster, kc: KubeConfig, rt: CriRuntime): Scenari
 
 /** The host agent's rows (a: same image, c: new image), each a request to its socket for a fresh pod; ids in ops. */
 function hostScenarios(k: Cluster, agent: LaunchedAgent, rt: CriRuntime, ops: Map<string, string[]>): Scenario[] {
-  const viaAgent = (key: string, label: string, image?: string): Scenario => ({
-    key,
-    label,
-    prepare: (i) => k.create(`bench-${key}-${i}`, env.sandbox.images.appV1),
-    async round(i) {
-      const name = `bench-${key}-${i}`;
-      const before = appStatus(await k.read(name));
-      const t = clockStart();
-      const op = await agent.client.restart({
-        pod: `${NS}/${name}`,
-        containers: ['app'],
-        images: image ? { app: image } : {},
-        graceSeconds: 10,
-        graceSet: true,
-        minReadyMs: '0',
-        minReadySet: true,
-        timeoutMs: '0',
-      });
-      const p = await k.until(name, 60_000, (p) => {
-        const st = appStatus(p);
-        return !!st?.state?.running && st.containerID !== before?.containerID && (!image || st.image === image) && allRunning(p);
-      });
-      const ms = await times(rt, p, t);
-      // untimed: the request must also have ended well
-      let last: Operation | undefined;
-      for await (const o of agent.client.watchOperation(op.id)) last = o;
-      if (last?.state !== 'Succeeded') throw new Error(`operation ${op.id} for ${name} ended ${last?.state}: ${last?.error}`);
-      ops.set(key, [...(ops.get(key) ?? []), op.id]);
-      return ms;
-    },
-    cleanup: (i) => k.remove(`bench-${key}-${i}`),
-  });
+  const viaAgent = (key: string, label: string, image?: string): Scenario =>
+    agentRow(
+      k,
+      rt,
+      key,
+      label,
+      image,
+      (name) =>
+        agent.client.restart({
+          pod: `${NS}/${name}`,
+          containers: ['app'],
+          images: image ? { app: image } : {},
+          graceSeconds: 10,
+          graceSet: true,
+          minReadyMs: '0',
+          minReadySet: true,
+          timeoutMs: '0',
+        }),
+      async (name, op) => {
+        let last: Operation | undefined;
+        for await (const o of agent.client.watchOperation(op.id)) last = o;
+        if (last?.state !== 'Succeeded') throw new Error(`operation ${op.id} for ${name} ended ${last?.state}: ${last?.error}`);
+        ops.set(key, [...(ops.get(key) ?? []), op.id]);
+      },
+    );
   return [
     viaAgent('a', 'agent: same-image restart (host-run agent of this build, request to its socket)'),
     viaAgent('c', 'agent: image change (host-run agent of this build, request to its socket)', env.sandbox.images.appV2),

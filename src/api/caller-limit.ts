@@ -51,31 +51,24 @@ export class CallerLimit {
 
   /** A server-streaming handler counted against its caller until the stream ends in any way. */
   stream<Req, Res>(h: grpc.handleServerStreamingCall<Req, Res>, toError: (err: unknown) => grpc.ServiceError): grpc.handleServerStreamingCall<Req, Res> {
-    return (call) => {
-      let release: () => void;
-      try {
-        release = this.enter(callerOf(call));
-      } catch (err) {
-        call.emit('error', toError(err));
-        return;
-      }
-      for (const ev of ['finish', 'close', 'cancelled', 'error']) call.once(ev, release);
-      h(call);
-    };
+    return (call) => this.untilEnd(call, toError, () => h(call));
   }
 
   /** A bidirectional-streaming handler counted against its caller until the stream ends in any way. */
   duplex<Req, Res>(h: grpc.handleBidiStreamingCall<Req, Res>, toError: (err: unknown) => grpc.ServiceError): grpc.handleBidiStreamingCall<Req, Res> {
-    return (call) => {
-      let release: () => void;
-      try {
-        release = this.enter(callerOf(call));
-      } catch (err) {
-        call.emit('error', toError(err));
-        return;
-      }
-      for (const ev of ['finish', 'close', 'cancelled', 'error']) call.once(ev, release);
-      h(call);
-    };
+    return (call) => this.untilEnd(call, toError, () => h(call));
+  }
+
+  /** Counts a streaming call until it finishes, closes, is cancelled or fails, then runs it; refuses it over the limit. */
+  private untilEnd(call: { getPeer(): string; once(ev: string, f: () => void): unknown; emit(ev: string, err: unknown): unknown }, toError: (err: unknown) => grpc.ServiceError, run: () => void): void {
+    let release: () => void;
+    try {
+      release = this.enter(callerOf(call));
+    } catch (err) {
+      call.emit('error', toError(err));
+      return;
+    }
+    for (const ev of ['finish', 'close', 'cancelled', 'error']) call.once(ev, release);
+    run();
   }
 }

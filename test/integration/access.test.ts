@@ -13,7 +13,7 @@ import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
-import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { ctl, mtlsProbe, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { TestCerts, type CertFiles } from '../support/test-certs.js';
 import { freePort } from '../support/registry-server.js';
@@ -89,16 +89,7 @@ describe('agent access over TCP (mutual TLS, --authz-file)', function () {
     metricsPort = await freePort();
     agent = await startAgent(
       ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', address, ...tlsArgs(), '--authz-file', authzFile, '--metrics-addr', `127.0.0.1:${metricsPort}`, '--min-ready', '0'],
-      {
-        probe: async () => {
-          const c = client(viewer);
-          try {
-            await c.listOperations();
-          } finally {
-            c.close();
-          }
-        },
-      },
+      { probe: mtlsProbe(address, ca.cert, viewer) },
     );
   });
 

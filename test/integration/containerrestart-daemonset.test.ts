@@ -15,6 +15,7 @@ import { containerRestart, waitForStatus } from '../support/container-restarts.j
 import { AGENT_DS, daemonSetAgent } from '../support/daemonset-agent.js';
 import { retag } from '../support/registry-retag.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { until } from '../support/kube-users.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
@@ -22,17 +23,6 @@ const SIBLINGS = ['sidecar', 'logger'];
 
 /** Exits 0 on SIGTERM (so the kubelet starts the next instance of a same-image restart). */
 const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
-
-/** Polls probe until it returns a value; fails after ms with what was last seen. */
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, last: () => string = () => ''): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last() ? `; last seen: ${last()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe("ContainerRestart handled by the DaemonSet's agent (real cluster, first node)", function () {
   this.timeout(180_000);

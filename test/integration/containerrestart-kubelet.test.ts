@@ -9,12 +9,9 @@ import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js'
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
-import { requireRuntime } from '../support/require-runtime.js';
+import { createWebPod, requireTestCluster } from '../support/kube-web-pod.js';
 
 const env = kubeEnv();
-
-/** Traps TERM and exits 0, so the kubelet starts the next instance of a same-image restart. */
-const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
 
 describe('ContainerRestart of a kubelet-managed pod (real one-node cluster)', function () {
   this.timeout(180_000);
@@ -39,28 +36,11 @@ describe('ContainerRestart of a kubelet-managed pod (real one-node cluster)', fu
   const bothRunning = (p: V1Pod) => ['app', 'sidecar'].every((c) => status(p, c)?.state?.running && status(p, c)?.ready);
 
   before(async function () {
-    await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      core = kc.makeApiClient(CoreV1Api);
-      await core.readNode({ name: env.nodeName });
-    });
+    core = await requireTestCluster(this, kc);
     await applyCrd(kc);
     api = new ContainerRestartApi(kc);
     ns = await createNamespace(kc, 'kcrd-kubelet');
-    await core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          nodeName: env.nodeName,
-          terminationGracePeriodSeconds: 5,
-          containers: [
-            { name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] },
-            { name: 'sidecar', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] },
-          ],
-        },
-      },
-    });
+    await createWebPod(core, ns, ['app', 'sidecar']);
     // As deploy/'s ServiceAccount, never admin (its objects are the DaemonSet's on the shared cluster: kept as they are).
     installed = await ensureObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
     agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', await agentKubeconfig(kc), '--node-name', env.nodeName, '--watch-namespace', ns, '--min-ready', '500ms']);

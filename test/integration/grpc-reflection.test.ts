@@ -6,12 +6,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { AgentClient } from '../../src/api/client.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
-import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { mtlsProbe, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { evansPath, evansUnix } from '../support/evans.js';
 import { grpcurl, grpcurlPath } from '../support/grpcurl.js';
 import { freePort } from '../support/registry-server.js';
@@ -176,16 +175,7 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
       address = `127.0.0.1:${await freePort()}`;
       metricsPort = await freePort();
       const tlsArgs = ['--tls-cert', server.cert, '--tls-key', server.key, '--client-ca', ca.cert, '--authz-file', authzFile];
-      agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', address, ...tlsArgs, '--metrics-addr', `127.0.0.1:${metricsPort}`], {
-        probe: async () => {
-          const c = new AgentClient(address, 2000, { ca: ca.cert, cert: reader.cert, key: reader.key });
-          try {
-            await c.listOperations();
-          } finally {
-            c.close();
-          }
-        },
-      });
+      agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', address, ...tlsArgs, '--metrics-addr', `127.0.0.1:${metricsPort}`], { probe: mtlsProbe(address, ca.cert, reader) });
     });
     after(async () => {
       await agent?.stop();

@@ -8,7 +8,7 @@ import type { OperationView as Operation } from '../../src/api/convert.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
-import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { ctl, exitWithin, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { kubeTest, until } from '../support/kube-test.js';
 
@@ -180,14 +180,21 @@ describe('Kubernetes mode: restarts through the kubelet (real cluster)', functio
   it('agent SIGKILLed after the stop was issued: the next agent finishes, with no second preStop and no second stop', async () => {
     await agent!.stop();
     const crashing = await startAgent(agentArgs(), { stateDir: agent!.stateDir, env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: 'Stopped' } });
-    const before = await ready();
-    const prestops = (await file(before, '/data/prestop.log')).length;
-    const terms = (await file(before, '/data/term.log')).length;
-    const c = new AgentClient(`unix://${crashing.socket}`);
-    const op = await c.restart({ pod: `${ns}/${web}`, containers: ['app'], images: {}, graceSeconds: 5, graceSet: true, minReadyMs: '500', minReadySet: true, timeoutMs: '120000' });
-    c.close();
-    const exit = await crashing.exited;
-    assert.equal(exit.signal, 'SIGKILL');
+    let before: V1Pod;
+    let prestops: number;
+    let terms: number;
+    let op: { id: string };
+    try {
+      before = await ready();
+      prestops = (await file(before, '/data/prestop.log')).length;
+      terms = (await file(before, '/data/term.log')).length;
+      const c = new AgentClient(`unix://${crashing.socket}`);
+      op = await c.restart({ pod: `${ns}/${web}`, containers: ['app'], images: {}, graceSeconds: 5, graceSet: true, minReadyMs: '500', minReadySet: true, timeoutMs: '120000' }).finally(() => c.close());
+      // It stops the container and then kills itself; a crash that never comes fails here instead of hanging.
+      assert.equal((await exitWithin(crashing, 60_000))?.signal, 'SIGKILL', crashing.log());
+    } finally {
+      await crashing.stop();
+    }
     agent = await startAgent(agentArgs(), { stateDir: crashing.stateDir });
     const done = await until('the resumed operation to end', 60_000, async () => {
       const cur = await lastOp(agent!.socket);

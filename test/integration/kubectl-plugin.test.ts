@@ -3,7 +3,6 @@
 // kubelet-managed pod (pinned to the first node) through a ContainerRestart that an agent, authenticated as
 // deploy/'s ServiceAccount, runs; `pods`; `prewarm create|status|delete`.
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -11,21 +10,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { kubeEnv } from '../testbed/kube-env.js';
-import { startAgent, type AgentProcess } from '../support/agent-process.js';
+import { runProcess, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
-import { requireRuntime } from '../support/require-runtime.js';
+import { createWebPod, requireTestCluster } from '../support/kube-web-pod.js';
 
 const env = kubeEnv();
 const PLUGIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '../../src/cli/kubectl-inplace.js');
-/** Traps TERM and exits 0, so that a same-image restart's next instance starts at once. */
-const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
-
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
 
 describe('kubectl inplace (the kubectl plugin, through the real kubectl)', function () {
   this.timeout(240_000);
@@ -37,19 +28,8 @@ describe('kubectl inplace (the kubectl plugin, through the real kubectl)', funct
   let agent: AgentProcess | undefined;
 
   /** kubectl with the plugin's directory first on PATH; extra environment in envExtra. */
-  const kubectl = (args: string[], envExtra: NodeJS.ProcessEnv = {}): Promise<Run> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(path.join(env.binDir, 'kubectl'), args, {
-        env: { ...process.env, KUBECONFIG: '', ...envExtra, PATH: `${binDir}:${process.env.PATH ?? ''}` },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-      child.once('error', reject);
-      child.once('exit', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-    });
+  const kubectl = (args: string[], envExtra: NodeJS.ProcessEnv = {}): Promise<CtlResult> =>
+    runProcess(path.join(env.binDir, 'kubectl'), args, { ...process.env, KUBECONFIG: '', ...envExtra, PATH: `${binDir}:${process.env.PATH ?? ''}` });
   const inplace = (...args: string[]) => kubectl(['inplace', '--kubeconfig', env.kubeconfig, ...args]);
 
   const readWeb = () => core.readNamespacedPod({ name: 'web', namespace: ns as string });
@@ -65,30 +45,13 @@ describe('kubectl inplace (the kubectl plugin, through the real kubectl)', funct
   };
 
   before(async function () {
-    await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      core = kc.makeApiClient(CoreV1Api);
-      await core.readNode({ name: env.nodeName });
-    });
+    core = await requireTestCluster(this, kc);
     // The plugin as `npm install -g` puts it on PATH: the package's bin entry, a link to the built file.
     fs.symlinkSync(PLUGIN, path.join(binDir, 'kubectl-inplace'));
     await applyCrd(kc);
     await applyObjects(kc, shippedObjects(['crds/imageprewarm.yaml', 'crds/nodeprewarm.yaml', 'namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
     ns = await createNamespace(kc, 'kplugin');
-    await core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          nodeName: env.nodeName,
-          terminationGracePeriodSeconds: 5,
-          containers: [
-            { name: 'sidecar', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] },
-            { name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] },
-          ],
-        },
-      },
-    });
+    await createWebPod(core, ns, ['sidecar', 'app']);
     const saKubeconfig = await agentKubeconfig(kc);
     agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', saKubeconfig, '--node-name', env.nodeName, '--watch-namespace', ns, '--min-ready', '500ms']);
     await untilRunning();

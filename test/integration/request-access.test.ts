@@ -19,13 +19,12 @@ import { containerRestart, waitForStatus } from '../support/container-restarts.j
 import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { applyDeployFiles, deleteClusterRules, deleteDeployFiles, deployObjects, failure, POLICY_FILES, until, userWithRules, type TestUser } from '../support/kube-users.js';
+import { createWebPod } from '../support/kube-web-pod.js';
 import { memoryLogger } from '../support/memory-logger.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
 const AGENT_NS = 'inplace-system';
-/** Exits 0 on SIGTERM, so that a same-image restart is quick. */
-const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
 const CR_RULE = (verbs: string[]): k8s.V1PolicyRule => ({ apiGroups: [CR_GROUP], resources: [CR_PLURAL], verbs });
 const POD_RULE = (verbs: string[]): k8s.V1PolicyRule => ({ apiGroups: [''], resources: ['pods'], verbs });
 
@@ -88,17 +87,7 @@ describe("request objects and their creator's rights (admission policies, the Da
     users.createOnly = await userWithRules(admin, ns, 'create-only', [CR_RULE(['create'])]);
     users.patcher = await userWithRules(admin, ns, 'patcher', [CR_RULE(['create']), POD_RULE(['patch'])]);
     users.deleter = await userWithRules(admin, ns, 'deleter', [CR_RULE(['create']), POD_RULE(['delete'])]);
-    await core.createNamespacedPod({
-      namespace: ns,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          nodeName: env.nodeName,
-          terminationGracePeriodSeconds: 5,
-          containers: ['app', 'side'].map((name) => ({ name, image: env.sandbox.images.appV1, args: ['sh', '-c', APP] })),
-        },
-      },
-    });
+    await createWebPod(core, ns, ['app', 'side']);
     await ready();
     await policiesInForce(true);
   });

@@ -12,7 +12,7 @@ import { CriPodFixture } from '../testbed/cri-pods.js';
 import { DockerPodFixture } from '../testbed/docker-pods.js';
 import type { PodFixture, TestPod } from '../testbed/pod-fixture.js';
 import type { SandboxEnv } from '../testbed/sandbox-env.js';
-import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { ctl, exitWithin, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets, dockerTargets } from '../support/runtime-matrix.js';
 
@@ -359,6 +359,7 @@ for (const f of flavours) {
         assert.equal(journal(queued).state, 'Pending', 'the queued one waits in the journal');
       } finally {
         c.close();
+        await own.stop();
       }
       const again = await startAgent(f.agentArgs, { stateDir: own.stateDir });
       try {
@@ -391,10 +392,15 @@ for (const f of flavours) {
         // replacement was verified before it exited, and the operation Succeeded).
         const minReady = cp.image === 'crash' ? '3s' : '500ms';
         const crashing = await startAgent([...f.agentArgs, '--min-ready', minReady], { env: { INPLACE_AGENT_FAULT_CRASH_AFTER_STEP: cp.step } });
-        const res = await ctl(crashing.socket, 'restart', pod.name, 'app', '--image', `app=${env.images[cp.image]}`);
-        // RemovingOld follows the report of success: the client may have seen Succeeded before the kill, or not.
-        if (cp.step !== 'RemovingOld') assert.notEqual(res.code, 0);
-        assert.equal((await crashing.exited).signal, 'SIGKILL', crashing.log());
+        try {
+          const res = await ctl(crashing.socket, 'restart', pod.name, 'app', '--image', `app=${env.images[cp.image]}`);
+          // RemovingOld follows the report of success: the client may have seen Succeeded before the kill, or not.
+          if (cp.step !== 'RemovingOld') assert.notEqual(res.code, 0, `the agent did not crash at ${cp.step}: ${res.stdout}${res.stderr}`);
+          // The client has its answer: the agent has crashed by now, or never reached the step.
+          assert.equal((await exitWithin(crashing, 30_000))?.signal, 'SIGKILL', `the agent crashed at ${cp.step}:\n${crashing.log()}`);
+        } finally {
+          await crashing.stop();
+        }
         if (cp.step === 'Stopped') assert.ok(!(await snapshot(rt, pod.podId)).byName.has('app'), 'the crash left the target stopped');
 
         const again = await startAgent([...f.agentArgs, '--min-ready', minReady], { stateDir: crashing.stateDir });

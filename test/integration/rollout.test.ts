@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Container, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm, type NodePrewarmEntry } from '../../src/fleet/types.js';
@@ -21,6 +21,7 @@ import { prewarmName } from '../../src/rollout/plan.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/rollout/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { until } from '../support/kube-users.js';
 import { applyObjects, deleteObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -38,17 +39,6 @@ const REPLICAS = 6;
 const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
 const V1 = env.sandbox.images.appV1;
 const V2 = env.sandbox.images.appV2;
-
-/** Polls probe until it returns a value; fails after ms with what was last seen. */
-async function until<T>(what: string, ms: number, probe: () => Promise<T | undefined>, last: () => string = () => ''): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}${last() ? `; last seen: ${last()}` : ''}`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
 
 const isReady = (p: V1Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
 const cid = (p: V1Pod, c: string) => p.status?.containerStatuses?.find((s) => s.name === c)?.containerID ?? '';
@@ -134,7 +124,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     };
   }
 
-  const statefulSet = (name: string, replicas: number) => ({
+  /** An OnDelete StatefulSet spread over the nodes, its pods gated by the agent's readiness condition; extra adds to the pod spec. */
+  const statefulSet = (name: string, replicas: number, containers: V1Container[], extra: Partial<V1PodSpec> = {}) => ({
     metadata: { name, labels: { app: name } },
     spec: {
       replicas,
@@ -150,11 +141,13 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
           readinessGates: [{ conditionType: READY_CONDITION }],
           // Spread over the nodes as a real StatefulSet would be.
           topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: name } } }],
-          containers: ['app', ...SIBLINGS].map((c) => ({ name: c, image: V1, args: ['sh', '-c', APP] })),
+          ...extra,
+          containers,
         },
       },
     },
   });
+  const appContainers = () => ['app', ...SIBLINGS].map((c) => ({ name: c, image: V1, args: ['sh', '-c', APP] }));
 
   before(async function () {
     await requireRuntime(this, `the agent's DaemonSet ${AGENT_NS}/inplace-agent Ready on every node, with the InPlaceRollout CRD (scripts/kube-deploy-agent)`, async () => {
@@ -168,7 +161,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       await custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL });
     });
     ns = await createNamespace(kc, 'ipr');
-    await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('web', REPLICAS) });
+    await apps.createNamespacedStatefulSet({ namespace: ns, body: statefulSet('web', REPLICAS, appContainers()) });
     await until(`${REPLICAS} pods of web Ready`, 180_000, async () => ((await pods('web')).filter(isReady).length === REPLICAS ? true : undefined));
     // Pre-warm is covered by its own test; here the rollouts go straight to the pods.
     await createRollout('web', { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web' }, maxUnavailable: 1, prewarm: false, strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } });
@@ -493,26 +486,9 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     const next = await retag(env.sandbox.registry, served, `ipr-${randomBytes(4).toString('hex')}`);
     await apps.createNamespacedStatefulSet({
       namespace: ns,
-      body: {
-        metadata: { name: SRV },
-        spec: {
-          replicas: nodes.length,
-          serviceName: SRV,
-          podManagementPolicy: 'Parallel',
-          updateStrategy: { type: 'OnDelete' },
-          selector: { matchLabels: { app: SRV } },
-          template: {
-            metadata: { labels: { app: SRV } },
-            spec: {
-              terminationGracePeriodSeconds: 5,
-              readinessGates: [{ conditionType: READY_CONDITION }],
-              affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes }] }] } } },
-              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: SRV } } }],
-              containers: [serverContainer(served)],
-            },
-          },
-        },
-      },
+      body: statefulSet(SRV, nodes.length, [serverContainer(served)], {
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: nodes }] }] } } },
+      }),
     });
     // The pre-warm's RBAC as a user installs it (removed after, unless it was there).
     fleetRbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));

@@ -22,6 +22,15 @@ function withoutKubeconfig(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return out;
 }
 
+/**
+ * Every agent process started here that has not exited yet. A test that fails or times out before its own stop
+ * leaves its agent running; mocha's --exit ends this process, and these are killed on the way out.
+ */
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const c of live) c.kill('SIGKILL');
+});
+
 /** A running agent process. */
 export interface AgentProcess {
   child: ChildProcess;
@@ -62,8 +71,12 @@ export async function startAgent(
   let out = '';
   child.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+  live.add(child);
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.once('exit', (code, signal) => resolve({ code, signal })),
+    child.once('exit', (code, signal) => {
+      live.delete(child);
+      resolve({ code, signal });
+    }),
   );
   const readyMs = opts.readyTimeoutMs ?? 20_000;
   const deadline = Date.now() + readyMs;
@@ -108,6 +121,29 @@ export async function startAgent(
   };
 }
 
+/** The agent's exit, or undefined when it is still running after ms (so that a test never waits forever for a crash that did not come). */
+export async function exitWithin(a: AgentProcess, ms: number): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<undefined>((resolve) => (timer = setTimeout(() => resolve(undefined), ms)));
+  try {
+    return await Promise.race([a.exited, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A startAgent probe for an agent on TCP with mutual TLS: it answers ListOperations to the client certificate leaf. */
+export function mtlsProbe(address: string, ca: string, leaf: { cert: string; key: string }): () => Promise<void> {
+  return async () => {
+    const c = new AgentClient(address, 2000, { ca, cert: leaf.cert, key: leaf.key });
+    try {
+      await c.listOperations();
+    } finally {
+      c.close();
+    }
+  };
+}
+
 /** Result of one inplacectl run. */
 export interface CtlResult {
   code: number;
@@ -117,9 +153,14 @@ export interface CtlResult {
 
 /** Runs inplacectl against an agent socket (a path) or address (with a scheme or a port). */
 export function ctl(socket: string, ...args: string[]): Promise<CtlResult> {
+  const agent = socket.startsWith('/') ? `unix://${socket}` : socket;
+  return runProcess(process.execPath, [CTL, '--agent', agent, ...args]);
+}
+
+/** Runs a command to its end (env: its whole environment, default this process's); its exit code and output. */
+export function runProcess(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<CtlResult> {
   return new Promise((resolve, reject) => {
-    const agent = socket.startsWith('/') ? `unix://${socket}` : socket;
-    const child = spawn(process.execPath, [CTL, '--agent', agent, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'], ...(env ? { env } : {}) });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -22,25 +22,22 @@ export function shippedObjects(files: string[]): k8s.KubernetesObject[] {
  */
 export async function applyObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<k8s.KubernetesObject[]> {
   const api = kc.makeApiClient(k8s.KubernetesObjectApi);
-  const created: k8s.KubernetesObject[] = [];
-  for (const o of objects) {
-    try {
-      await api.create(o);
-      created.push(o);
-    } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
-      const cur = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata?.name ?? '', namespace: o.metadata?.namespace } } as k8s.KubernetesObject & { metadata: { name: string } });
-      await api.replace({ ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata?.resourceVersion } });
-    }
-  }
-  return created;
+  return createEach(kc, objects, async (o) => {
+    const cur = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata?.name ?? '', namespace: o.metadata?.namespace } } as k8s.KubernetesObject & { metadata: { name: string } });
+    await api.replace({ ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata?.resourceVersion } });
+  });
 }
 
 /**
  * Creates each object that is not there yet and leaves the ones that are as they are (on the shared cluster,
  * deploy/ as its DaemonSet was installed, perhaps from a newer branch). Returns the objects it created.
  */
-export async function ensureObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<k8s.KubernetesObject[]> {
+export function ensureObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<k8s.KubernetesObject[]> {
+  return createEach(kc, objects, async () => undefined);
+}
+
+/** Creates each object in order, calling exists for those already there (409); returns the ones it created. */
+async function createEach(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[], exists: (o: k8s.KubernetesObject) => Promise<void>): Promise<k8s.KubernetesObject[]> {
   const api = kc.makeApiClient(k8s.KubernetesObjectApi);
   const created: k8s.KubernetesObject[] = [];
   for (const o of objects) {
@@ -49,6 +46,7 @@ export async function ensureObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesO
       created.push(o);
     } catch (err) {
       if ((err as { code?: number }).code !== 409) throw err;
+      await exists(o);
     }
   }
   return created;
