@@ -223,7 +223,11 @@ export class Engine extends EventEmitter {
     if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
     // The first reads (the old containers, the pod's IP) go on while the record is written; an operation
     // that will wait behind another on its pod reads them at its turn.
-    if (this.queue.depth(pod.id) === 0) this.executor.reads.prefetch(op);
+    if (this.queue.depth(pod.id) === 0) {
+      this.executor.reads.prefetch(op);
+      // Whether each new image is present already is looked up meanwhile too (a read; a pull follows the record).
+      for (const t of containers) if (t.newImage !== t.oldImage) this.d.puller.lookAhead?.(t.newImage);
+    }
     try {
       // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
       // before the operation's first step can be journaled (so before anything is touched).

@@ -13,4 +13,9 @@ export interface EnsuredImage {
 /** Makes images present in the runtime's store (IfNotPresent semantics). */
 export interface ImagePuller {
   ensure(ref: string, opts?: { signal?: AbortSignal; onProgress?: (p: PullProgress) => void }): Promise<EnsuredImage>;
+  /**
+   * Begins looking for ref in the store (a read; nothing is pulled) for an ensure() of it that follows shortly,
+   * so that the look is off that ensure's path.
+   */
+  lookAhead?(ref: string): void;
 }

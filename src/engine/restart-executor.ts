@@ -10,7 +10,7 @@ import { FirstReader, type OldRead } from './first-reads.js';
 import { pullImages } from './image-pulls.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
 import { Paused, pausable } from './paused.js';
-import { readPodAfter } from './pod-after.js';
+import { podReadableAtStart, readPodAfter } from './pod-after.js';
 import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
 import { isTransient } from './runtime-wait.js';
@@ -41,6 +41,9 @@ export class RestartExecutor {
 
   /** Operations read back from the journal by this agent (see StepContext.resumed). */
   private readonly resumed = new Set<string>();
+
+  /** Per operation: its pod's read after the restart, begun as its last replacement starts (see podReadableAtStart). */
+  private readonly podAfter = new Map<string, Promise<Operation['podAfter']>>();
 
   /**
    * Drives op from whatever state its journal record holds to the end (replan when it waited in the queue;
@@ -127,7 +130,7 @@ export class RestartExecutor {
         return;
       }
       await podIp;
-      op.podAfter = await readPodAfter(this.d.runtime, op);
+      op.podAfter = await (this.podAfter.get(op.id) ?? readPodAfter(this.d.runtime, op));
       this.note(op, 'pod read after');
       await this.finish(op, 'Succeeded');
     } catch (err) {
@@ -137,6 +140,7 @@ export class RestartExecutor {
       await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + this.replacedNote(op), e.kind, e.reason);
     } finally {
       this.cutShort.delete(op.id);
+      this.podAfter.delete(op.id);
     }
   }
 
@@ -224,6 +228,19 @@ export class RestartExecutor {
     if (op) this.note(op, `${t.name}: ${step}`);
     t.step = step;
     t.steps.push({ step, at: this.nowIso() });
+    if (op && (step === 'Starting' || step === 'Verifying')) this.readPodEarly(op, t);
+  }
+
+  /**
+   * Begins the pod's read after the restart as its last container's replacement is started (standalone:
+   * Starting; kubelet: Verifying, the old instance stopped or the spec patched), so that the report does not
+   * wait for it (see podReadableAtStart).
+   */
+  private readPodEarly(op: Operation, t: ContainerTarget): void {
+    if (this.podAfter.has(op.id) || !podReadableAtStart(op, t)) return;
+    const read = readPodAfter(this.d.runtime, op);
+    read.catch(() => undefined); // readPodAfter says undefined on failure; this only guards an unused promise
+    this.podAfter.set(op.id, read);
   }
 
   private async save(op: Operation, sync = true, what = `${op.state} journaled`): Promise<void> {

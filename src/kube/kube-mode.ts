@@ -48,7 +48,7 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   const gates = new ReadyGates(conditions, klog);
   const dataPlane = new DataPlane(drain.proxyMetricsUrl ? new KubeProxyMetrics(drain.proxyMetricsUrl) : undefined, drain.settleMs, clock, klog);
   const drainer = new Drainer(watchedSlices(kc, clock, klog), dataPlane, clock);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, drainer, drainMetrics }, conditions);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, watched: (ns, name) => pods.get(ns, name), drainer, drainMetrics }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

@@ -40,6 +40,9 @@ import { PullQueue, type Release } from './pull-queue.js';
 import { StallWatch } from './stall-watch.js';
 import { initialFlightState, MAX_PULL_TIMEOUT_MS, type AuthKeyring, type FlightState, type PullEvent, type PullRequest, type PullService } from './types.js';
 
+/** How long a look in the store begun ahead of an ensure (lookAhead) stands for that ensure's own, ms. */
+const LOOK_AHEAD_MS = 1000;
+
 /** Defaults of the service's options (the daemon's flag defaults). */
 export const PULL_DEFAULTS = {
   maxParallel: 2,
@@ -107,6 +110,8 @@ export class ImagePullService implements PullService {
   private readonly progressIntervalMs: number;
   /** Key of the credentials' hash in flight keys: per process, so the hash cannot be looked up elsewhere. */
   private readonly authHashKey = randomBytes(32);
+  /** Looks in the store begun by lookAhead(), by normalised reference, with when each began (clock ms). */
+  private readonly looks = new Map<string, { at: number; found: Promise<Image | undefined> }>();
 
   constructor(private readonly opts: PullServiceOptions) {
     this.runtime = opts.runtime;
@@ -149,6 +154,28 @@ export class ImagePullService implements PullService {
     const onEvent = (e: PullEvent) => opts.onProgress?.({ layers: e.layers, bytesDone: e.bytesDone, bytesTotal: e.bytesTotal, extracting: e.phase === 'Extracting' });
     const s = await this.join(parsed, ref, { auth, always: false }, onEvent, opts.signal);
     return { ref, id: s.imageId, digest: s.digest, pulled: !s.alreadyPresent };
+  }
+
+  /** See ImagePuller.lookAhead: the look is taken by the next flight of ref within LOOK_AHEAD_MS. */
+  lookAhead(ref: string): void {
+    let parsed: ImageRef;
+    try {
+      parsed = parseImageRef(ref);
+    } catch {
+      return; // the request is refused with its own message
+    }
+    const now = this.clock.now();
+    // Never kept past its use: looks not taken in time are dropped.
+    for (const [k, v] of this.looks) if (now - v.at > LOOK_AHEAD_MS) this.looks.delete(k);
+    this.looks.set(parsed.original.trim(), { at: now, found: this.findPresent(parsed) });
+  }
+
+  /** A look lookAhead() began for ref no longer than LOOK_AHEAD_MS ago, taken (once). */
+  private takeLook(ref: ImageRef): Promise<Image | undefined> | undefined {
+    const key = ref.original.trim();
+    const look = this.looks.get(key);
+    this.looks.delete(key);
+    return look && this.clock.now() - look.at <= LOOK_AHEAD_MS ? look.found : undefined;
   }
 
   /** Pulls running or queued now, by normalised reference (once each). */
@@ -254,7 +281,7 @@ export class ImagePullService implements PullService {
       // Let the first caller attach before anything is sent.
       await Promise.resolve();
       if (!params.always) {
-        const present = await this.findPresent(ref);
+        const present = await (this.takeLook(ref) ?? this.findPresent(ref));
         flight.signal.throwIfAborted();
         if (present) {
           flight.succeed({ alreadyPresent: true, imageId: present.id, digest: this.repoDigestOf(ref, present) });

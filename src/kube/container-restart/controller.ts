@@ -219,20 +219,28 @@ export class ContainerRestartController {
       }
       let req: ReturnType<typeof restartRequestFor>;
       try {
-        // Before the claim: a request its creator could not make themselves is refused, nothing touched.
-        await checkRequester(cr, this.d.access, this.d.selfPod);
         req = restartRequestFor(cr, this.d.defaults);
-        trace.mark(uid, 'requester checked');
       } catch (err) {
         trace.drop(uid);
-        if (AgentError.is(err, 'Unavailable')) throw err;
-        return this.refuse(cr, err);
+        // The requester's refusal comes first, as it would without the request's own error.
+        const refused = await checkRequester(cr, this.d.access, this.d.selfPod).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
+        if (AgentError.is(refused, 'Unavailable')) throw refused;
+        return this.refuse(cr, refused ?? err);
       }
-      // The claim is written while the engine plans the request; the engine records and runs it only once the
-      // claim holds (the operation id is in the status before the journal has it, as ever).
-      const claiming = this.write(cr, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
-        (written) => (trace.mark(uid, 'claim written'), { written }),
-        (err: unknown) => ({ err }),
+      // The requester's check, then the claim, are made while the engine plans the request (which only reads);
+      // the engine records and runs it only once the claim holds. A request its creator could not make
+      // themselves is refused before it is claimed, nothing touched (the operation id is in the status before
+      // the journal has it, as ever).
+      const seen = cr;
+      const claiming: Promise<{ written: ContainerRestart } | { err: unknown } | { refused: unknown }> = checkRequester(seen, this.d.access, this.d.selfPod).then(
+        () => {
+          trace.mark(uid, 'requester checked');
+          return this.write(seen, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
+            (written) => (trace.mark(uid, 'claim written'), { written }),
+            (err: unknown) => ({ err }),
+          );
+        },
+        (refused: unknown) => ({ refused }),
       );
       const holds = (c: ContainerRestart) => c.status?.operationId === uid && this.mine(c);
       this.keyByOp.set(uid, key);
@@ -243,6 +251,12 @@ export class ContainerRestartController {
         planError = err;
       }
       const claim = await claiming;
+      if ('refused' in claim) {
+        this.keyByOp.delete(uid);
+        trace.drop(uid);
+        if (AgentError.is(claim.refused, 'Unavailable')) throw claim.refused;
+        return this.refuse(cr, claim.refused);
+      }
       if ('err' in claim) throw claim.err;
       cr = claim.written;
       if (!holds(cr)) {

@@ -20,6 +20,11 @@ export interface ClaimDeps {
   runtime: Runtime;
   events: PodEvents;
   log: Logger;
+  /**
+   * This node's pods as its watch last saw them (NodePods.get), when there is such a watch: a pod found there is
+   * not read from the API server again before the claim.
+   */
+  watched?: (namespace: string, name: string) => V1Pod | undefined;
 }
 
 /** Claims kubelet-managed containers, and records the pull events of the operations that change their images. */
@@ -36,7 +41,7 @@ export class KubeletClaims {
     const [ns, name] = splitName(pod.name);
     let apiPod: V1Pod;
     try {
-      apiPod = await this.d.cache.read(ns, name);
+      apiPod = this.fromWatch(ns, name, uid) ?? (await this.d.cache.read(ns, name));
     } catch (err) {
       if (!AgentError.is(err, 'NotFound')) throw err;
       throw new AgentError('FailedPrecondition', `pod ${pod.name} is managed by a kubelet but the API server does not know it; nothing was touched`, { reason: R.PodNotInApiServer });
@@ -61,6 +66,18 @@ export class KubeletClaims {
       target.newImage = req.images[target.name] ?? target.current.image;
     }
     return true;
+  }
+
+  /**
+   * The pod as this node's watch holds it, when it is the instance the runtime runs (uid), remembered as the
+   * latest read: the API server's own view, a watch event old at most, with no request on the way to the claim.
+   * Undefined (the pod is read) when the watch has no such pod yet (one just created, or another instance).
+   */
+  private fromWatch(ns: string, name: string, uid: string): V1Pod | undefined {
+    const pod = this.d.watched?.(ns, name);
+    if (!pod || (pod.metadata?.annotations?.['kubernetes.io/config.mirror'] ?? pod.metadata?.uid) !== uid) return undefined;
+    this.d.cache.remember(ns, name, pod);
+    return pod;
   }
 
   /**

@@ -10,6 +10,7 @@
 // stop), never stops twice (Stopping resumed stops only a container still running after its grace period),
 // and finishes the operation.
 import type { EventEmitter } from 'node:events';
+import type { V1Pod } from '../client.js';
 import { AgentError, asAgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
@@ -54,6 +55,8 @@ export interface KubeletStrategyDeps {
   pollMs?: number;
   /** This node's pods (NodePods): emits 'pod' (V1Pod) on every change; verifying then waits on it, not a timer. */
   pods?: Pick<EventEmitter, 'on' | 'off'>;
+  /** This node's pods as that watch last saw them (NodePods.get): a claim takes the pod from there when it can. */
+  watched?: (namespace: string, name: string) => V1Pod | undefined;
   /** Drains addresses (default: slices listed through api, and the settle time as the data plane's wait). */
   drainer?: Drainer;
   /** Where each part of a drain reports how long it took (inplace_drain_duration_seconds). */
@@ -79,7 +82,7 @@ export class KubeletStrategy implements RestartStrategy {
   ) {
     const pollMs = d.pollMs ?? (d.pods ? WATCHED_POLL_MS : 200);
     this.cache = new PodCache(d.api, d.clock, d.log);
-    this.claims = new KubeletClaims({ cache: this.cache, runtime: d.runtime, events: d.events, log: d.log });
+    this.claims = new KubeletClaims({ cache: this.cache, runtime: d.runtime, events: d.events, log: d.log, watched: d.watched });
     const writer = conditions ?? new ConditionWriter(d.api, d.clock, d.log);
     this.report = new RestartReport({ api: d.api, conditions: writer, events: d.events, log: d.log });
     const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
@@ -111,7 +114,8 @@ export class KubeletStrategy implements RestartStrategy {
     ctx.trace('pod at hand');
     const spec = specContainer(pod, t.name)?.container;
     // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
-    // are written once the next journaled step's side effect is under way, and nothing waits for them.
+    // are written once the next journaled step's side effect is under way (the stop issued, the patch
+    // answered), and nothing waits for them.
     let announce: (() => void) | undefined;
     const announced = () => {
       announce?.();
@@ -173,13 +177,13 @@ export class KubeletStrategy implements RestartStrategy {
           case 'Stopped':
             await enter('Verifying');
             break;
-          case 'Patching': {
-            const patching = this.actions.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
+          case 'Patching':
+            // The announcement's writes (a status patch, Events) follow the patch's answer: sent with it, they
+            // would queue at the API server beside it.
+            await this.actions.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
             announced();
-            await patching;
             ctx.mark('Patched');
             break;
-          }
           case 'Patched':
             await enter('Verifying');
             break;

@@ -23,8 +23,12 @@ function asideName(name: string, tag: string): string {
 /** The old container steps aside and the replacement takes its name. */
 export async function swapNames(r: Renamer, s: NameSwap): Promise<void> {
   if (!s.name) return;
-  await renameIfNeeded(r, s.oldId, asideName(s.name, s.tag));
-  if (s.newId) await renameIfNeeded(r, s.newId, s.name);
+  // Both names are read at once (this runs between the stop and the start: one round trip, not two); renaming
+  // the old container does not change the replacement's name.
+  const [oldName, newName] = await Promise.all([r.nameOf(s.oldId), s.newId ? r.nameOf(s.newId) : undefined]);
+  const aside = asideName(s.name, s.tag);
+  if (oldName !== undefined && oldName !== aside) await r.rename(s.oldId, aside);
+  if (s.newId && newName !== undefined && newName !== s.name) await r.rename(s.newId, s.name);
 }
 
 /** The replacement goes back to its temporary name and the old container gets its name back. */
