@@ -14,6 +14,9 @@ import type { Logger } from '../log.js';
 import { Follower, type FollowerDeps, type FollowSpec } from '../kube/list-follower.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../fleet/types.js';
+import type { AccessAnswer } from '../kube/access-review.js';
+import type { Permission } from '../kube/request-permissions.js';
+import type { Requester } from '../kube/requester.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
 
@@ -224,6 +227,11 @@ export class RolloutCache implements RolloutView {
   async deletePrewarm(name: string): Promise<void> {
     await this.api.deletePrewarm(name);
     this.kind('pw').set(`/${name}`, { deleted: true, at: this.clock.now() });
+  }
+
+  /** Asked of the API server every time: an answer about rights is never cached. */
+  review(requester: Requester, p: Permission): Promise<AccessAnswer> {
+    return this.api.review(requester, p);
   }
 
   // ------------------------------------------------------------------------------------------ inside
