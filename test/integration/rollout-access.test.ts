@@ -22,10 +22,10 @@ import { agentKubeconfig } from '../support/kube-shipped-rbac.js';
 import { applyDeployFiles, deleteClusterRules, deployObjects, failure, POLICY_FILES, until, userWithRules, type TestUser } from '../support/kube-users.js';
 import { TRAP_TERM_APP } from '../support/kube-web-pod.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { AGENT_NS, agentOnEveryNode, rolloutSettled } from '../support/rollout-wait.js';
 
 const run = promisify(execFile);
 const env = kubeEnv();
-const AGENT_NS = 'inplace-system';
 const V1 = env.sandbox.images.appV1;
 const V2 = env.sandbox.images.appV2;
 const IPR = { group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL };
@@ -59,11 +59,9 @@ describe("InPlaceRollout and its requester's rights (the DaemonSet's agents, rea
   let ns = '';
   const users: Record<string, TestUser> = {};
   let narrowed = false;
-  let last = '';
 
   const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
   const readPod = () => core.readNamespacedPod({ name: 'web-0', namespace: ns });
-  const rollout = async (name: string) => (await custom.getNamespacedCustomObject({ ...IPR, namespace: ns, name })) as InPlaceRollout;
   const restartsOf = async (uid: string) =>
     ((await custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns, labelSelector: `${ROLLOUT_LABEL}=${uid}` })) as { items: ContainerRestart[] }).items;
   const stsRevision = async () => (await apps.readNamespacedStatefulSet({ name: 'web', namespace: ns })).status?.updateRevision ?? '';
@@ -90,19 +88,7 @@ describe("InPlaceRollout and its requester's rights (the DaemonSet's agents, rea
   };
 
   /** The rollout's status once the coordinator has seen its generation and the workload's revision, in one of the phases. */
-  async function settled(name: string, phases: string[], ms = 120_000): Promise<InPlaceRollout> {
-    return until(
-      `rollout ${name} to reach ${phases.join('|')}`,
-      ms,
-      async () => {
-        const r = await rollout(name);
-        last = JSON.stringify(r.status);
-        if (r.status?.observedGeneration !== r.metadata.generation || r.status?.updateRevision !== (await stsRevision())) return undefined;
-        return phases.includes(r.status?.phase ?? '') ? r : undefined;
-      },
-      () => last,
-    );
-  }
+  const settled = (name: string, phases: string[]) => rolloutSettled(admin, ns, name, phases, stsRevision, 120_000);
 
   const deleteRollout = (name: string) => custom.deleteNamespacedCustomObject({ ...IPR, namespace: ns, name }).catch(() => undefined);
 
@@ -112,9 +98,7 @@ describe("InPlaceRollout and its requester's rights (the DaemonSet's agents, rea
       core = admin.makeApiClient(k8s.CoreV1Api);
       apps = admin.makeApiClient(k8s.AppsV1Api);
       custom = admin.makeApiClient(k8s.CustomObjectsApi);
-      const nodes = (await core.listNode()).items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name ?? '');
-      const agents = (await core.listNamespacedPod({ namespace: AGENT_NS, labelSelector: 'app.kubernetes.io/name=inplace-agent' })).items.filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-      for (const n of nodes) if (!agents.some((p) => p.spec?.nodeName === n)) throw new Error(`no Ready agent on node ${n}`);
+      await agentOnEveryNode(admin);
     });
     // This checkout's CRDs and policies (other suites may have applied older ones to the shared cluster).
     await applyCrd(admin);
