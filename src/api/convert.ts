@@ -282,7 +282,8 @@ export function pullEventView(e: PullEvent, pinRequested: boolean): Record<strin
   if (e.queuePosition > 0) v.queuePosition = e.queuePosition;
   if (e.phase !== 'Queued') v.bytesDone = e.bytesDone;
   if (e.bytesTotal > 0) v.bytesTotal = e.bytesTotal;
-  if (e.layers.length > 0) v.layers = e.layers;
+  // A layer's total is 0 until the runtime knows it: unknown, so left out rather than said to be 0.
+  if (e.layers.length > 0) v.layers = e.layers.map((l) => (l.total > 0 ? l : { id: l.id, status: l.status, current: l.current }));
   if (e.digest) v.digest = e.digest;
   if (e.imageId) v.imageId = e.imageId;
   if (e.error) v.error = e.error;

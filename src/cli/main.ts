@@ -8,5 +8,11 @@ process.removeAllListeners('warning');
 process.on('warning', (w: Error & { code?: string }) => {
   if (w.code !== 'DEP0123') process.stderr.write(`inplacectl: warning: ${w.name}: ${w.message}\n`);
 });
+// A reader that goes away (`inplacectl restart ... | head`) ends the output, not the program with a stack trace;
+// an operation it started goes on in the agent (`inplacectl ops` finds it).
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(0);
+});
 const code = await main(process.argv);
 process.exit(code);

@@ -108,26 +108,6 @@ export class ProgressPrinter {
   next(op: OperationView): string[] {
     const out: string[] = [];
     let last: string | undefined;
-    if (op.state !== this.state) {
-      const backFromVerify = this.state === 'Verifying' && op.state === 'Recreating';
-      const repeat = op.state === 'Recreating' && this.recreatingShown;
-      // Verifying is a container's step, printed with that container.
-      if (!backFromVerify && !repeat && op.state !== 'Verifying') {
-        const line = `${at(op, op.updatedAt)}  ${stateText(op.state)}`;
-        // An end is printed after the steps that led to it; any other state before the steps it began.
-        if (isFinishedState(op.state)) last = line;
-        else out.push(line);
-      }
-      if (op.state === 'Recreating') this.recreatingShown = true;
-      this.state = op.state;
-    }
-    for (const p of op.pulls ?? []) {
-      const before = this.pulls.get(p.image);
-      if (before && before.done === p.done && before.bytesDone === p.bytesDone) continue;
-      this.pulls.set(p.image, { done: p.done, bytesDone: p.bytesDone });
-      if (p.done) out.push(`${at(op, op.updatedAt)}    ${p.image}: ${p.pulled ? `pulled${p.bytesTotal ? ` (${formatBytes(p.bytesTotal)})` : ''}` : 'present'}`);
-      else if (p.bytesDone > 0) out.push(`${at(op, op.updatedAt)}    ${p.image}: ${formatBytes(p.bytesDone)}${p.bytesTotal ? ` / ${formatBytes(p.bytesTotal)}` : ''}`);
-    }
     // New steps of every container, merged by the time they were journaled (containers run one at a time).
     const fresh: { t: number; i: number; line: string }[] = [];
     op.containers.forEach((c, ci) => {
@@ -139,6 +119,29 @@ export class ProgressPrinter {
       this.printedSteps.set(c.name, c.steps.length);
     });
     fresh.sort((a, b) => a.t - b.t || a.i - b.i);
+    if (op.state !== this.state) {
+      const backFromVerify = this.state === 'Verifying' && op.state === 'Recreating';
+      const repeat = op.state === 'Recreating' && this.recreatingShown;
+      // Verifying is a container's step, printed with that container.
+      if (!backFromVerify && !repeat && op.state !== 'Verifying') {
+        // An end is printed after the steps that led to it, at its finish; any other state before the steps it
+        // began, no later than the first of them (the record's updatedAt is its last write, not the state's start).
+        if (isFinishedState(op.state)) last = `${at(op, op.finishedAt || op.updatedAt)}  ${stateText(op.state)}`;
+        else {
+          const began = Math.min(Date.parse(op.updatedAt), fresh[0]?.t ?? Infinity);
+          out.push(`${at(op, new Date(began).toISOString())}  ${stateText(op.state)}`);
+        }
+      }
+      if (op.state === 'Recreating') this.recreatingShown = true;
+      this.state = op.state;
+    }
+    for (const p of op.pulls ?? []) {
+      const before = this.pulls.get(p.image);
+      if (before && before.done === p.done && before.bytesDone === p.bytesDone) continue;
+      this.pulls.set(p.image, { done: p.done, bytesDone: p.bytesDone });
+      if (p.done) out.push(`${at(op, op.updatedAt)}    ${p.image}: ${p.pulled ? `pulled${p.bytesTotal ? ` (${formatBytes(p.bytesTotal)})` : ''}` : 'present'}`);
+      else if (p.bytesDone > 0) out.push(`${at(op, op.updatedAt)}    ${p.image}: ${formatBytes(p.bytesDone)}${p.bytesTotal ? ` / ${formatBytes(p.bytesTotal)}` : ''}`);
+    }
     out.push(...fresh.map((f) => f.line));
     if (last) out.push(last);
     return out;

@@ -196,7 +196,8 @@ function ordered(w: WorkloadView, pods: PodView[], partition: number): { order: 
   return { order, inScope: new Set(order.slice(0, Math.max(0, order.length - partition)).map((p) => p.name)) };
 }
 
-function condition(prev: InPlaceRolloutStatus | undefined, next: Omit<RolloutCondition, 'lastTransitionTime'>, now: string): RolloutCondition {
+/** The condition next, keeping its lastTransitionTime from prev while its status stays the same. */
+export function condition(prev: InPlaceRolloutStatus | undefined, next: Omit<RolloutCondition, 'lastTransitionTime'>, now: string): RolloutCondition {
   const old = prev?.conditions?.find((c) => c.type === next.type);
   const lastTransitionTime = old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : now;
   return { ...next, lastTransitionTime };

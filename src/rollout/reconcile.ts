@@ -4,9 +4,11 @@
 import { AgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
+import { recordedRequester } from '../kube/requester.js';
 import { podViews, prewarmFromRecords, prewarmView, restartViews, revisionViews, REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION, selectorOf, workloadView } from './observe.js';
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, prewarmName, targetRevision, type Plan, type PlanInput, type RolloutAction } from './plan.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
+import { guardPlan } from './rollout-access.js';
 import { targetHolder } from './target-claim.js';
 import { sameJson } from './template-diff.js';
 import { IPR_GROUP, IPR_KIND, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
@@ -57,10 +59,11 @@ export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InP
   };
 }
 
-/** The ContainerRestart of one pod update, owned by the rollout. */
+/** The ContainerRestart of one pod update, owned by the rollout, asked for by the rollout's requester. */
 export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction, { kind: 'restart' }>): ContainerRestart {
   const s = rollout.spec.strategy ?? {};
   const minReady = s.minReadySeconds ?? 0;
+  const requester = recordedRequester(rollout.spec);
   return {
     apiVersion: `${CR_GROUP}/${CR_VERSION}`,
     kind: CR_KIND,
@@ -82,6 +85,7 @@ export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction,
         failurePolicy: s.failurePolicy === 'Pause' ? 'Fail' : 'Rollback',
       },
       activeDeadlineSeconds: minReady + (rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS),
+      ...(requester ? { requester } : {}),
     },
   };
 }
@@ -109,6 +113,7 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | unde
       return;
     case 'prewarm':
       try {
+        const requester = recordedRequester(rollout.spec);
         await d.api.createPrewarm({
           metadata: { name: a.name, labels: { [ROLLOUT_LABEL]: rollout.metadata.uid ?? '' } } as { name: string },
           spec: {
@@ -117,6 +122,7 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | unde
             maxParallelNodes: PREWARM_PARALLEL_NODES,
             backoffLimit: PREWARM_BACKOFF_LIMIT,
             activeDeadlineSeconds: rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS,
+            ...(requester ? { requester } : {}),
           },
         });
         d.log.info('rollout: pre-warm created', { rollout: key, prewarm: a.name, images: a.images.join(',') });
@@ -129,7 +135,8 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | unde
 /** One round: observe, plan, act, write the status. `all` is every rollout of the round. Returns the plan. */
 export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout, all: InPlaceRollout[] = [rollout]): Promise<Plan> {
   const { input, workload } = await observe(d.api, rollout, all, d.nowMs());
-  const plan = planRollout(input);
+  // Nothing is done that the rollout's requester could not do (rollout-access.ts).
+  const plan = await guardPlan(d.api, rollout, planRollout(input), d.nowMs());
   for (const a of plan.actions) {
     if (!d.leading()) return plan;
     await act(d, rollout, workload, a);

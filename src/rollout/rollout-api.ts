@@ -3,6 +3,8 @@
 // for a 404.
 import * as k8s from '../kube/client.js';
 import { apiStatusCode, kubeError } from '../kube/api-error.js';
+import { SubjectAccessReviewer, type AccessAnswer, type AccessReviewer } from '../kube/access-review.js';
+import type { Permission } from '../kube/request-permissions.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../fleet/types.js';
@@ -14,11 +16,11 @@ const FIELD_MANAGER = 'inplace-agent-rollout';
 /** A StatefulSet or DaemonSet. */
 export type Workload = { kind: 'StatefulSet'; obj: k8s.V1StatefulSet } | { kind: 'DaemonSet'; obj: k8s.V1DaemonSet };
 
-/** The rollout's view of the API server. */
-export interface RolloutApi {
+/** The rollout's view of the API server; as an AccessReviewer, it asks whether a rollout's requester holds a permission. */
+export interface RolloutApi extends AccessReviewer {
   listRollouts(namespace?: string): Promise<InPlaceRollout[]>;
   getRollout(namespace: string, name: string): Promise<InPlaceRollout | undefined>;
-  /** Merge-patches the spec (pause, resume). */
+  /** Merge-patches the spec (pause, resume), recording this client's user as the requester (who writes the spec asks for the rollout). */
   patchRolloutSpec(namespace: string, name: string, spec: Partial<InPlaceRollout['spec']>): Promise<InPlaceRollout>;
   /** Replaces the status at the object's resourceVersion (409 when it moved on). */
   writeRolloutStatus(rollout: InPlaceRollout, status: InPlaceRolloutStatus): Promise<InPlaceRollout>;
@@ -27,7 +29,7 @@ export interface RolloutApi {
   listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]>;
   /** The ContainerRestarts carrying the rollout's label. */
   listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]>;
-  /** Creates it and answers it as created; a 409 (it exists) throws Aborted. */
+  /** Creates it, with the requester it carries (the rollout's), and answers it as created; a 409 (it exists) throws Aborted. */
   createRestart(cr: ContainerRestart): Promise<ContainerRestart>;
   /** Patches the pod's labels and annotations (null removes), only if it is still the pod with this uid; answers the pod as patched. */
   patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<k8s.V1Pod>;
@@ -68,8 +70,9 @@ export class KubeRolloutApi implements RolloutApi {
   private readonly custom: k8s.CustomObjectsApi;
   private readonly core: k8s.CoreV1Api;
   private readonly apps: k8s.AppsV1Api;
-  /** The agent's own identity, recorded as the requester of what it creates (see requester.ts). */
+  /** This client's own identity, written as the requester of the spec patches it sends (see requester.ts). */
   private readonly self: () => Promise<Requester>;
+  private readonly reviewer: SubjectAccessReviewer;
 
   constructor(kc: k8s.KubeConfig) {
     let self: Promise<Requester> | undefined;
@@ -79,6 +82,7 @@ export class KubeRolloutApi implements RolloutApi {
         self = undefined;
         throw err;
       }));
+    this.reviewer = new SubjectAccessReviewer(kc);
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
@@ -99,7 +103,14 @@ export class KubeRolloutApi implements RolloutApi {
     return orUndefined(`get InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ ...this.base(namespace), name })) as InPlaceRollout);
   }
 
+  review(requester: Requester, p: Permission): Promise<AccessAnswer> {
+    return this.reviewer.review(requester, p);
+  }
+
   async patchRolloutSpec(namespace: string, name: string, spec: Partial<InPlaceRollout['spec']>): Promise<InPlaceRollout> {
+    // Where deploy/admission-requester.yaml is installed it writes the same; where only the validating policy is,
+    // a spec written by someone other than its recorded requester would be refused without this.
+    spec = { ...spec, requester: await this.self() };
     return call(`patch InPlaceRollout ${namespace}/${name}`, async () =>
       (await this.custom.patchNamespacedCustomObject({ ...this.base(namespace), name, body: { spec }, fieldManager: 'inplacectl' }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))) as InPlaceRollout,
     );
@@ -134,10 +145,8 @@ export class KubeRolloutApi implements RolloutApi {
 
   async createRestart(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
-    // The agent asks in its own name (deploy/admission-requester.yaml writes the same where it is installed).
-    const body = { ...cr, spec: { ...cr.spec, requester: cr.spec.requester ?? (await this.self()) } };
     return (await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
-      this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body, fieldManager: FIELD_MANAGER }),
+      this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body: cr, fieldManager: FIELD_MANAGER }),
     )) as ContainerRestart;
   }
 
@@ -166,7 +175,7 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   async createPrewarm(pw: ImagePrewarm): Promise<ImagePrewarm> {
-    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw, spec: { ...pw.spec, requester: pw.spec.requester ?? (await this.self()) } };
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw };
     return (await call(`create ImagePrewarm ${pw.metadata.name}`, () =>
       this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }),
     )) as ImagePrewarm;

@@ -1,5 +1,6 @@
 // The InPlaceRollout custom resource (deploy/crds/inplacerollout.yaml), as plain TypeScript types. The object
 // holds policy only: the desired state stays in the target workload's template.
+import type { Requester } from '../kube/requester.js';
 
 /** API group and version of the resource. */
 export const IPR_GROUP = 'inplace-agent.io';
@@ -38,6 +39,8 @@ export interface InPlaceRolloutSpec {
   fallback?: RolloutFallback;
   /** How long one pod may take to be updated and ready (after minReadySeconds). Default 600. */
   progressDeadlineSeconds?: number;
+  /** Who asked for the rollout (whoever last wrote the spec; written at admission): it acts only within their rights (rollout-access.ts). */
+  requester?: Requester;
 }
 
 /** A pod the rollout failed on. */

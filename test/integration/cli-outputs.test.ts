@@ -1,8 +1,9 @@
 // inplacectl as a new user meets it, against a real agent on the sandbox's containerd 1.6 (CRI): progress that
 // prints every journaled step once and in order, a watch that replays what happened before it joined, a
 // cancel during verification printed as what happened, one-sentence failures, JSON that invents nothing,
-// an unknown pod named as such, containers in a stable order, and the agent's version.
+// an unknown pod named as such, containers in a stable order, the agent's version, and a reader that goes away.
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { AgentClient } from '../../src/api/client.js';
 import { stepText } from '../../src/cli/progress.js';
@@ -11,7 +12,7 @@ import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
-import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
+import { CTL, ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = sandboxEnv();
@@ -87,6 +88,30 @@ describe('inplacectl as a new user meets it (containerd 1.6 CRI, real agent)', f
       const got = await ctl(agent.socket, '-o', 'json', 'get', id);
       assertEveryStepOnce(res.stdout, JSON.parse(got.stdout) as JsonOp);
       assert.doesNotMatch(res.stdout, /removingold|rolledback/, 'phases are words');
+      const times = [...res.stdout.matchAll(/^ +([0-9.]+)(ms|s) {2}/gm)].map((m) => Number(m[1]) * (m[2] === 's' ? 1000 : 1));
+      assert.ok(times.length >= 4 && times.every((t, k) => k === 0 || t >= times[k - 1]!), `times never run backwards:\n${res.stdout}`);
+    }
+  });
+
+  it('restart whose reader goes away (| head) exits quietly; the operation goes on in the agent', async () => {
+    const p = await pod('pipe');
+    // The read end is closed before inplacectl (a fresh node process) can print anything: its writes get EPIPE.
+    const child = spawn(process.execPath, [CTL, '--agent', `unix://${agent.socket}`, 'restart', p.name, 'app', '--min-ready', '0s'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.destroy();
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    assert.equal(stderr, '', 'no stack trace');
+    assert.equal(code, 0);
+    const c = new AgentClient(`unix://${agent.socket}`);
+    try {
+      const ops = await c.listOperations(p.podId);
+      assert.equal(ops.length, 1);
+      let last;
+      for await (const o of c.watchOperation(ops[0]!.id)) last = o;
+      assert.equal(last?.state, 'Succeeded', last?.error);
+    } finally {
+      c.close();
     }
   });
 

@@ -22,6 +22,7 @@ import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout,
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
+import { agentOnEveryNode, rolloutSettled } from '../support/rollout-wait.js';
 import { applyObjects, deleteObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -71,20 +72,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
   const stsRevision = async (name: string) => (await apps.readNamespacedStatefulSet({ name, namespace: ns })).status?.updateRevision ?? '';
 
   /** The rollout's status once it has seen the workload's current revision and reached one of the phases. */
-  async function settled(name: string, phases: string[], revision?: () => Promise<string>, ms = 240_000): Promise<InPlaceRollout> {
-    return until(
-      `rollout ${name} to reach ${phases.join('|')}`,
-      ms,
-      async () => {
-        const r = await rollout(name);
-        last = JSON.stringify(r.status);
-        if (r.status?.observedGeneration !== r.metadata.generation) return undefined;
-        if (revision && r.status?.updateRevision !== (await revision())) return undefined;
-        return phases.includes(r.status?.phase ?? '') ? r : undefined;
-      },
-      () => last,
-    );
-  }
+  const settled = (name: string, phases: string[], revision?: () => Promise<string>, ms?: number) => rolloutSettled(kc, ns, name, phases, revision, ms);
 
   /** Follows the pods of app and the ContainerRestarts of the namespace: the most pods unready at once, and the order of updates. */
   async function sample(app: string, expected: number) {
@@ -155,9 +143,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       core = kc.makeApiClient(CoreV1Api);
       apps = kc.makeApiClient(AppsV1Api);
       custom = kc.makeApiClient(CustomObjectsApi);
-      nodes = (await core.listNode()).items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name ?? '');
-      const agents = (await core.listNamespacedPod({ namespace: AGENT_NS, labelSelector: 'app.kubernetes.io/name=inplace-agent' })).items.filter((p) => isReady(p) && !p.metadata?.deletionTimestamp);
-      for (const n of nodes) if (!agents.some((p) => p.spec?.nodeName === n)) throw new Error(`no Ready agent on node ${n}`);
+      nodes = await agentOnEveryNode(kc);
       await custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL });
     });
     ns = await createNamespace(kc, 'ipr');

@@ -8,7 +8,8 @@ import { AgentClient } from '../../src/api/client.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const DAEMON = path.join(root, 'dist/src/daemon/main.js');
-const CTL = path.join(root, 'dist/src/cli/main.js');
+/** The built inplacectl. */
+export const CTL = path.join(root, 'dist/src/cli/main.js');
 
 /**
  * The test's environment without a kubeconfig (INPLACE_AGENT_KUBECONFIG would switch the agent into Kubernetes

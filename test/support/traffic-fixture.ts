@@ -52,7 +52,10 @@ export function serverContainer(image: string) {
     imagePullPolicy: 'IfNotPresent',
     command: ['/usr/local/bin/node', '-e', SERVER_JS],
     ports: [{ containerPort: SERVER_PORT }],
-    readinessProbe: { httpGet: { path: '/', port: SERVER_PORT }, periodSeconds: 1, failureThreshold: 1 },
+    // One probe timing out on a loaded node must not take a replica out: with three of four drained at once, the
+    // fourth is the Service's only endpoint, and one failed probe emptied it (kube-proxy then held it empty for a
+    // minSyncPeriod). A stopped container is unready at once whatever the threshold; a new one is ready at its first success.
+    readinessProbe: { httpGet: { path: '/', port: SERVER_PORT }, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 3 },
   };
 }
 

@@ -1,9 +1,9 @@
 // What the data plane did during one traffic round, so that a round with failed requests explains itself: the
 // node's kube-proxy sync metrics (sampled every 50 ms), the Service's rules in the nat table (iptables-save every
 // 100 ms: which pod addresses its KUBE-SVC chain sends to, whether its ClusterIP and NodePort rules are there),
-// and the refused connections conntrack still holds (state CLOSE, kept 10 s: whether the refusal came from a
-// pod, and which, or from the host itself because no rule translated the address). Printed beside the clients'
-// failures and the operations' steps on one clock (epoch ms). Read-only: it never changes a rule or an entry.
+// and the conntrack entries of the clients' connections that are not closing normally (a refused connection leaves
+// none; an entry that stays decides where a new connection from the same client port goes, whatever the rules say:
+// to which pod, or to the host itself). Printed beside the clients' failures and the operations' steps on one clock (epoch ms). Read-only: it never changes a rule or an entry.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs/promises';
 import { promisify } from 'node:util';
@@ -16,7 +16,9 @@ const exec = promisify(execFile);
 const METRICS_EVERY_MS = 50;
 /** How often the nat table is read. */
 const RULES_EVERY_MS = 100;
-/** How often conntrack is read (a refused connection stays there 10 s in state CLOSE). */
+/** An iptables-save that takes longer is given up (the trace must never hold a round up). */
+const IPTABLES_SAVE_TIMEOUT_MS = 5000;
+/** How often conntrack is read. */
 const CONNTRACK_EVERY_MS = 2000;
 
 /** The Service whose data plane is traced. */
@@ -44,8 +46,11 @@ export interface DataPlaneTrace {
 /** What a trace saw. */
 export interface DataPlaneRecord {
   events: TraceEvent[];
-  /** Refused connections to the Service's addresses (conntrack entries in state CLOSE). */
-  refused: RefusedEntry[];
+  /**
+   * Conntrack entries of the clients' connections in any state but TIME_WAIT that were seen in two reads (2 s
+   * apart; a request lasts milliseconds) or in SYN_SENT, SYN_RECV or CLOSE: where a reused client port would go.
+   */
+  stray: StrayEntry[];
 }
 
 /** The Service's rules in one iptables-save of the nat table. */
@@ -60,35 +65,60 @@ export function serviceRules(natTable: string, s: TracedService): { endpoints: s
   return { endpoints: endpoints.sort(), clusterIpRule: svcChain !== undefined, nodePortRule };
 }
 
-/** One refused connection in conntrack: which client, from which local port, refused by whom. */
-export interface RefusedEntry {
+/** A conntrack entry of a client's connection that is not closing normally (any state but TIME_WAIT). */
+export interface StrayEntry {
   client: 'clusterIp' | 'nodePort';
+  state: string;
   /** The client's port (the original tuple's source port). */
   port: number;
-  /** Where the refusal came from: a pod's address, or the host itself. */
-  from: string;
+  /** Where the entry sends the connection: a pod's address, or the host itself (no rule translated it). */
+  to: string;
 }
 
-/** Refused connections (state CLOSE) to the Service's addresses in /proc/net/nf_conntrack text, keyed by client, source port and reply source. */
-export function refusedEntries(conntrack: string, s: TracedService): Map<string, RefusedEntry> {
-  const out = new Map<string, RefusedEntry>();
+/**
+ * Conntrack entries (/proc/net/nf_conntrack text) of connections to the Service's addresses in any state but
+ * TIME_WAIT, keyed by client, port, state and destination. A connection refused outright leaves none (its entry
+ * goes with the RST); what stays says where a new connection from the same client port would be sent: a SYN on an
+ * entry in SYN_SENT (or ESTABLISHED to CLOSE_WAIT) follows that entry's translation, not the rules.
+ */
+export function strayEntries(conntrack: string, s: TracedService): Map<string, StrayEntry> {
+  const out = new Map<string, StrayEntry>();
   for (const line of conntrack.split('\n')) {
-    if (!line.includes(' tcp ') || !/\sCLOSE\s/.test(line)) continue;
+    const state = / tcp +6 +\d+ ([A-Z_]+) /.exec(line)?.[1];
+    if (!state || state === 'TIME_WAIT') continue;
     const tuples = [...line.matchAll(/src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)/g)];
     if (tuples.length < 2) continue;
     const [orig, reply] = tuples as [RegExpMatchArray, RegExpMatchArray];
     const client = orig[2] === s.clusterIp && Number(orig[4]) === s.port ? 'clusterIp' : orig[2] === s.nodeIp && Number(orig[4]) === s.nodePort ? 'nodePort' : undefined;
     if (!client) continue;
-    const from = reply[1] === orig[2] && reply[3] === orig[4] ? 'the host itself (no rule translated it)' : `${reply[1]}:${reply[3]}`;
-    out.set(`${client} ${orig[1]}:${orig[3]} ${from}`, { client, port: Number(orig[3]), from });
+    const to = reply[1] === orig[2] && reply[3] === orig[4] ? 'the host itself' : `${reply[1]}:${reply[3]}`;
+    out.set(`${client} ${orig[3]} ${state} ${to}`, { client, state, port: Number(orig[3]), to });
   }
   return out;
+}
+
+/**
+ * Waits (at most ms) until the nat table sends the Service's ClusterIP and NodePort to `endpoints` pod addresses.
+ * Until kube-proxy has the Service's endpoints, its NodePort rejects connections from this host (filter INPUT,
+ * after the connection's conntrack entry was confirmed on the way out), and each such connection leaves an entry
+ * without translation in SYN_SENT for 120 s: a later connection from the same client port follows that entry to
+ * the host itself and is refused, whatever the rules say by then. So no client is started before this.
+ */
+export async function waitForRules(s: TracedService, endpoints: number, ms = 60_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20, timeout: IPTABLES_SAVE_TIMEOUT_MS });
+    const r = serviceRules(stdout, s);
+    if (r.clusterIpRule && r.nodePortRule && r.endpoints.length === endpoints) return;
+    if (Date.now() > deadline) throw new Error(`kube-proxy's rules for ${s.namespace}/${s.name} after ${ms} ms: ${JSON.stringify(r)}, want ${endpoints} endpoints`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
 }
 
 /** Starts tracing the data plane of a Service (kube-proxy's metrics at metricsUrl, the nat table, conntrack). */
 export function traceDataPlane(metricsUrl: string, s: TracedService): DataPlaneTrace {
   const events: TraceEvent[] = [];
-  const refused = new Map<string, RefusedEntry>();
+  const seen = new Map<string, { entry: StrayEntry; reads: number }>();
   let running = true;
   let lastSync = 0;
   let lastQueued = 0;
@@ -116,14 +146,14 @@ export function traceDataPlane(metricsUrl: string, s: TracedService): DataPlaneT
     lastQueued = queued;
   };
   const rules = async () => {
-    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20 });
+    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20, timeout: IPTABLES_SAVE_TIMEOUT_MS });
     const r = serviceRules(stdout, s);
     const text = `rules of ${s.namespace}/${s.name}: ${r.clusterIpRule ? '' : 'NO ClusterIP rule; '}${r.nodePortRule ? '' : 'NO NodePort rule; '}endpoints [${r.endpoints.join(' ')}]`;
     if (text !== lastRules) note(text);
     lastRules = text;
   };
   const conntrack = async () => {
-    for (const [k, v] of refusedEntries(await fs.readFile('/proc/net/nf_conntrack', 'utf8'), s)) refused.set(k, v);
+    for (const [k, entry] of strayEntries(await fs.readFile('/proc/net/nf_conntrack', 'utf8'), s)) seen.set(k, { entry, reads: (seen.get(k)?.reads ?? 0) + 1 });
   };
   const loops = [every(METRICS_EVERY_MS, metrics), every(RULES_EVERY_MS, rules), every(CONNTRACK_EVERY_MS, conntrack)];
   return {
@@ -131,7 +161,8 @@ export function traceDataPlane(metricsUrl: string, s: TracedService): DataPlaneT
       running = false;
       await Promise.all(loops);
       await conntrack().catch((err: Error) => note(`trace: ${err.message}`));
-      return { events, refused: [...refused.values()] };
+      const stray = [...seen.values()].filter(({ entry, reads }) => reads > 1 || ['SYN_SENT', 'SYN_RECV', 'CLOSE'].includes(entry.state)).map(({ entry }) => entry);
+      return { events, stray };
     },
   };
 }
@@ -193,25 +224,30 @@ export function explainRound(tallies: Record<string, Tally>, steps: TraceEvent[]
   for (const [client, t] of Object.entries(tallies)) {
     events.push(...failureEvents(client, t.log), ...answerEvents(client, t.log, restarted));
   }
-  return `${timeline(events)}\n        conntrack (refused connections, state CLOSE): ${describeRefused(plane.refused, tallies)}`;
+  return timeline(events);
 }
 
 /**
- * Refused connections by client and by who refused, each with its client port and whether that port had been
- * used earlier in the round by a connection that was answered (and by whom): a new connection on a port whose
- * old conntrack entry still lives may be sent where the old one went.
+ * Stray conntrack entries by client, state and destination, each with its client port and whether that port was
+ * used in the round by a connection that was answered (and by whom).
  */
-export function describeRefused(refused: RefusedEntry[], tallies: Record<string, Tally>): string {
-  if (refused.length === 0) return 'none';
-  const groups = new Map<string, RefusedEntry[]>();
-  for (const r of refused) groups.set(`${r.client} refused by ${r.from}`, [...(groups.get(`${r.client} refused by ${r.from}`) ?? []), r]);
+export function describeStray(stray: StrayEntry[], tallies: Record<string, Tally>, keptAlive = 'keepAlive'): string {
+  // The kept-alive client's own connections live across reads by design.
+  const lanes = new Set(tallies[keptAlive]?.log.map((r) => r.localPort) ?? []);
+  const shown = stray.filter((e) => !lanes.has(e.port));
+  if (shown.length === 0) return 'none';
+  const groups = new Map<string, StrayEntry[]>();
+  for (const e of shown) {
+    const k = `${e.client} ${e.state} to ${e.to}`;
+    groups.set(k, [...(groups.get(k) ?? []), e]);
+  }
   return [...groups]
-    .map(([k, rs]) => {
-      const ports = rs.map((r) => {
-        const earlier = tallies[r.client]?.log.filter((q) => q.localPort === r.port).map((q) => q.pod ?? '?') ?? [];
-        return earlier.length > 0 ? `${r.port} (used before: ${earlier.join(',')})` : `${r.port}`;
+    .map(([k, es]) => {
+      const ports = es.slice(0, 20).map((e) => {
+        const used = tallies[e.client]?.log.filter((q) => q.localPort === e.port).map((q) => q.pod ?? '?') ?? [];
+        return used.length > 0 ? `${e.port} (answered by ${used.join(',')})` : `${e.port}`;
       });
-      return `${k}: ${rs.length}, ports ${ports.join(' ')}`;
+      return `${k}: ${es.length}, ports ${ports.join(' ')}${es.length > 20 ? ' ...' : ''}`;
     })
     .join('; ');
 }
