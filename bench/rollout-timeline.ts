@@ -46,6 +46,8 @@ const cond = (p: V1Pod, type: string) => p.status?.conditions?.find((c) => c.typ
 /** Records one run's steps; start() before the template change, stop() after the run. */
 export class RolloutTimeline {
   private t0 = 0;
+  /** The template change on the epoch clock (for events timed by Date.now, such as the clients' failures). */
+  private epoch0 = 0;
   /** zero() was called: objects seen before (the initial lists) are not this run's. */
   private running = false;
   /** The rollout's phase as last seen. */
@@ -91,6 +93,7 @@ export class RolloutTimeline {
   /** The instant the run's clock starts (the template change). */
   zero(): void {
     this.t0 = performance.now();
+    this.epoch0 = Date.now();
     this.running = true;
   }
 
@@ -166,6 +169,13 @@ export class RolloutTimeline {
     this.once('pre-warm created');
     const st = pw.status;
     if (st && st.observedGeneration === pw.metadata.generation && (st.desired ?? 0) > 0 && st.succeeded === st.desired) this.once('pre-warm done (status)');
+  }
+
+  /** Every pod's steps (s after the template change) beside events on the epoch clock, e.g. the clients' failures. */
+  detail(events: { at: number; text: string }[], indent = '    '): string[] {
+    const rows: { at: number; text: string }[] = events.map((e) => ({ at: e.at - this.epoch0, text: e.text }));
+    for (const [pod, m] of this.pods) for (const step of POD_STEPS) if (m[step] !== undefined) rows.push({ at: m[step]!, text: `${pod} ${step}` });
+    return [`${indent}pods' steps and the clients' failures (s after the template change):`, ...rows.sort((a, b) => a.at - b.at).map((r) => `${indent}  ${(r.at / 1000).toFixed(2).padStart(7)}  ${r.text}`)];
   }
 
   /** The summary: rollout-level steps, then the median per-pod steps, then the gaps between pods. */

@@ -29,6 +29,7 @@ import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Ta
 import { apiserverCounts, writesBetween } from './apiserver-writes.js';
 import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
+import { failureEvents } from '../test/support/traffic-trace.js';
 
 const exec = promisify(execFile);
 const env = kubeEnv();
@@ -161,6 +162,8 @@ async function main(): Promise<void> {
     watch.abort();
     timeline?.stop();
     if (timeline) console.log(timeline.summary().join('\n'));
+    const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
+    if (timeline && failures.length > 0) console.log(timeline.detail(failures).join('\n'));
     const after = await podsNow();
     const writes = writesBetween(counts0, counts1);
     return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes: writes.total, writesByVerb: writes.byVerb };

@@ -5,7 +5,8 @@ import type { Logger } from '../log.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
 import { KubeRolloutApi } from '../rollout/rollout-api.js';
-import { RolloutCache } from '../rollout/rollout-cache.js';
+import { kubeLists, RolloutCache } from '../rollout/rollout-cache.js';
+import { followerDeps } from '../kube/list-follower.js';
 import type { DaemonOptions } from './options.js';
 import { agentIdentity } from './agent-identity.js';
 
@@ -21,7 +22,7 @@ export async function startRollouts(kc: KubeConfig, nodeName: string, opts: Daem
     clock,
     rlog,
     // While it leads, the coordinator reads through watches and acts on every change they hear.
-    (api) => new RolloutCache(kc, api, clock, rlog),
+    (api) => new RolloutCache(followerDeps(kc, clock), kubeLists(kc), api, clock, rlog),
   );
   c.start();
   return c;

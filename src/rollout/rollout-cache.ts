@@ -11,7 +11,7 @@
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1ControllerRevision, type V1Pod } from '../kube/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { Follower, followerDeps, type FollowerDeps, type FollowSpec } from '../kube/list-follower.js';
+import { Follower, type FollowerDeps, type FollowSpec } from '../kube/list-follower.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../fleet/types.js';
 import type { AccessAnswer } from '../kube/access-review.js';
@@ -27,12 +27,13 @@ export const OVERLAY_MS = 30_000;
 /** Back-off of the watches after a failure (ms). */
 const FOLLOW_BACKOFF = { initialBackoffMs: 250, maxBackoffMs: 5000, deniedRetryMs: 60_000 };
 
-type Obj = KubernetesObject & { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string> } };
+/** An object as listed or watched (the fields the cache reads). */
+export type Obj = KubernetesObject & { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string> } };
 
 /** One watch, and whether it can be read from. */
 interface Feed {
   follower: Follower<Obj>;
-  /** Listed, and no failure since the last good list or event. */
+  /** Listed, and heard from since its last failure (a restarted watch goes on from the last version seen, with no list). */
   ok: boolean;
   usedAt: number;
 }
@@ -41,7 +42,6 @@ interface Feed {
 interface Laid {
   obj?: Obj;
   deleted: boolean;
-  uid?: string;
   resourceVersion?: string;
   at: number;
 }
@@ -59,31 +59,53 @@ function atOrAfter(a: string | undefined, b: string | undefined): boolean {
   return BigInt(a) >= BigInt(b);
 }
 
+/** The list requests behind the watches, one per kind of read (each with the selectors of its watch). */
+export interface RolloutLists {
+  rollouts(namespace?: string): Promise<KubernetesListObject<Obj>>;
+  workload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', fieldSelector: string): Promise<KubernetesListObject<Obj>>;
+  revisions(namespace: string, labelSelector: string): Promise<KubernetesListObject<Obj>>;
+  pods(namespace: string, labelSelector: string): Promise<KubernetesListObject<Obj>>;
+  restarts(namespace: string, labelSelector: string): Promise<KubernetesListObject<Obj>>;
+  prewarms(labelSelector: string): Promise<KubernetesListObject<Obj>>;
+}
+
+/** The list requests on the API server of kc. */
+export function kubeLists(kc: KubeConfig): RolloutLists {
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  const core = kc.makeApiClient(CoreV1Api);
+  const apps = kc.makeApiClient(AppsV1Api);
+  type L = Promise<KubernetesListObject<Obj>>;
+  return {
+    rollouts: (namespace) =>
+      (namespace
+        ? custom.listNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace })
+        : custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL })) as L,
+    workload: (namespace, kind, fieldSelector) => (kind === 'StatefulSet' ? apps.listNamespacedStatefulSet({ namespace, fieldSelector }) : apps.listNamespacedDaemonSet({ namespace, fieldSelector })) as L,
+    revisions: (namespace, labelSelector) => apps.listNamespacedControllerRevision({ namespace, labelSelector }) as L,
+    pods: (namespace, labelSelector) => core.listNamespacedPod({ namespace, labelSelector }) as L,
+    restarts: (namespace, labelSelector) => custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector }) as L,
+    prewarms: (labelSelector) => custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector }) as L,
+  };
+}
+
 /** The reads of a round, from watches, and the writes, passed on to the API server and read back. */
 export class RolloutCache implements RolloutView {
   private readonly feeds = new Map<string, Feed>();
   /** Per kind ('pod', 'cr', 'pw', 'ipr'), by namespace/name. */
   private readonly laid = new Map<string, Map<string, Laid>>();
   private readonly listeners = new Set<() => void>();
-  private readonly custom: CustomObjectsApi;
-  private readonly core: CoreV1Api;
-  private readonly apps: AppsV1Api;
-  private readonly follow: FollowerDeps;
   private direct = false;
   private warned = new Set<string>();
 
   constructor(
-    kc: KubeConfig,
+    /** The watches' requests and clock. */
+    private readonly follow: FollowerDeps,
+    private readonly lists: RolloutLists,
     /** Where writes, and reads that cannot come from a watch, go. */
     private readonly api: RolloutApi,
     private readonly clock: Clock,
     private readonly log: Logger,
-  ) {
-    this.custom = kc.makeApiClient(CustomObjectsApi);
-    this.core = kc.makeApiClient(CoreV1Api);
-    this.apps = kc.makeApiClient(AppsV1Api);
-    this.follow = followerDeps(kc, clock);
-  }
+  ) {}
 
   /** fn is called after each change any watch heard. */
   onChange(fn: () => void): void {
@@ -118,10 +140,7 @@ export class RolloutCache implements RolloutView {
 
   async listRollouts(namespace?: string): Promise<InPlaceRollout[]> {
     const path = namespace ? `/apis/${IPR_GROUP}/${IPR_VERSION}/namespaces/${namespace}/${IPR_PLURAL}` : `/apis/${IPR_GROUP}/${IPR_VERSION}/${IPR_PLURAL}`;
-    const list = () =>
-      (namespace
-        ? this.custom.listNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace })
-        : this.custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL })) as Promise<KubernetesListObject<Obj>>;
+    const list = () => this.lists.rollouts(namespace);
     const items = await this.read('ipr', `ipr:${namespace ?? ''}`, { path, list }, () => this.api.listRollouts(namespace) as Promise<Obj[]>);
     return this.merged('ipr', items, () => true) as InPlaceRollout[];
   }
@@ -133,8 +152,7 @@ export class RolloutCache implements RolloutView {
   async getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined> {
     const fieldSelector = `metadata.name=${name}`;
     const plural = kind === 'StatefulSet' ? 'statefulsets' : 'daemonsets';
-    const list = () =>
-      (kind === 'StatefulSet' ? this.apps.listNamespacedStatefulSet({ namespace, fieldSelector }) : this.apps.listNamespacedDaemonSet({ namespace, fieldSelector })) as Promise<KubernetesListObject<Obj>>;
+    const list = () => this.lists.workload(namespace, kind, fieldSelector);
     const direct = async () => {
       const w = await this.api.getWorkload(namespace, kind, name);
       return w ? [w.obj as Obj] : [];
@@ -146,7 +164,7 @@ export class RolloutCache implements RolloutView {
 
   async listRevisions(namespace: string, selector: Record<string, string>): Promise<V1ControllerRevision[]> {
     const labelSelector = selectorString(selector);
-    const list = () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector }) as Promise<KubernetesListObject<Obj>>;
+    const list = () => this.lists.revisions(namespace, labelSelector);
     return (await this.read('rev', `rev:${namespace}?${labelSelector}`, { path: `/apis/apps/v1/namespaces/${namespace}/controllerrevisions`, list, labelSelector }, () =>
       this.api.listRevisions(namespace, selector) as Promise<Obj[]>,
     )) as V1ControllerRevision[];
@@ -154,14 +172,14 @@ export class RolloutCache implements RolloutView {
 
   async listPods(namespace: string, selector: Record<string, string>): Promise<V1Pod[]> {
     const labelSelector = selectorString(selector);
-    const list = () => this.core.listNamespacedPod({ namespace, labelSelector }) as Promise<KubernetesListObject<Obj>>;
+    const list = () => this.lists.pods(namespace, labelSelector);
     const items = await this.read('pod', `pod:${namespace}?${labelSelector}`, { path: `/api/v1/namespaces/${namespace}/pods`, list, labelSelector }, () => this.api.listPods(namespace, selector) as Promise<Obj[]>);
     return this.merged('pod', items, (o) => o.metadata?.namespace === namespace && hasLabels(o, selector)) as V1Pod[];
   }
 
   async listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]> {
     const labelSelector = `${ROLLOUT_LABEL}=${rolloutUid}`;
-    const list = () => this.custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector }) as Promise<KubernetesListObject<Obj>>;
+    const list = () => this.lists.restarts(namespace, labelSelector);
     const items = await this.read('cr', `cr:${namespace}?${labelSelector}`, { path: `/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${namespace}/${CR_PLURAL}`, list, labelSelector }, () =>
       this.api.listRestarts(namespace, rolloutUid) as Promise<Obj[]>,
     );
@@ -170,7 +188,7 @@ export class RolloutCache implements RolloutView {
 
   async listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]> {
     const labelSelector = `${ROLLOUT_LABEL}=${rolloutUid}`;
-    const list = () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector }) as Promise<KubernetesListObject<Obj>>;
+    const list = () => this.lists.prewarms(labelSelector);
     const items = await this.read('pw', `pw:${labelSelector}`, { path: `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`, list, labelSelector }, () => this.api.listPrewarms(rolloutUid) as unknown as Promise<Obj[]>);
     return this.merged('pw', items, (o) => hasLabels(o, { [ROLLOUT_LABEL]: rolloutUid })) as unknown as ImagePrewarm[];
   }
@@ -226,16 +244,20 @@ export class RolloutCache implements RolloutView {
 
   /** Lays what a write returned over the cache of its kind. */
   private lay(kind: string, obj: Obj): Obj {
-    if (obj?.metadata) this.kind(kind).set(keyOf(obj), { obj, deleted: false, uid: obj.metadata.uid, resourceVersion: obj.metadata.resourceVersion, at: this.clock.now() });
+    if (obj?.metadata) this.kind(kind).set(keyOf(obj), { obj, deleted: false, resourceVersion: obj.metadata.resourceVersion, at: this.clock.now() });
     return obj;
   }
 
-  /** The watch saw obj (or its deletion): an overlay it has caught up with goes. */
+  /**
+   * The watch saw obj (or its deletion): an overlay it has caught up with goes. Resource versions are the API
+   * server's one sequence, so a version at or after the write's means the watch is past it, whatever the uid; a
+   * deletion seen before the write (of an earlier object of that name) is not.
+   */
   private caughtUp(kind: string, obj: Obj, deleted: boolean): void {
     const m = this.laid.get(kind);
     const l = m?.get(keyOf(obj));
     if (!l) return;
-    if (deleted || (l.uid !== undefined && l.uid !== obj.metadata?.uid) || atOrAfter(obj.metadata?.resourceVersion, l.resourceVersion)) m?.delete(keyOf(obj));
+    if (atOrAfter(obj.metadata?.resourceVersion, l.resourceVersion) || (deleted && l.resourceVersion === undefined)) m?.delete(keyOf(obj));
   }
 
   /** The items with this agent's own writes laid over them. */
@@ -245,13 +267,9 @@ export class RolloutCache implements RolloutView {
     const byKey = new Map(items.map((o) => [keyOf(o), o]));
     for (const [key, l] of m) {
       const cur = byKey.get(key);
-      if (l.deleted) {
-        if (!cur || l.uid === undefined || cur.metadata?.uid === l.uid) byKey.delete(key);
-        continue;
-      }
-      if (!l.obj || !matches(l.obj)) continue;
-      if (cur && cur.metadata?.uid === l.uid && atOrAfter(cur.metadata?.resourceVersion, l.resourceVersion)) continue;
-      byKey.set(key, l.obj);
+      if (cur && atOrAfter(cur.metadata?.resourceVersion, l.resourceVersion)) continue;
+      if (l.deleted) byKey.delete(key);
+      else if (l.obj && matches(l.obj)) byKey.set(key, l.obj);
     }
     return [...byKey.values()];
   }

@@ -16,6 +16,8 @@ const exec = promisify(execFile);
 const METRICS_EVERY_MS = 50;
 /** How often the nat table is read. */
 const RULES_EVERY_MS = 100;
+/** An iptables-save that takes longer is given up (the trace must never hold a round up). */
+const IPTABLES_SAVE_TIMEOUT_MS = 5000;
 /** How often conntrack is read. */
 const CONNTRACK_EVERY_MS = 2000;
 
@@ -105,7 +107,7 @@ export function strayEntries(conntrack: string, s: TracedService): Map<string, S
 export async function waitForRules(s: TracedService, endpoints: number, ms = 60_000): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20 });
+    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20, timeout: IPTABLES_SAVE_TIMEOUT_MS });
     const r = serviceRules(stdout, s);
     if (r.clusterIpRule && r.nodePortRule && r.endpoints.length === endpoints) return;
     if (Date.now() > deadline) throw new Error(`kube-proxy's rules for ${s.namespace}/${s.name} after ${ms} ms: ${JSON.stringify(r)}, want ${endpoints} endpoints`);
@@ -144,7 +146,7 @@ export function traceDataPlane(metricsUrl: string, s: TracedService): DataPlaneT
     lastQueued = queued;
   };
   const rules = async () => {
-    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20 });
+    const { stdout } = await exec('iptables-save', ['-t', 'nat'], { maxBuffer: 64 << 20, timeout: IPTABLES_SAVE_TIMEOUT_MS });
     const r = serviceRules(stdout, s);
     const text = `rules of ${s.namespace}/${s.name}: ${r.clusterIpRule ? '' : 'NO ClusterIP rule; '}${r.nodePortRule ? '' : 'NO NodePort rule; '}endpoints [${r.endpoints.join(' ')}]`;
     if (text !== lastRules) note(text);
