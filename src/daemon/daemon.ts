@@ -11,7 +11,7 @@ import { unixPath } from '../api/address.js';
 import { prepareSocketPath } from '../api/socket-path.js';
 import { Engine } from '../engine/engine.js';
 import { Journal } from '../engine/journal.js';
-import type { ContainerStep, ContainerTarget, Operation } from '../engine/operation.js';
+import { isTerminal, type ContainerStep, type ContainerTarget, type Operation } from '../engine/operation.js';
 import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { AccessControl } from './access.js';
@@ -119,7 +119,9 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   observeOperations(engine, registry);
   await engine.start();
   if (kube) {
-    kube.strategy.reconcile(engine.list()).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+    // Never over an operation begun since (engine.list() read again for each pod).
+    const unfinished = (pod: string) => engine.list().some((o) => o.podName === pod && !isTerminal(o.state));
+    kube.strategy.reconcile(engine.list(), unfinished).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
   }
 
   const api = await startApiServer(opts.listen, {

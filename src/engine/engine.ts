@@ -423,8 +423,9 @@ export class Engine extends EventEmitter {
    * by its strategy. Refusals throw, touching nothing.
    */
   private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = ''): Promise<ContainerTarget[]> {
-    // Only this pod's containers: on CRI each listed container costs a status call.
-    const containers = await this.d.runtime.listContainers({ podId: pod.id });
+    // Only this pod's containers, and only what the list says (names, attempts, states, labels, the image as
+    // created): on CRI each container's status would cost a call. The old containers are read in full next.
+    const containers = await this.d.runtime.listContainers({ podId: pod.id, brief: true });
     this.trace.mark(id, 'containers listed');
     const planned = planRestart(pod, containers, req, { allowKubelet: (this.d.strategies?.length ?? 0) > 0, busy });
     const now = new Date(this.d.clock.now()).toISOString();

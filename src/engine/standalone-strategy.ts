@@ -9,9 +9,9 @@
 //
 // Every step is journaled before its side effect, except Stopped, Starting and Started, which record a
 // finished call and reach the journal with the next intent: Stopping stands for "stop, then start", and its
-// recovery repeats both idempotently. Creating is journaled while the create runs, not before it, and without
-// the directory fsync: the replacement is inert until Stopping is on record, and a resumed operation at Waiting
-// looks for it by its label before creating one. Every step is safe to run again after a crash.
+// recovery repeats both idempotently. Creating is not journaled by itself either (it reaches the journal with
+// Stopping): the replacement is inert until Stopping is on record, and a resumed operation at Waiting looks for
+// it by its label before creating one. Every step is safe to run again after a crash.
 //
 // Verified ends the container's part of the operation: the caller is told as soon as every replacement is
 // verified, and the old container is removed after that (cleanup). The journal's record of the ended operation
@@ -92,23 +92,23 @@ export class StandaloneStrategy implements RestartStrategy {
         switch (t.step as Step) {
           case 'Waiting':
           case 'Creating': {
-            // Creating is journaled while the runtime creates the replacement (an inert, labelled container:
-            // nothing is stopped before Stopping is on record). So an agent that died meanwhile may have left a
-            // replacement its record (still Waiting) does not show: a resumed operation looks for one first.
+            // The runtime creates the replacement (an inert, labelled container: nothing is stopped before
+            // Stopping is on record) while the record still says Waiting. So an agent that died meanwhile may have
+            // left a replacement its record does not show: a resumed operation looks for one first.
             if (t.step === 'Creating' || ctx.resumed) {
               const found = await this.whenAvailable(`look for the replacement of "${t.name}"`, deadline, () => this.findReplacement(op, t));
               if (found) {
-                if (t.step === 'Waiting') await ctx.step('Creating');
+                if (t.step === 'Waiting') ctx.mark('Creating');
                 t.newId = found;
                 ctx.mark('Created');
                 break;
               }
             }
             if (!oldSpec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} disappeared before its replacement was created`, { reason: Reasons.Interrupted });
-            // Without the directory fsync: a power loss that brings back the record before it (Waiting) is
-            // recovered the same way, by finding the replacement by its label.
-            const journaled = ctx.step('Creating', { sync: false });
-            journaled.catch(() => undefined); // awaited below, either way
+            // Published, not journaled: it reaches the journal with the next intent (Stopping) or the end. A record
+            // read back at Waiting is recovered by finding the replacement by its label, so a write here would
+            // only compete with the create for the disk and the CPU.
+            ctx.mark('Creating');
             const spec = this.replacementSpec(op, t, oldSpec);
             try {
               // A create the runtime carried out before it went away is found, not made twice.
@@ -117,7 +117,6 @@ export class StandaloneStrategy implements RestartStrategy {
                 return found ?? (await rt.createContainer(op.podId, spec, this.tempName(op, t)));
               });
             } catch (err) {
-              await journaled;
               if (err instanceof Paused) throw err;
               const e = asAgentError(err);
               // Nothing was stopped: the old container still runs. A create that failed on our side (a
@@ -129,7 +128,6 @@ export class StandaloneStrategy implements RestartStrategy {
               await ctx.step('Failed');
               return false;
             }
-            await journaled;
             ctx.mark('Created');
             break;
           }

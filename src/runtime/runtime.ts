@@ -21,6 +21,11 @@ export interface ContainerFilter {
   podId?: string;
   /** Only running containers (default: every state). */
   runningOnly?: boolean;
+  /**
+   * Only what the runtime's list call itself says, where more costs a call per container (CRI): no start or
+   * finish times, exit codes, reasons or mounts, and the image as named when the container was created.
+   */
+  brief?: boolean;
 }
 
 /**

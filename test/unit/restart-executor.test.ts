@@ -63,7 +63,7 @@ describe('restart executor: the loop around the strategies', () => {
   });
 });
 
-describe('standalone strategy: Creating journaled while the create runs', () => {
+describe('standalone strategy: Creating published while the create runs, journaled with Stopping', () => {
   it('a resumed operation still at Waiting finds the replacement a dead agent created, and creates none', async () => {
     const clock = new ManualClock();
     const node = new FakeNode(clock);
@@ -80,16 +80,16 @@ describe('standalone strategy: Creating journaled while the create runs', () => 
     assert.deepEqual(steps.slice(0, 3), ['Creating', 'Created', 'Stopping']);
   });
 
-  it('a new operation creates while Creating is journaled, and the record holds Creating before Stopping is written', async () => {
+  it('a new operation writes nothing between its Pending record and Stopping, whose record holds Creating and Created', async () => {
     const clock = new ManualClock();
     const node = new FakeNode(clock);
     const old = node.add('app', 'app:v1');
     const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
-    const journaled: string[] = [];
-    const executor = fakeExecutor(node, clock, { save: async (o) => void journaled.push(o.containers[0].step) });
+    const journaled: string[][] = [];
+    const executor = fakeExecutor(node, clock, { save: async (o) => void journaled.push(o.containers[0].steps.map((x) => x.step)) });
     await clock.until(executor.run(op), 50);
     assert.equal(op.state, 'Succeeded', op.error);
-    assert.deepEqual(journaled.slice(0, 2), ['Creating', 'Stopping']);
+    assert.deepEqual(journaled[0], ['Waiting', 'Creating', 'Created', 'Stopping'], 'the first write is Stopping, with the steps before it');
     assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v2', 'running']]);
   });
 });

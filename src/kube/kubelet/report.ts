@@ -83,9 +83,12 @@ export class RestartReport {
   /**
    * At start-up: an agent that died between journaling an operation's end and writing the condition left it
    * False (Draining or Restarting). For each pod so left, with no unfinished operation, the last ended
-   * operation's outcome is written again.
+   * operation's outcome is written again. Never over a later operation's drain: not while `unfinished` says an
+   * operation on the pod is under way (asked just before the write: one may have begun since start-up), nor when
+   * the condition turned False after the operation ended (a later operation, or a later pod of the same name, set
+   * it: the journal keeps operations of pods long gone).
    */
-  async reconcile(ops: Operation[]): Promise<void> {
+  async reconcile(ops: Operation[], unfinished: (podName: string) => boolean = () => false): Promise<void> {
     const byPod = new Map<string, Operation>();
     for (const op of [...ops].sort((a, b) => a.createdAt.localeCompare(b.createdAt))) {
       if (op.containers.some((c) => c.strategy === 'kubelet')) byPod.set(op.podName, op);
@@ -96,6 +99,10 @@ export class RestartReport {
       const pod = await this.d.api.readPod(ns, name).catch(() => undefined);
       const cond = pod?.status?.conditions?.find((c) => c.type === READY_CONDITION);
       if (cond?.status !== 'False' || (cond.reason !== ConditionReasons.Draining && cond.reason !== ConditionReasons.Restarting)) continue;
+      // (lastTransitionTime has whole seconds: a False of the same second as the end still counts as this one's.)
+      const since = Date.parse(String(cond.lastTransitionTime ?? ''));
+      if (!Number.isNaN(since) && since > Date.parse(op.finishedAt)) continue;
+      if (unfinished(podName)) continue;
       this.d.log.info('writing the outcome of an operation whose end the condition missed', { op: op.id, pod: podName, state: op.state });
       await this.finished(op);
     }

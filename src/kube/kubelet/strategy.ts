@@ -250,8 +250,11 @@ export class KubeletStrategy implements RestartStrategy {
     await this.report.finished(op);
   }
 
-  /** At start-up, writes the outcome of ended operations whose condition was left False (see RestartReport.reconcile). */
-  reconcile(ops: Operation[]): Promise<void> {
-    return this.report.reconcile(ops);
+  /**
+   * At start-up, writes the outcome of ended operations whose condition was left False (see
+   * RestartReport.reconcile); `unfinished` says whether an operation on a pod is under way now.
+   */
+  reconcile(ops: Operation[], unfinished?: (podName: string) => boolean): Promise<void> {
+    return this.report.reconcile(ops, unfinished);
   }
 }

@@ -87,6 +87,27 @@ export function toMounts(mounts: (Mount__Output | CriMount)[] | undefined): Moun
 }
 
 /**
+ * A container from its ListContainers item alone (ContainerFilter.brief): its image as the container was
+ * created with it, and nothing that only the status carries (times but the creation's, exit code, mounts).
+ */
+export function toContainerFromListItem(c: Container__Output): Container {
+  return {
+    id: c.id,
+    name: c.metadata?.name ?? '',
+    podId: c.podSandboxId,
+    attempt: c.metadata?.attempt ?? 0,
+    runtimeName: '',
+    image: c.image?.image ?? '',
+    imageId: c.imageId || c.imageRef,
+    state: toContainerState(c.state),
+    createdAt: nanosToDateOrEpoch(c.createdAt),
+    labels: { ...c.labels },
+    annotations: { ...c.annotations },
+    mounts: [],
+  };
+}
+
+/**
  * A container from its ContainerStatus, with the pod id and image id that only ListContainers or the
  * verbose info carry. containerd reports the image's first tag as status.image and a repo digest as
  * status.imageRef; the list item's imageRef is the image id.

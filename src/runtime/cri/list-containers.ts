@@ -1,10 +1,11 @@
 // Containers of a CRI runtime. ListContainers lacks start/finish times, exit codes and mounts, so each
-// container's (non-verbose) status is read too; containerd answers that from memory.
+// container's (non-verbose) status is read too, unless the caller asks for the list alone (brief);
+// containerd answers the status from memory, but each is a call.
 import { AgentError } from '../../errors.js';
 import type { ContainerFilter } from '../runtime.js';
 import type { Container } from '../types.js';
 import type { CriClient } from './client.js';
-import { toContainerFromStatus } from './convert.js';
+import { toContainerFromListItem, toContainerFromStatus } from './convert.js';
 
 /** Containers matching the filter. Containers removed while listing are left out. */
 export async function listContainers(client: CriClient, filter: ContainerFilter = {}): Promise<Container[]> {
@@ -14,6 +15,7 @@ export async function listContainers(client: CriClient, filter: ContainerFilter 
       state: filter.runningOnly ? { state: 'CONTAINER_RUNNING' } : null,
     },
   });
+  if (filter.brief) return containers.map(toContainerFromListItem);
   const out = await Promise.all(
     containers.map(async (c) => {
       try {
