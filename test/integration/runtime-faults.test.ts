@@ -137,7 +137,9 @@ for (const f of flavours) {
           )),
         );
         agents.push(...(await Promise.all(cases.map((c) => startAgent(f.agentArgs, { env: { INPLACE_AGENT_FAULT_STOP_AFTER_STEP: c.step }, readyTimeoutMs: 60_000 })))));
-        const ops = await Promise.all(
+        // The replies are awaited after the outage: an agent may stop itself before its reply has left (a step
+        // that is published, not journaled, such as Creating, signals within the same turn), and answers on SIGCONT.
+        const calls = Promise.all(
           cases.map(async (c, i) => {
             const client = new AgentClient(`unix://${agents[i].socket}`);
             try {
@@ -150,11 +152,13 @@ for (const f of flavours) {
             }
           }),
         );
+        calls.catch(() => undefined); // awaited below
         await Promise.all(agents.map((a) => waitStopped(a.child.pid!, 60_000, a.log)));
         await sandboxDaemon('kill', f.daemon);
         for (const a of agents) a.child.kill('SIGCONT');
         await sleep(outageMs); // the outage itself: how long the runtime stays down is the scenario, not a wait for a result
         await sandboxDaemon('start', f.daemon);
+        const ops = await calls;
         const done = await Promise.all(ops.map((op, i) => waitEnd(agents[i].socket, op.id)));
         cases.forEach((c, i) => ends.set(c.step, done[i]));
       });
