@@ -112,7 +112,12 @@ export class ClientKubeApi implements KubeApi {
     try {
       return await fn();
     } catch (err) {
-      throw kubeError(err, what);
+      const e = kubeError(err, what);
+      // The agent's own credentials refused: its pod is being deleted (the API server no longer accepts a deleted
+      // pod's bound token) or its token is being rotated. Waited out like an outage, not taken as the operation's
+      // failure: a terminating agent's operation is finished by the next agent, from the journal.
+      if (err instanceof ApiException && err.code === 401) throw new AgentError('Unavailable', `${e.message} (the API server does not accept this agent's credentials now: its pod may be terminating)`);
+      throw e;
     }
   }
 }

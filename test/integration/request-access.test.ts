@@ -69,6 +69,13 @@ describe("request objects and their creator's rights (admission policies, the Da
       const r = await createAs(users.createOnly, probe, true);
       return (r?.code === 403) === on ? true : undefined;
     });
+    // The API server takes up the mutating policy (it writes spec.requester) apart from the validating one: a
+    // dry-run create of a user who passes both tells whether the requester is written.
+    const custom = users.patcher.kc.makeApiClient(k8s.CustomObjectsApi);
+    await until(`the requester policy ${on ? 'in force' : 'gone'}`, 60_000, async () => {
+      const made = (await custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns, body: probe, dryRun: 'All' })) as ContainerRestart;
+      return (made.spec.requester !== undefined) === on ? true : undefined;
+    });
   }
 
   before(async function () {
