@@ -164,10 +164,13 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     const before = new Map((await pods('web')).map((p) => [p.metadata?.name ?? '', p]));
     const s = await sample('web', REPLICAS);
     try {
+      const old = await stsRevision('web');
       await kubectl('set', 'image', 'statefulset/web', `app=${V2}`);
+      // Until the StatefulSet controller has recorded the new revision, the rollout's last Succeeded (of the old
+      // one) would match: wait for the new revision first.
       const done = await settled('web', ['Succeeded'], async () => {
         const rev = await stsRevision('web');
-        return rev;
+        return rev === old ? '(the new revision not recorded yet)' : rev;
       });
       assert.equal(done.status?.updatedReplicas, REPLICAS);
       assert.deepEqual(await s.order(), ['web-5', 'web-4', 'web-3', 'web-2', 'web-1', 'web-0'], 'highest ordinal first');
