@@ -293,10 +293,13 @@ export class Engine extends EventEmitter {
       op.updatedAt = now;
       op.finishedAt = now;
     }
+    // The answer describes the operation as the cancel found it: the executor may reach its next safe point, and
+    // even end, while the journal write below is under way.
+    const accepted = structuredClone(op);
     await this.persist(op);
     // A pull the operation waits on stops now, unless another caller waits on it too.
     this.cancelController(op.id).abort(new AgentError('Cancelled', `operation ${op.id} was cancelled`));
-    return op;
+    return accepted;
   }
 
   /**

@@ -42,6 +42,7 @@ class Harness {
   constructor(
     readonly rt: Runtime,
     private readonly retention?: number,
+    private readonly journal: (stateDir: string) => Journal = (dir) => new Journal(dir),
   ) {}
 
   /** Builds and starts an engine on the state directory (again: a restarted agent). */
@@ -50,7 +51,7 @@ class Harness {
     this.engine = new Engine({
       runtime: this.rt,
       puller,
-      journal: new Journal(this.stateDir),
+      journal: this.journal(this.stateDir),
       clock: this.clock,
       log: this.log.logger,
       retention,
@@ -224,6 +225,40 @@ for (const f of flavours) {
       assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }], 'the old container, and only it, runs');
       assert.deepEqual((await rt.listContainers()).filter((c) => c.labels[OPERATION_LABEL] === op.id), [], 'nothing labelled with the operation is left');
       assert.equal(h.record(op.id).state, 'RolledBack', 'the journal holds the end');
+    });
+
+    it('a cancel answers with the operation as it found it, even when the operation ends while the cancel is journaled', async () => {
+      const p = await pod('cancel-answer', ['app']);
+      // The cancel's journal write is held until the operation has ended: the min-ready wait sees the cancel
+      // meanwhile (as it did on a loaded machine, where inplacectl printed "it had already ended").
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let holding = false;
+      class HeldJournal extends Journal {
+        override async write(op: Operation, sync?: boolean | 'after'): Promise<void> {
+          if (op.cancelRequested && !holding) {
+            holding = true;
+            await held;
+          }
+          return super.write(op, sync);
+        }
+      }
+      const h = new Harness(rt, undefined, (dir) => new HeldJournal(dir));
+      harnesses.push(h);
+      await h.start();
+      let cancelled: Promise<Operation> | undefined;
+      h.hooks.set('Verifying', (op) => void (cancelled ??= h.engine.cancel(op.id)));
+      const op = await h.engine.restart(request(p, 'app', f.env.images.appV2, 30_000));
+      void h.ended(op.id).then(() => release());
+      const end = await h.runToEnd(op.id);
+      assert.equal(end.state, 'Cancelled', end.error);
+      assert.ok(holding, 'the cancel\'s journal write was held');
+      const answer = await cancelled!;
+      assert.equal(answer.id, op.id);
+      assert.equal(isTerminal(answer.state), false, `the answer is the operation as the cancel found it, not its end: ${answer.state}`);
+      assert.equal(answer.containers[0].step, 'Verifying');
+      assert.equal(answer.cancelRequested, true);
+      assert.equal(h.engine.get(op.id).state, 'Cancelled', 'the engine holds the end');
     });
 
     it('the operation\'s deadline cuts a pull that hangs short on the clock, not before; nothing is stopped', async () => {
