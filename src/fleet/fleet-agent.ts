@@ -79,6 +79,8 @@ export class FleetAgent {
   private loop: Promise<void> | undefined;
   /** Slot Leases that name this node (handed to it, or held by it), by prewarm, from the standing watch. */
   private readonly handed = new Map<string, SlotLease>();
+  /** Per prewarm, the resourceVersion of the handed Lease a step has already used (until the watch shows it moved on). */
+  private readonly spent = new Map<string, string>();
   private turns: PrewarmFollower | undefined;
   private turnsListed!: () => void;
   private readonly turnsFirstList: Promise<void>;
@@ -120,7 +122,11 @@ export class FleetAgent {
       progressEveryMs: opts.progressEveryMs,
       maxPollMs: opts.maxPollMs,
       seedsDone: new Set(),
-      handed: (prewarm) => this.handed.get(prewarm),
+      handed: (prewarm) => {
+        const l = this.handed.get(prewarm);
+        return l && this.spent.get(prewarm) !== l.resourceVersion ? l : undefined;
+      },
+      spend: (l) => this.spent.set(l.prewarm, l.resourceVersion),
       seedChecks: new Map(),
       chain: new Map(),
     };

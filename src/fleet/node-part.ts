@@ -62,8 +62,10 @@ export interface NodePartDeps {
   maxPollMs: number;
   /** `<prewarm>/<generation>` whose seeds were seen done. */
   seedsDone: Set<string>;
-  /** The slot Lease handed to this node for the prewarm (its turn label names it), if any. */
+  /** The slot Lease handed to this node for the prewarm (its turn label names it), if any and not spent. */
   handed(prewarm: string): SlotLease | undefined;
+  /** Marks that version of a handed Lease as used (taken, or given back): handed() no longer offers it. */
+  spend(l: SlotLease): void;
   /** Per `<prewarm>/<generation>`: when this node last read the seeds' records (ms). */
   seedChecks: Map<string, number>;
   /** Per prewarm: what this node remembers of its wait for a slot (see chainMove). */
@@ -90,6 +92,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   const order = await d.targets.order(pw);
   let entry = await d.record.entry(name);
   const handed = d.handed(name);
+  if (handed) d.spend(handed);
   if (!d.targets.index(name).has(d.node)) {
     if (handed) await giveBack(d, name, handed);
     if (entry) await d.record.put(name, undefined);
