@@ -2,7 +2,7 @@
 // interface, on @kubernetes/client-node. Every method throws AgentError (kubeError); a get answers undefined
 // for a 404.
 import * as k8s from '../kube/client.js';
-import { apiStatusCode, kubeError } from '../kube/api-error.js';
+import { apiStatusCode, kubeCall as call, kubeError } from '../kube/api-error.js';
 import { SubjectAccessReviewer, type AccessAnswer, type AccessReviewer } from '../kube/access-review.js';
 import type { Permission } from '../kube/request-permissions.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
@@ -47,14 +47,6 @@ const selectorString = (sel: Record<string, string>): string =>
   Object.entries(sel)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
-
-async function call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (err) {
-    throw kubeError(err, what);
-  }
-}
 
 async function orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
   try {
