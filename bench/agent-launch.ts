@@ -9,8 +9,13 @@ import { AgentClient } from '../src/api/client.js';
 /** The repository's root (bench/ is compiled to dist/bench). */
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
-/** The node flags the agent's own launcher line (its shebang) gives, so the agent runs here as installed. */
+/**
+ * The node flags the agent's own launcher line (its shebang) gives, so the agent runs here as installed; with
+ * BENCH_AGENT_NODE_FLAGS set, those instead (space-separated; empty for none), to measure what the flags cost.
+ */
 export function agentNodeFlags(): string[] {
+  const given = process.env.BENCH_AGENT_NODE_FLAGS;
+  if (given !== undefined) return given.split(/\s+/).filter((f) => f !== '');
   const first = fs.readFileSync(path.join(repoRoot, 'dist/src/daemon/main.js'), 'utf8').split('\n', 1)[0];
   return first.replace(/^#!\/usr\/bin\/env -S\s*/, '').split(/\s+/).filter((f) => f.startsWith('--'));
 }
