@@ -59,8 +59,9 @@ export class Journal {
     const written = prev.written.then(() => this.writeNow(op, sync === true)).catch(wrap);
     const next = Promise.all([written, prev.synced]).then(() => undefined);
     // A failed write is the caller's to see; only a directory fsync not done when the call returned is handed on
-    // to the next write (which fails if it failed).
-    const synced = sync === 'after' ? written.then(() => this.syncDir().catch(wrap), () => undefined) : sync === true ? Promise.resolve() : prev.synced;
+    // to the next write (which fails if it failed). One that no sync covers is still waited for by the write after
+    // that, but its failure is told once.
+    const synced = sync === 'after' ? written.then(() => this.syncDir().catch(wrap), () => undefined) : sync === true ? Promise.resolve() : prev.synced.catch(() => undefined);
     const entry = { written: written.catch(() => undefined), synced };
     this.chains.set(op.id, entry);
     const forget = () => {
