@@ -43,6 +43,24 @@ export function kubeError(err: unknown, what: string): AgentError {
   return Object.assign(new AgentError(kind, `${what}: ${detail}`, { cause: err }), { httpStatus: code });
 }
 
+/**
+ * Whose credentials a client calls with. A user's (inplacectl): a 401 is their credentials refused, an error to
+ * show. The agent's own (its ServiceAccount token): a 401 means the API server no longer accepts the token of a
+ * pod being deleted, or of a token being rotated; it is waited out like an outage (Unavailable), never taken
+ * as the failure of what the agent was doing: a terminating agent's work is finished by the next one.
+ */
+export type Caller = 'user' | 'agent';
+
+/** kubeError for a caller: for the agent's own calls, a 401 is Unavailable (see Caller). */
+export function callerError(err: unknown, what: string, caller: Caller): AgentError {
+  const e = kubeError(err, what);
+  if (caller !== 'agent' || apiStatusCode(err) !== 401) return e;
+  return Object.assign(new AgentError('Unavailable', `${e.message} (${AGENT_401_NOTE})`, { cause: err }), { httpStatus: 401 });
+}
+
+/** What a 401 to the agent's own call says. */
+export const AGENT_401_NOTE = "the API server does not accept this agent's credentials now: its pod may be terminating";
+
 /** Whether err is the API server's 409 Conflict (a stale resourceVersion, or the object exists). */
 export function isConflict(err: unknown): boolean {
   return apiStatusCode(err) === 409 || apiStatusCode((err as { cause?: unknown } | undefined)?.cause) === 409;

@@ -12,6 +12,7 @@ import {
   type V1Pod,
 } from './client.js';
 import { AgentError, type ErrorKind } from '../errors.js';
+import { AGENT_401_NOTE } from './api-error.js';
 
 /** What the agent reads and writes through the API server. Every method throws AgentError. */
 export interface KubeApi {
@@ -116,7 +117,7 @@ export class ClientKubeApi implements KubeApi {
       // The agent's own credentials refused: its pod is being deleted (the API server no longer accepts a deleted
       // pod's bound token) or its token is being rotated. Waited out like an outage, not taken as the operation's
       // failure: a terminating agent's operation is finished by the next agent, from the journal.
-      if (err instanceof ApiException && err.code === 401) throw new AgentError('Unavailable', `${e.message} (the API server does not accept this agent's credentials now: its pod may be terminating)`);
+      if (err instanceof ApiException && err.code === 401) throw new AgentError('Unavailable', `${e.message} (${AGENT_401_NOTE})`);
       throw e;
     }
   }

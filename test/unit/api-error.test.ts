@@ -1,6 +1,6 @@
 // The mapping of the API server's failures into the agent's errors (kube/api-error.ts).
 import assert from 'node:assert/strict';
-import { isConflict, isForbidden, kubeError } from '../../src/kube/api-error.js';
+import { callerError, isConflict, isForbidden, kubeError } from '../../src/kube/api-error.js';
 
 /** What @kubernetes/client-node throws for a failed call: the HTTP code and the Status body. */
 function apiFailure(code: number, message: string): Error {
@@ -26,5 +26,15 @@ describe('API server errors', () => {
   it('tells a 409 apart through a wrapping error', () => {
     assert.equal(isConflict(kubeError(apiFailure(409, 'the object has been modified'), 'update')), true);
     assert.equal(isConflict(apiFailure(403, 'forbidden')), false);
+  });
+
+  it("a 401 to the agent's own call is waited out (Unavailable), a user's 401 is shown (Unauthenticated); other codes alike", () => {
+    const raw = apiFailure(401, 'Unauthorized');
+    const own = callerError(raw, 'list pods in shop', 'agent');
+    assert.equal(own.kind, 'Unavailable');
+    assert.match(own.message, /^list pods in shop: Unauthorized \(the API server does not accept this agent's credentials now/);
+    assert.equal(callerError(raw, 'list pods in shop', 'user').kind, 'Unauthenticated');
+    assert.equal(callerError(apiFailure(403, 'forbidden'), 'list pods', 'agent').kind, 'FailedPrecondition');
+    assert.equal(isForbidden(callerError(apiFailure(403, 'forbidden'), 'list pods', 'agent')), true);
   });
 });
