@@ -129,7 +129,7 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
 
   const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
   const seedKey = `${name}/${gen}`;
-  if (!seeds.includes(d.node) && !d.seedsDone.has(seedKey)) {
+  if (waitsForSeeds(seeds, d.node) && !d.seedsDone.has(seedKey)) {
     const st = pw.status;
     if (st?.observedGeneration === gen && st.seedsDone) {
       d.seedsDone.add(seedKey); // the summary says so: no reads
@@ -337,6 +337,14 @@ export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' 
   let every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
   if (rate > 0) every = Math.min(every, since + Math.max(100, (ahead - window) / rate));
   return since >= every ? 0 : jitter(d, Math.min(every - since, d.pollMs * 2));
+}
+
+/**
+ * True when the node must wait for seeds before it tries for a slot: there are seeds and it is not one. With no
+ * seeds nobody waits (before, every node waited one poll for the summary to say the empty set was done).
+ */
+export function waitsForSeeds(seeds: readonly string[], node: string): boolean {
+  return seeds.length > 0 && !seeds.includes(node);
 }
 
 /** How often a node waiting for the seeds reads their records: every k polls in the k-th round after them, at most maxPollMs. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
 import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
-import { queueWait, seedCheckEvery } from '../../src/fleet/node-part.js';
+import { queueWait, seedCheckEvery, waitsForSeeds } from '../../src/fleet/node-part.js';
 import type { SlotLease } from '../../src/fleet/fleet-api.js';
 import { handoffDelay, nextSlotMove, type TryState } from '../../src/fleet/slot-watch.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
@@ -274,5 +274,11 @@ describe('fleet pre-warm: waiting for the seeds', () => {
     assert.equal(seedCheckEvery(1, 2, 300, 30_000), 300);
     assert.equal(seedCheckEvery(2, 2, 300, 30_000), 600);
     assert.equal(seedCheckEvery(500, 20, 3_000, 30_000), 30_000);
+  });
+
+  it('with no seeds no node waits for them (a rollout pre-warm has none); with seeds every node but them waits', () => {
+    const order = stableOrder('web', ['a', 'b', 'c']);
+    for (const n of order) assert.equal(waitsForSeeds(seedsOf(order, 0), n), false, n);
+    assert.deepEqual(order.map((n) => waitsForSeeds(seedsOf(order, 1), n)), [false, true, true]);
   });
 });
