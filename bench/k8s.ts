@@ -24,6 +24,7 @@ import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
 import type { OperationView as Operation } from '../src/api/convert.js';
+import { apiStatusCode } from '../src/kube/api-error.js';
 import { launchAgent, type LaunchedAgent } from './agent-launch.js';
 import { traceSummary } from './trace-summary.js';
 
@@ -201,7 +202,7 @@ class Cluster {
     for (;;) {
       const absent = await this.read(name).then(
         () => false,
-        (err: unknown) => (err as { code?: number }).code === 404,
+        (err: unknown) => apiStatusCode(err) === 404,
       );
       if (absent) return;
       if (now() > deadline) throw new Error(`pod ${NS}/${name} still there after ${ms} ms`);

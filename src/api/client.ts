@@ -42,6 +42,20 @@ export class AgentClient {
     });
   }
 
+  /** A server stream's messages, converted; ended on the agent too when signal aborts or the caller stops reading. */
+  private async *read<W, T>(stream: grpc.ClientReadableStream<W>, convert: (w: W) => T, signal?: AbortSignal): AsyncGenerator<T> {
+    signal?.addEventListener('abort', () => stream.cancel());
+    try {
+      for await (const w of stream) yield convert(w as W);
+    } catch (err) {
+      throw fromServiceError(err, this.target);
+    } finally {
+      // A caller that stops reading early (break, return) ends the call on the agent too: leaving the stream
+      // only destroys it here, and the agent would count the call as open until the operation ends.
+      stream.cancel();
+    }
+  }
+
   /** Pods on the agent's node. */
   listPods(): Promise<ListPodsResponse__Output> {
     return this.call(this.client.ListPods, {});
@@ -70,32 +84,12 @@ export class AgentClient {
 
   /** The operation now and at every change, until it ends. */
   async *watchOperation(id: string, signal?: AbortSignal): AsyncGenerator<OperationView> {
-    const stream = this.client.WatchOperation({ id });
-    signal?.addEventListener('abort', () => stream.cancel());
-    try {
-      for await (const w of stream) yield operationFromWire(w);
-    } catch (err) {
-      throw fromServiceError(err, this.target);
-    } finally {
-      // A caller that stops reading early (break, return) ends the call on the agent too: leaving the stream
-      // only destroys it here, and the agent would count the call as open until the operation ends.
-      stream.cancel();
-    }
+    yield* this.read(this.client.WatchOperation({ id }), operationFromWire, signal);
   }
 
   /** Pull progress events until every image is done or failed. */
   async *pullImages(req: PullImagesRequest, signal?: AbortSignal): AsyncGenerator<PullEvent> {
-    const stream = this.client.PullImages(req);
-    signal?.addEventListener('abort', () => stream.cancel());
-    try {
-      for await (const w of stream) yield pullEventFromWire(w);
-    } catch (err) {
-      throw fromServiceError(err, this.target);
-    } finally {
-      // A caller that stops reading early (break, return) ends the call on the agent too: leaving the stream
-      // only destroys it here, and the agent would count the call as open until the operation ends.
-      stream.cancel();
-    }
+    yield* this.read(this.client.PullImages(req), pullEventFromWire, signal);
   }
 
   /** The agent's version and the runtime it drives. */

@@ -1,24 +1,13 @@
 // The API server calls of `inplacectl prewarm`, in a module of their own so that inplacectl loads the Kubernetes
 // client only when a prewarm command runs.
 import * as k8s from '../kube/client.js';
-import { AgentError } from '../errors.js';
 import { systemClock } from '../clock.js';
-import { KubeFleetApi, httpStatus } from '../fleet/fleet-api.js';
-import { serverMessage } from '../kube/api-error.js';
+import { KubeFleetApi } from '../fleet/fleet-api.js';
+import { kubeError } from '../kube/api-error.js';
 import { selfRequester } from '../kube/requester.js';
 import { summarize } from '../fleet/summary.js';
 import { targetedNodes } from '../fleet/targets.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
-
-function apiError(err: unknown, what: string): Error {
-  const s = httpStatus(err);
-  const msg = serverMessage(err) ?? '';
-  if (s === 404) return new AgentError('NotFound', `${what}: not found`);
-  if (s === 409) return new AgentError('FailedPrecondition', `${what}: already exists`);
-  if (s === 422 || s === 400) return new AgentError('InvalidArgument', `${what}: refused by the API server: ${msg}`);
-  if (s) return new AgentError('Unavailable', `${what}: API server answered ${s}${msg ? ': ' + msg : ''}`);
-  return new AgentError('Unavailable', `${what}: ${(err as Error).message}`);
-}
 
 /** A prewarm's live status: summed up from the per-node records now. */
 export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {
@@ -28,7 +17,7 @@ export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ pr
   try {
     pw = (await custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name })) as ImagePrewarm;
   } catch (err) {
-    throw apiError(err, `ImagePrewarm ${name}`);
+    throw kubeError(err, `ImagePrewarm ${name}`);
   }
   const order = await targetedNodes(api, pw);
   const records: NodePrewarm[] = await api.listNodePrewarms();
@@ -50,7 +39,7 @@ export async function createPrewarm(kc: k8s.KubeConfig, prewarm: object & { meta
   try {
     await custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body });
   } catch (err) {
-    throw apiError(err, `ImagePrewarm ${body.metadata.name}`);
+    throw kubeError(err, `ImagePrewarm ${body.metadata.name}`);
   }
 }
 
@@ -60,6 +49,6 @@ export async function deletePrewarm(kc: k8s.KubeConfig, name: string): Promise<v
   try {
     await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name });
   } catch (err) {
-    throw apiError(err, `ImagePrewarm ${name}`);
+    throw kubeError(err, `ImagePrewarm ${name}`);
   }
 }

@@ -106,6 +106,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     log,
     retention: opts.retention,
     strategies: kube ? [kube.strategy] : [],
+    kubeletPods: !!kube,
     maxParallel: opts.maxParallelOperations,
     ...recoveryMetrics(registry),
     afterStep: faultAfterStep(process.env, log),

@@ -16,7 +16,7 @@ export async function startRollouts(kc: KubeConfig, nodeName: string, opts: Daem
   const holder = `${nodeName}/${await agentIdentity(opts.stateDir)}`;
   const rlog = log.child({ component: 'rollout' });
   const c = new RolloutCoordinator(
-    new KubeRolloutApi(kc, 'agent'),
+    new KubeRolloutApi(kc),
     new KubeFleetApi(kc, clock),
     { ...COORDINATOR_DEFAULTS, node: nodeName, holder, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace },
     clock,

@@ -26,7 +26,8 @@ function journalError(dir: string, err: NodeJS.ErrnoException): AgentError {
 /** Durable storage of operation records. */
 export class Journal {
   private readonly dir: string;
-  private readonly chains = new Map<string, Promise<void>>();
+  /** Per record: its last write (done or failed), and the directory fsync that write left running, if any. */
+  private readonly chains = new Map<string, { written: Promise<void>; synced: Promise<void> }>();
 
   constructor(stateDir: string) {
     this.dir = path.join(stateDir, 'operations');
@@ -46,20 +47,26 @@ export class Journal {
    * record that survives a power loss.
    */
   write(op: Operation, sync: boolean | 'after' = true): Promise<void> {
-    // Writes of one record go one after another, so an older state can never land after a newer one.
-    const prev = this.chains.get(op.id) ?? Promise.resolve();
+    // Writes of one record go one after another, so an older state can never land after a newer one. A
+    // directory fsync still running from an earlier 'after' write runs beside this write's own file write and
+    // fsync (it covers the earlier rename, made before this write began), and this call resolves only once both
+    // are done: what this write announces still comes after a record that survives a power loss, without the
+    // two fsyncs one after the other.
+    const prev = this.chains.get(op.id) ?? { written: Promise.resolve(), synced: Promise.resolve() };
     const wrap = (err: unknown) => {
       throw err instanceof AgentError ? err : journalError(this.dir, err as NodeJS.ErrnoException);
     };
-    const next = prev.then(() => this.writeNow(op, sync === true)).catch(wrap);
-    // A failed write is the caller's to see; only a directory fsync still running when the call returned is
-    // handed on to the next write.
-    const tail = sync === 'after' ? next.then(() => this.syncDir().catch(wrap), () => undefined) : next.catch(() => undefined);
-    this.chains.set(op.id, tail);
+    const written = prev.written.then(() => this.writeNow(op, sync === true)).catch(wrap);
+    const next = Promise.all([written, prev.synced]).then(() => undefined);
+    // A failed write is the caller's to see; only a directory fsync not done when the call returned is handed on
+    // to the next write (which fails if it failed).
+    const synced = sync === 'after' ? written.then(() => this.syncDir().catch(wrap), () => undefined) : sync === true ? Promise.resolve() : prev.synced;
+    const entry = { written: written.catch(() => undefined), synced };
+    this.chains.set(op.id, entry);
     const forget = () => {
-      if (this.chains.get(op.id) === tail) this.chains.delete(op.id);
+      if (this.chains.get(op.id) === entry) this.chains.delete(op.id);
     };
-    void tail.then(forget, forget);
+    void Promise.all([entry.written, synced]).then(forget, forget);
     return next;
   }
 

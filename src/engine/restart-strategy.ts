@@ -80,6 +80,11 @@ export interface RestartStrategy {
    * is (pulled says whether it was downloaded), or fails with the pull.
    */
   pulling?(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void;
+  /**
+   * Told (not awaited) once a new operation is admitted, while its Pending record is written and before anything
+   * is touched: what only reads or announces may begin (the kubelet strategy's Pulled event for an image present).
+   */
+  admitted?(op: Operation): void;
   /** Told once an operation that had containers of this strategy reached a terminal state. */
   finished?(op: Operation): Promise<void>;
   /**

@@ -1,10 +1,12 @@
 // What the fleet pre-warm needs from the Kubernetes API, as one small interface, and its implementation on
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
+// Every method throws AgentError (kubeError), which keeps the HTTP status for httpStatus.
 import * as k8s from '../kube/client.js';
-import { apiStatusCode } from '../kube/api-error.js';
+import { apiStatusCode, kubeCall, kubeError } from '../kube/api-error.js';
 import { followerDeps, followList, type FollowerDeps, type FollowFailure } from '../kube/list-follower.js';
 import type { Clock } from '../clock.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
+import { createHash } from 'node:crypto';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, TURN_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
 
 /** A slot Lease as the fleet sees it. */
 export interface SlotLease {
@@ -41,7 +43,7 @@ export interface FleetApi {
   getNodePrewarm(node: string): Promise<NodePrewarm | undefined>;
   listNodePrewarms(): Promise<NodePrewarm[]>;
   createNodePrewarm(obj: NodePrewarm): Promise<NodePrewarm>;
-  /** Replaces the status; throws a 409 ApiError when resourceVersion is stale. Returns the new object. */
+  /** Replaces the status; throws an Aborted AgentError (status 409) when resourceVersion is stale. Returns the new object. */
   writeNodePrewarmStatus(obj: NodePrewarm): Promise<NodePrewarm>;
   listSlots(namespace: string, prewarm: string): Promise<SlotLease[]>;
   /**
@@ -49,9 +51,18 @@ export interface FleetApi {
    * with every slot after each change; restarts like followPrewarms.
    */
   followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
+  /**
+   * Lists the slot Leases (of every prewarm) whose turn label names node, then watches them, calling onList with
+   * all of them after each change; restarts like followPrewarms. Without node: every slot Lease with a turn
+   * label (for one process that serves many nodes, as the benchmark does).
+   */
+  followTurns(namespace: string, node: string | undefined, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
   /** Creates the slot Lease held by holder; throws 409 when it exists. */
   createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease>;
-  /** Writes holder and renewal time over the Lease at resourceVersion; throws 409 when someone was first. */
+  /**
+   * Writes holder (and its turn label) and renewal time over the Lease at resourceVersion; throws 409 when
+   * someone was first. A new holder is how a slot is handed on.
+   */
   updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease>;
   /**
    * Deletes the Lease if it is still at resourceVersion (a precondition). True when it is gone (deleted, or
@@ -71,6 +82,11 @@ const selectorString = (sel: Record<string, string>): string =>
   Object.entries(sel)
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
+
+/** The turn label's value for a node: node names can be longer than a label value may be. */
+export function turnKey(node: string): string {
+  return createHash('sha256').update(node).digest('hex').slice(0, 40);
+}
 
 const timeMs = (t: unknown): number => (t ? new Date(t as string).getTime() : 0);
 
@@ -107,7 +123,7 @@ export class KubeFleetApi implements FleetApi {
   }
 
   async listPrewarms(): Promise<ImagePrewarm[]> {
-    const r = (await this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL })) as { items?: ImagePrewarm[] };
+    const r = (await kubeCall('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }))) as { items?: ImagePrewarm[] };
     return r.items ?? [];
   }
 
@@ -124,19 +140,26 @@ export class KubeFleetApi implements FleetApi {
     return followList(this.follow, { path, list, labelSelector }, (items) => onList(items.map(toSlot)), onError);
   }
 
+  followTurns(namespace: string, node: string | undefined, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
+    const labelSelector = node === undefined ? TURN_LABEL : `${TURN_LABEL}=${turnKey(node)}`;
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    const list = () => this.coord.listNamespacedLease({ namespace, labelSelector });
+    return followList(this.follow, { path, list, labelSelector }, (items) => onList(items.map(toSlot)), onError);
+  }
+
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name, resourceVersion }, spec: prewarm.spec, status };
-    await this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name, body });
+    await kubeCall(`write status of ImagePrewarm ${name}`, () => this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name, body }));
   }
 
   async nodesMatching(selector: Record<string, string>): Promise<string[]> {
     // resourceVersion 0: served from the API server's watch cache, not read through to etcd.
-    const r = await this.core.listNode({ labelSelector: selectorString(selector), resourceVersion: '0' });
+    const r = await kubeCall('list nodes', () => this.core.listNode({ labelSelector: selectorString(selector), resourceVersion: '0' }));
     return r.items.map((n) => n.metadata?.name ?? '').filter(Boolean);
   }
 
   async nodesOfPods(namespace: string, matchLabels: Record<string, string>): Promise<string[]> {
-    const r = await this.core.listNamespacedPod({ namespace, labelSelector: selectorString(matchLabels), resourceVersion: '0' });
+    const r = await kubeCall(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorString(matchLabels), resourceVersion: '0' }));
     return r.items
       .filter((p) => p.spec?.nodeName && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata?.deletionTimestamp)
       .map((p) => p.spec?.nodeName ?? '');
@@ -147,42 +170,44 @@ export class KubeFleetApi implements FleetApi {
       return (await this.custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: node })) as NodePrewarm;
     } catch (err) {
       if (httpStatus(err) === 404) return undefined;
-      throw err;
+      throw kubeError(err, `get NodePrewarm ${node}`);
     }
   }
 
   async listNodePrewarms(): Promise<NodePrewarm[]> {
-    const r = (await this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL })) as { items?: NodePrewarm[] };
+    const r = (await kubeCall('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }))) as { items?: NodePrewarm[] };
     return r.items ?? [];
   }
 
   async createNodePrewarm(obj: NodePrewarm): Promise<NodePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'NodePrewarm', ...obj };
-    return (await this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, body })) as NodePrewarm;
+    return (await kubeCall(`create NodePrewarm ${obj.metadata.name}`, () => this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, body }))) as NodePrewarm;
   }
 
   async writeNodePrewarmStatus(obj: NodePrewarm): Promise<NodePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'NodePrewarm', ...obj };
-    return (await this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: obj.metadata.name, body })) as NodePrewarm;
+    return (await kubeCall(`write status of NodePrewarm ${obj.metadata.name}`, () =>
+      this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: obj.metadata.name, body }),
+    )) as NodePrewarm;
   }
 
   async listSlots(namespace: string, prewarm: string): Promise<SlotLease[]> {
-    const r = await this.coord.listNamespacedLease({ namespace, labelSelector: `${PREWARM_LABEL}=${prewarm}` });
+    const r = await kubeCall(`list the slot Leases of ${prewarm}`, () => this.coord.listNamespacedLease({ namespace, labelSelector: `${PREWARM_LABEL}=${prewarm}` }));
     return r.items.map(toSlot);
   }
 
   async createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease> {
     const body: k8s.V1Lease = {
-      metadata: { name, namespace, labels: { [PREWARM_LABEL]: prewarm } },
+      metadata: { name, namespace, labels: { [PREWARM_LABEL]: prewarm, [TURN_LABEL]: turnKey(holder) } },
       spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: microTime(nowMs), renewTime: microTime(nowMs) },
     };
-    return toSlot(await this.coord.createNamespacedLease({ namespace, body }));
+    return toSlot(await kubeCall(`create slot Lease ${namespace}/${name}`, () => this.coord.createNamespacedLease({ namespace, body })));
   }
 
   async updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease> {
     const body: k8s.V1Lease = {
       // Replace sends the whole object: the label and the acquire time are carried over.
-      metadata: { name: lease.name, namespace, resourceVersion: lease.resourceVersion, labels: { [PREWARM_LABEL]: lease.prewarm } },
+      metadata: { name: lease.name, namespace, resourceVersion: lease.resourceVersion, labels: { [PREWARM_LABEL]: lease.prewarm, [TURN_LABEL]: turnKey(holder) } },
       spec: {
         holderIdentity: holder,
         leaseDurationSeconds: lease.durationSeconds,
@@ -190,7 +215,7 @@ export class KubeFleetApi implements FleetApi {
         renewTime: microTime(nowMs),
       },
     };
-    return toSlot(await this.coord.replaceNamespacedLease({ name: lease.name, namespace, body }));
+    return toSlot(await kubeCall(`renew slot Lease ${namespace}/${lease.name}`, () => this.coord.replaceNamespacedLease({ name: lease.name, namespace, body })));
   }
 
   async deleteSlot(namespace: string, lease: SlotLease): Promise<boolean> {
@@ -201,7 +226,7 @@ export class KubeFleetApi implements FleetApi {
       const s = httpStatus(err);
       if (s === 404) return true;
       if (s === 409) return false;
-      throw err;
+      throw kubeError(err, `delete slot Lease ${namespace}/${lease.name}`);
     }
   }
 
@@ -211,7 +236,7 @@ export class KubeFleetApi implements FleetApi {
       return s.data ?? {};
     } catch (err) {
       if (httpStatus(err) === 404) return undefined;
-      throw err;
+      throw kubeError(err, `read Secret ${namespace}/${name}`);
     }
   }
 }

@@ -4,7 +4,7 @@
 // anything is touched. Needs `create subjectaccessreviews` (deploy/rbac.yaml).
 import { AuthorizationV1Api, type KubeConfig } from './client.js';
 import { AgentError } from '../errors.js';
-import { apiStatusCode, callerError, type Caller } from './api-error.js';
+import { apiStatusCode, kubeError } from './api-error.js';
 import { permissionText, type Need, type Permission } from './request-permissions.js';
 import type { Requester } from './requester.js';
 
@@ -27,11 +27,7 @@ export interface AccessReviewer {
 export class SubjectAccessReviewer implements AccessReviewer {
   private readonly authz: AuthorizationV1Api;
 
-  /** `caller`: whose credentials kc holds (the agent's own by default: a 401 is then Unavailable, see Caller). */
-  constructor(
-    kc: KubeConfig,
-    private readonly caller: Caller = 'agent',
-  ) {
+  constructor(kc: KubeConfig) {
     this.authz = kc.makeApiClient(AuthorizationV1Api);
   }
 
@@ -56,7 +52,7 @@ export class SubjectAccessReviewer implements AccessReviewer {
           reason: REASON_FORBIDDEN,
         });
       }
-      throw callerError(err, `check whether ${r.username} may ${permissionText(p)} (SubjectAccessReview)`, this.caller);
+      throw kubeError(err, `check whether ${r.username} may ${permissionText(p)} (SubjectAccessReview)`);
     }
   }
 }

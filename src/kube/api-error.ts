@@ -1,11 +1,14 @@
-// Errors from the Kubernetes API server, mapped into the agent's one error type by HTTP status code.
+// Errors from the Kubernetes API server, mapped into the agent's one error type by HTTP status code. Every API
+// client of the agent and of inplacectl (kube-api.ts, container-restart/api.ts, rollout-api.ts, fleet-api.ts,
+// cli/prewarm-api.ts, ...) goes through kubeError, so one status means one kind everywhere.
 import { AgentError, type ErrorKind } from '../errors.js';
 
-/** The HTTP status code of a failed API call, or undefined when the server was not reached. */
+/** The HTTP status code of a failed API call (raw from the client, or kept by kubeError), or undefined when the server was not reached. */
 export function apiStatusCode(err: unknown): number | undefined {
-  const e = err as { code?: unknown; statusCode?: unknown } | undefined;
+  const e = err as { code?: unknown; statusCode?: unknown; httpStatus?: unknown } | undefined;
   if (typeof e?.code === 'number') return e.code;
   if (typeof e?.statusCode === 'number') return e.statusCode;
+  if (typeof e?.httpStatus === 'number') return e.httpStatus;
   return undefined;
 }
 
@@ -16,7 +19,7 @@ export function serverMessage(err: unknown): string | undefined {
     try {
       body = JSON.parse(body);
     } catch {
-      return (body as string) || undefined;
+      return (body as string).slice(0, 300) || undefined;
     }
   }
   const msg = (body as { message?: unknown } | undefined)?.message;
@@ -25,7 +28,11 @@ export function serverMessage(err: unknown): string | undefined {
 
 const KIND_BY_STATUS: Record<number, ErrorKind> = {
   400: 'InvalidArgument',
-  401: 'Unauthenticated',
+  // The API server does not accept the credentials now. For the agent this is its own bound token: the API server
+  // stops accepting a terminating pod's token while the agent still runs its grace period, and a token being
+  // rotated is refused for a moment. Waited out like an outage (the next agent finishes the operation from the
+  // journal), never taken as the operation's failure.
+  401: 'Unavailable',
   403: 'FailedPrecondition',
   404: 'NotFound',
   409: 'Aborted',
@@ -34,40 +41,41 @@ const KIND_BY_STATUS: Record<number, ErrorKind> = {
   429: 'Unavailable',
 };
 
-/** An AgentError for a failed API call about `what`; transport failures and 5xx are Unavailable. */
+/** Why a 401 is Unavailable, said in the error's message. */
+export const UNAUTHORIZED_NOTE = "the API server does not accept these credentials now; for the agent: its pod is terminating, or its token is being rotated";
+
+/** The error kind for an API server's HTTP status; undefined (not reached) and 5xx are Unavailable, a status in no rule Internal. */
+export function kindOfStatus(status: number | undefined): ErrorKind {
+  if (status === undefined || status >= 500) return 'Unavailable';
+  return KIND_BY_STATUS[status] ?? 'Internal';
+}
+
+/** An AgentError for a failed API call about `what`, of kindOfStatus's kind; it keeps the status (apiStatusCode reads it). */
 export function kubeError(err: unknown, what: string): AgentError {
   if (err instanceof AgentError) return err;
   const code = apiStatusCode(err);
-  const kind: ErrorKind = code === undefined || code >= 500 ? 'Unavailable' : (KIND_BY_STATUS[code] ?? 'Internal');
-  const detail = serverMessage(err) ?? (code === undefined ? (err instanceof Error ? err.message : String(err)) : `HTTP ${code}`);
-  return Object.assign(new AgentError(kind, `${what}: ${detail}`, { cause: err }), { httpStatus: code });
+  let detail: string;
+  if (code === undefined) detail = `the API server cannot be reached: ${err instanceof Error ? err.message : String(err)}`;
+  else detail = serverMessage(err) ?? `HTTP ${code}`;
+  if (code === 401) detail += ` (${UNAUTHORIZED_NOTE})`;
+  return Object.assign(new AgentError(kindOfStatus(code), `${what}: ${detail}`, { cause: err }), { httpStatus: code });
 }
 
-/**
- * Whose credentials a client calls with. A user's (inplacectl): a 401 is their credentials refused, an error to
- * show. The agent's own (its ServiceAccount token): a 401 means the API server no longer accepts the token of a
- * pod being deleted, or of a token being rotated; it is waited out like an outage (Unavailable), never taken
- * as the failure of what the agent was doing: a terminating agent's work is finished by the next one.
- */
-export type Caller = 'user' | 'agent';
-
-/** kubeError for a caller: for the agent's own calls, a 401 is Unavailable (see Caller). */
-export function callerError(err: unknown, what: string, caller: Caller): AgentError {
-  const e = kubeError(err, what);
-  if (caller !== 'agent' || apiStatusCode(err) !== 401) return e;
-  return Object.assign(new AgentError('Unavailable', `${e.message} (${AGENT_401_NOTE})`, { cause: err }), { httpStatus: 401 });
-}
-
-/** What a 401 to the agent's own call says. */
-export const AGENT_401_NOTE = "the API server does not accept this agent's credentials now: its pod may be terminating";
-
-/** Whether err is the API server's 409 Conflict (a stale resourceVersion, or the object exists). */
+/** Whether err (or the error it wraps) is the API server's 409 Conflict (a stale resourceVersion, or the object exists). */
 export function isConflict(err: unknown): boolean {
   return apiStatusCode(err) === 409 || apiStatusCode((err as { cause?: unknown } | undefined)?.cause) === 409;
 }
 
 /** Whether err (or the error it wraps) is the API server's 403 Forbidden: this agent's RBAC lacks the permission. */
 export function isForbidden(err: unknown): boolean {
-  const e = err as { httpStatus?: unknown; cause?: unknown } | undefined;
-  return apiStatusCode(err) === 403 || e?.httpStatus === 403 || apiStatusCode(e?.cause) === 403;
+  return apiStatusCode(err) === 403 || apiStatusCode((err as { cause?: unknown } | undefined)?.cause) === 403;
+}
+
+/** fn's answer; a failure thrown as kubeError(err, what). */
+export async function kubeCall<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (err) {
+    throw kubeError(err, what);
+  }
 }

@@ -1,7 +1,6 @@
 // The few Kubernetes API calls the agent makes, behind one small interface (so the kubelet strategy can be
-// tested with a fake), and the one place that maps the API's failures into AgentError kinds.
+// tested with a fake). Failures are AgentErrors by the one rule of api-error.ts.
 import {
-  ApiException,
   CoreV1Api,
   DiscoveryV1Api,
   PatchStrategy,
@@ -11,8 +10,7 @@ import {
   type V1EndpointSlice,
   type V1Pod,
 } from './client.js';
-import { AgentError, type ErrorKind } from '../errors.js';
-import { AGENT_401_NOTE } from './api-error.js';
+import { kubeCall } from './api-error.js';
 
 /** What the agent reads and writes through the API server. Every method throws AgentError. */
 export interface KubeApi {
@@ -28,44 +26,6 @@ export interface KubeApi {
   createEvent(namespace: string, event: CoreV1Event): Promise<void>;
   /** Merge-patches an existing Event (count, lastTimestamp); NotFound when it is gone. */
   patchEvent(namespace: string, name: string, patch: object): Promise<void>;
-}
-
-/** The Kubernetes API failure as an AgentError of the matching kind, naming what was attempted. */
-export function kubeError(err: unknown, what: string): AgentError {
-  if (err instanceof AgentError) return err;
-  if (err instanceof ApiException) {
-    const code = err.code;
-    const kind: ErrorKind =
-      code === 404
-        ? 'NotFound'
-        : code === 409
-          ? 'Aborted'
-          : code === 400 || code === 422
-            ? 'InvalidArgument'
-            : code === 401
-              ? 'Unauthenticated'
-              : code === 403
-                ? 'FailedPrecondition'
-                : code === 429 || code >= 500
-                  ? 'Unavailable'
-                  : 'Internal';
-    return new AgentError(kind, `${what}: the API server answered ${code}: ${statusMessage(err.body)}`, { cause: err });
-  }
-  const msg = err instanceof Error ? err.message : String(err);
-  return new AgentError('Unavailable', `${what}: the API server cannot be reached: ${msg}`, { cause: err });
-}
-
-function statusMessage(body: unknown): string {
-  if (typeof body === 'string') {
-    try {
-      const parsed = JSON.parse(body) as { message?: string };
-      return parsed.message ?? body.slice(0, 300);
-    } catch {
-      return body.slice(0, 300);
-    }
-  }
-  if (body && typeof body === 'object' && 'message' in body) return String((body as { message: unknown }).message);
-  return 'no message';
 }
 
 /** KubeApi over @kubernetes/client-node. */
@@ -109,17 +69,8 @@ export class ClientKubeApi implements KubeApi {
     );
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      const e = kubeError(err, what);
-      // The agent's own credentials refused: its pod is being deleted (the API server no longer accepts a deleted
-      // pod's bound token) or its token is being rotated. Waited out like an outage, not taken as the operation's
-      // failure: a terminating agent's operation is finished by the next agent, from the journal.
-      if (err instanceof ApiException && err.code === 401) throw new AgentError('Unavailable', `${e.message} (${AGENT_401_NOTE})`);
-      throw e;
-    }
+  private call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return kubeCall(what, fn);
   }
 }
 

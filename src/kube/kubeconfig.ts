@@ -1,6 +1,7 @@
 // Loads the Kubernetes client configuration from where kubeconfig-source.ts found it.
 import { KubeConfig } from './client.js';
 import { AgentError } from '../errors.js';
+import { keepConnections } from './keep-alive.js';
 import { kubeConfigSource, type KubeConfigSource } from './kubeconfig-source.js';
 
 /**
@@ -12,9 +13,9 @@ export function loadKubeConfig(opts: { kubeconfig?: string }, env: NodeJS.Proces
   return source ? kubeConfigFrom(source) : undefined;
 }
 
-/** The client configuration read from `source`; InvalidArgument when the file cannot be used. */
+/** The client configuration read from `source` (its API calls over kept connections); InvalidArgument when the file cannot be used. */
 export function kubeConfigFrom(source: KubeConfigSource): KubeConfig {
-  const kc = new KubeConfig();
+  const kc = keepConnections(new KubeConfig());
   if (source.kind === 'in-cluster') {
     kc.loadFromCluster();
     return kc;

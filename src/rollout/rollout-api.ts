@@ -2,7 +2,7 @@
 // interface, on @kubernetes/client-node. Every method throws AgentError (kubeError); a get answers undefined
 // for a 404.
 import * as k8s from '../kube/client.js';
-import { apiStatusCode, callerError, type Caller } from '../kube/api-error.js';
+import { apiStatusCode, kubeCall as call, kubeError } from '../kube/api-error.js';
 import { SubjectAccessReviewer, type AccessAnswer, type AccessReviewer } from '../kube/access-review.js';
 import type { Permission } from '../kube/request-permissions.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
@@ -48,6 +48,14 @@ const selectorString = (sel: Record<string, string>): string =>
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
 
+async function orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await fn();
+  } catch (err) {
+    if (apiStatusCode(err) === 404) return undefined;
+    throw kubeError(err, what);
+  }
+}
 
 /** RolloutApi on a real API server. */
 export class KubeRolloutApi implements RolloutApi {
@@ -58,14 +66,7 @@ export class KubeRolloutApi implements RolloutApi {
   private readonly self: () => Promise<Requester>;
   private readonly reviewer: SubjectAccessReviewer;
 
-  /**
-   * `caller`: whose credentials kc holds. The coordinator's are the agent's own (a 401 is Unavailable, waited out
-   * as every failed round is); inplacectl's are a user's (a 401 is shown).
-   */
-  constructor(
-    kc: k8s.KubeConfig,
-    private readonly caller: Caller,
-  ) {
+  constructor(kc: k8s.KubeConfig) {
     let self: Promise<Requester> | undefined;
     // Asked once; a failed question is asked again next time.
     this.self = () =>
@@ -73,27 +74,10 @@ export class KubeRolloutApi implements RolloutApi {
         self = undefined;
         throw err;
       }));
-    this.reviewer = new SubjectAccessReviewer(kc, caller);
+    this.reviewer = new SubjectAccessReviewer(kc);
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
-  }
-
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      throw callerError(err, what, this.caller);
-    }
-  }
-
-  private async orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
-    try {
-      return await fn();
-    } catch (err) {
-      if (apiStatusCode(err) === 404) return undefined;
-      throw callerError(err, what, this.caller);
-    }
   }
 
   private base(namespace: string) {
@@ -101,14 +85,14 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   async listRollouts(namespace?: string): Promise<InPlaceRollout[]> {
-    const r = await this.call('list InPlaceRollouts', () =>
+    const r = await call('list InPlaceRollouts', () =>
       namespace ? this.custom.listNamespacedCustomObject(this.base(namespace)) : this.custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL }),
     );
     return ((r as { items?: InPlaceRollout[] }).items ?? []);
   }
 
   getRollout(namespace: string, name: string): Promise<InPlaceRollout | undefined> {
-    return this.orUndefined(`get InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ ...this.base(namespace), name })) as InPlaceRollout);
+    return orUndefined(`get InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ ...this.base(namespace), name })) as InPlaceRollout);
   }
 
   review(requester: Requester, p: Permission): Promise<AccessAnswer> {
@@ -119,7 +103,7 @@ export class KubeRolloutApi implements RolloutApi {
     // Where deploy/admission-requester.yaml is installed it writes the same; where only the validating policy is,
     // a spec written by someone other than its recorded requester would be refused without this.
     spec = { ...spec, requester: await this.self() };
-    return this.call(`patch InPlaceRollout ${namespace}/${name}`, async () =>
+    return call(`patch InPlaceRollout ${namespace}/${name}`, async () =>
       (await this.custom.patchNamespacedCustomObject({ ...this.base(namespace), name, body: { spec }, fieldManager: 'inplacectl' }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))) as InPlaceRollout,
     );
   }
@@ -127,25 +111,25 @@ export class KubeRolloutApi implements RolloutApi {
   async writeRolloutStatus(rollout: InPlaceRollout, status: InPlaceRolloutStatus): Promise<InPlaceRollout> {
     const { name, namespace = 'default', resourceVersion } = rollout.metadata;
     const body = { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: IPR_KIND, metadata: { name, namespace, resourceVersion }, spec: rollout.spec, status };
-    return this.call(`write status of InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.replaceNamespacedCustomObjectStatus({ ...this.base(namespace), name, body })) as InPlaceRollout);
+    return call(`write status of InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.replaceNamespacedCustomObjectStatus({ ...this.base(namespace), name, body })) as InPlaceRollout);
   }
 
   getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined> {
-    return this.orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
+    return orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
       kind === 'StatefulSet' ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) } : { kind, obj: await this.apps.readNamespacedDaemonSet({ namespace, name }) },
     );
   }
 
   async listRevisions(namespace: string, selector: Record<string, string>): Promise<k8s.V1ControllerRevision[]> {
-    return (await this.call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorString(selector) }))).items;
+    return (await call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorString(selector) }))).items;
   }
 
   async listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]> {
-    return (await this.call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorString(selector) }))).items;
+    return (await call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorString(selector) }))).items;
   }
 
   async listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]> {
-    const r = await this.call(`list ContainerRestarts in ${namespace}`, () =>
+    const r = await call(`list ContainerRestarts in ${namespace}`, () =>
       this.custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }),
     );
     return (r as { items?: ContainerRestart[] }).items ?? [];
@@ -153,7 +137,7 @@ export class KubeRolloutApi implements RolloutApi {
 
   async createRestart(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
-    return (await this.call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
+    return (await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
       this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body: cr, fieldManager: FIELD_MANAGER }),
     )) as ContainerRestart;
   }
@@ -163,33 +147,33 @@ export class KubeRolloutApi implements RolloutApi {
     const metadata: Record<string, unknown> = { uid };
     if (Object.keys(labels).length) metadata.labels = labels;
     if (Object.keys(annotations).length) metadata.annotations = annotations;
-    return this.call(`relabel pod ${namespace}/${name}`, () =>
+    return call(`relabel pod ${namespace}/${name}`, () =>
       this.core.patchNamespacedPod({ namespace, name, body: { metadata }, fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)),
     );
   }
 
   async deletePod(namespace: string, name: string, uid: string): Promise<k8s.V1Pod> {
-    return this.call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
+    return call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
   }
 
   async listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]> {
-    const r = await this.call('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }));
+    const r = await call('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }));
     return (r as { items?: ImagePrewarm[] }).items ?? [];
   }
 
   async listNodePrewarms(): Promise<NodePrewarm[]> {
-    const r = await this.call('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }));
+    const r = await call('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }));
     return (r as { items?: NodePrewarm[] }).items ?? [];
   }
 
   async createPrewarm(pw: ImagePrewarm): Promise<ImagePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw };
-    return (await this.call(`create ImagePrewarm ${pw.metadata.name}`, () =>
+    return (await call(`create ImagePrewarm ${pw.metadata.name}`, () =>
       this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }),
     )) as ImagePrewarm;
   }
 
   async deletePrewarm(name: string): Promise<void> {
-    await this.orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name }));
+    await orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name }));
   }
 }

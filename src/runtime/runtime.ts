@@ -74,9 +74,11 @@ export interface Runtime {
   version(): Promise<RuntimeVersion>;
   /**
    * Lists pods (ready and not ready). With `withIp: false` an adapter may leave `ip` empty when reading it
-   * costs a call per pod (CRI); getPod always fills it.
+   * costs a call per pod (CRI); getPod always fills it. With `kubeletPod` (NAMESPACE/NAME), an adapter that can
+   * ask for them alone (CRI: by the labels the kubelet puts on its sandboxes) lists only the sandboxes the kubelet
+   * made for that pod; the others list every pod.
    */
-  listPods(opts?: { withIp?: boolean }): Promise<Pod[]>;
+  listPods(opts?: { withIp?: boolean; kubeletPod?: string }): Promise<Pod[]>;
   /** One pod by sandbox id; NotFound when there is none. */
   getPod(podId: string): Promise<Pod>;
   /** Lists containers. */

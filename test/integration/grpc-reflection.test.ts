@@ -11,8 +11,7 @@ import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';
 import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { mtlsProbe, startAgent, type AgentProcess } from '../support/agent-process.js';
-import { evansPath, evansUnix } from '../support/evans.js';
-import { grpcurl, grpcurlPath } from '../support/grpcurl.js';
+import { evansUnix, grpcCliPath, runGrpcCli } from '../support/grpc-cli.js';
 import { freePort } from '../support/registry-server.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { TestCerts, type CertFiles } from '../support/test-certs.js';
@@ -37,7 +36,7 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
 
   before(async function () {
     await requireRuntime(this, 'grpcurl', async () => {
-      bin = grpcurlPath();
+      bin = grpcCliPath('grpcurl');
       if (!fs.existsSync(bin)) throw new Error(`${bin} is missing: run scripts/build-deps grpcurl`);
     });
     rt = new CriRuntime(env.criEndpoint);
@@ -65,26 +64,26 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
     });
 
     it('grpcurl list names the agent and health services', async () => {
-      const res = await grpcurl(bin, unix(agent.socket, 'list'));
+      const res = await runGrpcCli(bin, unix(agent.socket, 'list'));
       assert.equal(res.code, 0, res.stderr);
       assert.deepEqual(res.stdout.trim().split('\n').sort(), ['grpc.health.v1.Health', 'inplace.v1.Agent']);
     });
 
     it('grpcurl describe inplace.v1.Agent shows every RPC; a message with a map is described as the .proto has it', async () => {
-      const res = await grpcurl(bin, unix(agent.socket, 'describe', 'inplace.v1.Agent'));
+      const res = await runGrpcCli(bin, unix(agent.socket, 'describe', 'inplace.v1.Agent'));
       assert.equal(res.code, 0, res.stderr);
       assert.match(res.stdout, /^inplace\.v1\.Agent is a service:/);
       for (const rpc of ['ListPods', 'PullImages', 'Restart', 'GetOperation', 'ListOperations', 'WatchOperation', 'CancelOperation', 'Version']) {
         assert.match(res.stdout, new RegExp(`rpc ${rpc} \\(`), `${rpc} described:\n${res.stdout}`);
       }
-      const msg = await grpcurl(bin, unix(agent.socket, 'describe', 'inplace.v1.RestartRequest'));
+      const msg = await runGrpcCli(bin, unix(agent.socket, 'describe', 'inplace.v1.RestartRequest'));
       assert.equal(msg.code, 0, msg.stderr);
       assert.match(msg.stdout, /map<string, string> images = 3;/);
       assert.match(msg.stdout, /uint32 grace_seconds = 4;/);
     });
 
     it('a ListPods call made with reflection only lists the test pod', async () => {
-      const res = await grpcurl(bin, unix('-d', '{}', agent.socket, 'inplace.v1.Agent/ListPods'));
+      const res = await runGrpcCli(bin, unix('-d', '{}', agent.socket, 'inplace.v1.Agent/ListPods'));
       assert.equal(res.code, 0, res.stderr);
       assert.ok(podIds(res.stdout).includes(pod.podId), `pod ${pod.podId} listed:\n${res.stdout.slice(0, 2000)}`);
       assert.equal((JSON.parse(res.stdout) as { runtime: string }).runtime, 'cri');
@@ -93,7 +92,7 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
     it('a call with fields set by their .proto names (a map included) reaches the agent: a dry run plans the image change, touching nothing', async () => {
       const before = (await rt.listContainers({ podId: pod.podId })).map((c) => `${c.id}:${c.state}`).sort();
       const req = JSON.stringify({ pod: pod.podId, containers: ['app'], images: { app: env.images.appV2 }, grace_seconds: 3, grace_set: true, dry_run: true });
-      const res = await grpcurl(bin, unix('-d', req, agent.socket, 'inplace.v1.Agent/Restart'));
+      const res = await runGrpcCli(bin, unix('-d', req, agent.socket, 'inplace.v1.Agent/Restart'));
       assert.equal(res.code, 0, res.stderr);
       const op = JSON.parse(res.stdout) as { pod_id: string; containers: { name: string; new_image: string }[]; requested: { grace_seconds: number } };
       assert.equal(op.pod_id, pod.podId);
@@ -106,11 +105,11 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
       // The socket's directory open to all, so that only the socket's own mode (0660) and group decide.
       fs.chmodSync(path.dirname(agent.socket), 0o755);
       const nobody = ['setpriv', '--reuid=65534', '--regid=65534'];
-      const refused = await grpcurl(bin, unix('-connect-timeout', '2', agent.socket, 'list'), { prefix: [...nobody, '--clear-groups'] });
+      const refused = await runGrpcCli(bin, unix('-connect-timeout', '2', agent.socket, 'list'), { prefix: [...nobody, '--clear-groups'] });
       assert.notEqual(refused.code, 0, refused.stdout);
       assert.equal(refused.stdout, '');
       assert.match(refused.stderr, /Failed to dial target host/);
-      const member = await grpcurl(bin, unix(agent.socket, 'list'), { prefix: [...nobody, `--groups=${SOCKET_GID}`] });
+      const member = await runGrpcCli(bin, unix(agent.socket, 'list'), { prefix: [...nobody, `--groups=${SOCKET_GID}`] });
       assert.equal(member.code, 0, member.stderr);
       assert.match(member.stdout, /^inplace\.v1\.Agent$/m);
     });
@@ -119,21 +118,21 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
       let evans: string;
       before(async function () {
         await requireRuntime(this, 'evans', async () => {
-          evans = evansPath();
+          evans = grpcCliPath('evans');
           if (!fs.existsSync(evans)) throw new Error(`${evans} is missing: run scripts/build-deps evans`);
         });
       });
 
       it('lists the services and the Agent\'s methods, and describes a message, with reflection only', async () => {
-        const services = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'list']);
+        const services = await runGrpcCli(evans, [...evansUnix(agent.socket), 'cli', 'list']);
         assert.equal(services.code, 0, services.stderr);
         assert.deepEqual(services.stdout.trim().split('\n').sort(), ['grpc.health.v1.Health', 'inplace.v1.Agent']);
-        const methods = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'list', 'inplace.v1.Agent']);
+        const methods = await runGrpcCli(evans, [...evansUnix(agent.socket), 'cli', 'list', 'inplace.v1.Agent']);
         assert.equal(methods.code, 0, methods.stderr);
         for (const rpc of ['ListPods', 'Restart', 'WatchOperation', 'Version']) {
           assert.match(methods.stdout, new RegExp(`^inplace\\.v1\\.Agent\\.${rpc}$`, 'm'), methods.stdout);
         }
-        const msg = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'desc', 'inplace.v1.RestartRequest']);
+        const msg = await runGrpcCli(evans, [...evansUnix(agent.socket), 'cli', 'desc', 'inplace.v1.RestartRequest']);
         assert.equal(msg.code, 0, msg.stderr);
         assert.match(msg.stdout, /map<string, string> images = 3;/);
       });
@@ -141,7 +140,7 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
       it('calls ListPods from a request file and gets the test pod back', async () => {
         const req = path.join(dir, 'evans-listpods.json');
         fs.writeFileSync(req, '{}');
-        const res = await grpcurl(evans, [...evansUnix(agent.socket), 'cli', 'call', '--file', req, '--output', 'json', 'inplace.v1.Agent.ListPods']);
+        const res = await runGrpcCli(evans, [...evansUnix(agent.socket), 'cli', 'call', '--file', req, '--output', 'json', 'inplace.v1.Agent.ListPods']);
         assert.equal(res.code, 0, res.stderr);
         // `--output json` wraps the replies with the call's status: {status: {number, ...}, messages: [reply]}.
         const out = JSON.parse(res.stdout) as { status: { number: number }; messages: unknown[] };
@@ -182,13 +181,13 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
     });
 
     it('a caller with "read" can list, describe and call ListPods with reflection only', async () => {
-      const list = await grpcurl(bin, [...tls(reader), address, 'list']);
+      const list = await runGrpcCli(bin, [...tls(reader), address, 'list']);
       assert.equal(list.code, 0, list.stderr);
       assert.deepEqual(list.stdout.trim().split('\n').sort(), ['grpc.health.v1.Health', 'inplace.v1.Agent']);
-      const describe = await grpcurl(bin, [...tls(reader), address, 'describe', 'inplace.v1.Agent']);
+      const describe = await runGrpcCli(bin, [...tls(reader), address, 'describe', 'inplace.v1.Agent']);
       assert.equal(describe.code, 0, describe.stderr);
       assert.match(describe.stdout, /rpc ListPods \( \.inplace\.v1\.ListPodsRequest \) returns \( \.inplace\.v1\.ListPodsResponse \);/);
-      const pods = await grpcurl(bin, [...tls(reader), '-d', '{}', address, 'inplace.v1.Agent/ListPods']);
+      const pods = await runGrpcCli(bin, [...tls(reader), '-d', '{}', address, 'inplace.v1.Agent/ListPods']);
       assert.equal(pods.code, 0, pods.stderr);
       assert.ok(podIds(pods.stdout).includes(pod.podId), `pod ${pod.podId} listed:\n${pods.stdout.slice(0, 2000)}`);
     });
@@ -196,17 +195,17 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
     it('evans with the reader\'s certificate lists the Agent\'s methods over mutual TLS', async function () {
       let evans = '';
       await requireRuntime(this, 'evans', async () => {
-        evans = evansPath();
+        evans = grpcCliPath('evans');
         if (!fs.existsSync(evans)) throw new Error(`${evans} is missing: run scripts/build-deps evans`);
       });
       const [host, port] = address.split(':');
-      const res = await grpcurl(evans, ['--host', host!, '--port', port!, '--tls', '--cacert', ca.cert, '--cert', reader.cert, '--certkey', reader.key, '-r', 'cli', 'list', 'inplace.v1.Agent']);
+      const res = await runGrpcCli(evans, ['--host', host!, '--port', port!, '--tls', '--cacert', ca.cert, '--cert', reader.cert, '--certkey', reader.key, '-r', 'cli', 'list', 'inplace.v1.Agent']);
       assert.equal(res.code, 0, res.stderr);
       assert.match(res.stdout, /^inplace\.v1\.Agent\.ListPods$/m);
     });
 
     it('a certificate without "read" cannot list: PermissionDenied, logged and counted', async () => {
-      const res = await grpcurl(bin, [...tls(stranger), address, 'list']);
+      const res = await runGrpcCli(bin, [...tls(stranger), address, 'list']);
       assert.notEqual(res.code, 0, res.stdout);
       assert.equal(res.stdout, '');
       assert.match(res.stderr, /PermissionDenied/);
@@ -217,7 +216,7 @@ describe('gRPC server reflection (grpcurl, no .proto files)', function () {
     });
 
     it('no client certificate: refused in the TLS handshake, nothing listed', async () => {
-      const res = await grpcurl(bin, [...tls(), address, 'list']);
+      const res = await runGrpcCli(bin, [...tls(), address, 'list']);
       assert.notEqual(res.code, 0, res.stdout);
       assert.equal(res.stdout, '');
       assert.match(res.stderr, /certificate required|bad certificate|handshake|tls/i);

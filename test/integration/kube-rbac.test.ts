@@ -13,6 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { apiStatusCode } from '../../src/kube/api-error.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const env = kubeEnv();
@@ -75,7 +76,7 @@ describe('deploy/ RBAC (SubjectAccessReviews on the real API server)', function 
       try {
         await api.create(o);
       } catch (err) {
-        if ((err as { code?: number }).code !== 409) throw err;
+        if (apiStatusCode(err) !== 409) throw err;
         await api.replace(o);
       }
     }

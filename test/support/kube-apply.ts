@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import { apiStatusCode } from '../../src/kube/api-error.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -17,8 +18,6 @@ export function testKubeConfig(): k8s.KubeConfig | undefined {
   return kc;
 }
 
-const status = (err: unknown): number => ((err as { code?: number }).code ?? 0);
-
 /** Creates or replaces the CRDs in deploy/crds/<files> and waits until they are Established. */
 export async function applyCrds(kc: k8s.KubeConfig, files: string[]): Promise<void> {
   const ext = kc.makeApiClient(k8s.ApiextensionsV1Api);
@@ -28,7 +27,7 @@ export async function applyCrds(kc: k8s.KubeConfig, files: string[]): Promise<vo
     try {
       await ext.createCustomResourceDefinition({ body });
     } catch (err) {
-      if (status(err) !== 409) throw err;
+      if (apiStatusCode(err) !== 409) throw err;
       const cur = await ext.readCustomResourceDefinition({ name });
       body.metadata!.resourceVersion = cur.metadata!.resourceVersion;
       await ext.replaceCustomResourceDefinition({ name, body });
@@ -49,7 +48,7 @@ export async function ensureNamespace(kc: k8s.KubeConfig, name: string): Promise
   try {
     await core.createNamespace({ body: { metadata: { name } } });
   } catch (err) {
-    if (status(err) !== 409) throw err;
+    if (apiStatusCode(err) !== 409) throw err;
   }
 }
 
@@ -59,7 +58,7 @@ export async function ensureNode(kc: k8s.KubeConfig, name: string, labels: Recor
   try {
     await core.createNode({ body: { metadata: { name, labels }, spec: { unschedulable: true } } });
   } catch (err) {
-    if (status(err) !== 409) throw err;
+    if (apiStatusCode(err) !== 409) throw err;
     const cur = await core.readNode({ name });
     cur.metadata!.labels = { ...(cur.metadata!.labels ?? {}), ...labels };
     await core.replaceNode({ name, body: cur });

@@ -6,9 +6,11 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiextensionsV1Api, CoreV1Api, KubeConfig, loadYaml, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { apiStatusCode } from '../../src/kube/api-error.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
 import { kubeEnv } from '../testbed/kube-env.js';
+import { applyCrds } from './kube-apply.js';
 import { kubeBinDir, startPrivateApiServer, type PrivateApiServer } from './private-apiserver.js';
 import { requireRuntime } from './require-runtime.js';
 
@@ -48,25 +50,14 @@ export async function testCluster(ctx: Mocha.Context, opts: { private?: boolean 
   return cluster as TestCluster;
 }
 
-/** Applies the CRD (create, or replace when it exists) and waits until its API is served. */
+/** Applies the ContainerRestart CRD (create, or replace when it exists) and waits until its API is served. */
 export async function applyCrd(kc: KubeConfig): Promise<void> {
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  const body = loadYaml<V1CustomResourceDefinition>(fs.readFileSync(CRD_FILE, 'utf8'));
-  const name = body.metadata?.name ?? '';
-  try {
-    await ext.createCustomResourceDefinition({ body });
-  } catch (err) {
-    if ((err as { code?: number }).code !== 409) throw err;
-    const cur = await ext.readCustomResourceDefinition({ name });
-    await ext.replaceCustomResourceDefinition({ name, body: { ...body, metadata: { ...body.metadata, resourceVersion: cur.metadata?.resourceVersion } } });
-  }
+  await applyCrds(kc, [path.basename(CRD_FILE)]);
+  // Established can come a moment before the API serves the kind: wait until a list answers.
   const api = new ContainerRestartApi(kc);
   const deadline = Date.now() + 30_000;
-  for (;;) {
-    const crd = await ext.readCustomResourceDefinition({ name });
-    const established = crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
-    if (established && (await api.list('default').then(() => true, () => false))) return;
-    if (Date.now() > deadline) throw new Error(`CRD ${name} not established in 30 s`);
+  while (!(await api.list('default').then(() => true, () => false))) {
+    if (Date.now() > deadline) throw new Error(`the ContainerRestart API is not served 30 s after its CRD was Established`);
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -83,7 +74,7 @@ export async function deleteNamespace(kc: KubeConfig, name: string): Promise<voi
   await kc
     .makeApiClient(CoreV1Api)
     .deleteNamespace({ name })
-    .catch((err: { code?: number }) => {
-      if (err.code !== 404) throw err;
+    .catch((err: unknown) => {
+      if (apiStatusCode(err) !== 404) throw err;
     });
 }

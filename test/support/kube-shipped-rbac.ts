@@ -6,6 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import { apiStatusCode } from '../../src/kube/api-error.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The agent's ServiceAccount in deploy/serviceaccount.yaml. */
@@ -45,7 +46,7 @@ async function createEach(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[], e
       await api.create(o);
       created.push(o);
     } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
+      if (apiStatusCode(err) !== 409) throw err;
       await exists(o);
     }
   }
@@ -56,8 +57,8 @@ async function createEach(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[], e
 export async function deleteObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<void> {
   const api = kc.makeApiClient(k8s.KubernetesObjectApi);
   for (const o of [...objects].reverse()) {
-    await api.delete(o).catch((err: { code?: number }) => {
-      if (err.code !== 404) throw err;
+    await api.delete(o).catch((err: unknown) => {
+      if (apiStatusCode(err) !== 404) throw err;
     });
   }
 }

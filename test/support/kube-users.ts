@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
+import { apiStatusCode, serverMessage } from '../../src/kube/api-error.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
@@ -76,7 +77,7 @@ export async function applyDeployFiles(admin: k8s.KubeConfig, files: string[]): 
     try {
       await api.create(o);
     } catch (err) {
-      if ((err as { code?: number }).code !== 409) throw err;
+      if (apiStatusCode(err) !== 409) throw err;
       const cur = await api.read({ apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata?.name ?? '', namespace: o.metadata?.namespace } });
       await api.replace({ ...o, metadata: { ...o.metadata, resourceVersion: cur.metadata?.resourceVersion } });
     }
@@ -87,26 +88,15 @@ export async function applyDeployFiles(admin: k8s.KubeConfig, files: string[]): 
 export async function deleteDeployFiles(admin: k8s.KubeConfig, files: string[]): Promise<void> {
   const api = admin.makeApiClient(k8s.KubernetesObjectApi);
   for (const o of files.flatMap(deployObjects)) {
-    await api.delete(o).catch((err: { code?: number }) => {
-      if (err.code !== 404) throw err;
+    await api.delete(o).catch((err: unknown) => {
+      if (apiStatusCode(err) !== 404) throw err;
     });
   }
 }
 
-/** HTTP status and message of a failed API call. */
+/** HTTP status (0: none) and the API server's message of a failed API call. */
 export function failure(err: unknown): { code: number; message: string } {
-  const e = err as { code?: number; body?: unknown; message?: string };
-  let message = e.message ?? String(err);
-  let body = e.body;
-  if (typeof body === 'string') {
-    try {
-      body = JSON.parse(body);
-    } catch {
-      message = body as string;
-    }
-  }
-  if (body && typeof body === 'object' && 'message' in body) message = String((body as { message: unknown }).message);
-  return { code: e.code ?? 0, message };
+  return { code: apiStatusCode(err) ?? 0, message: serverMessage(err) ?? (err instanceof Error ? err.message : String(err)) };
 }
 
 /** Polls probe until it returns a value; fails after ms with what was last seen. */

@@ -5,19 +5,14 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { buildDepsDir } from './build-deps.js';
 import { freePort } from './registry-server.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 
 /** The Kubernetes bin directory (kube-apiserver, etcd, kubectl), or undefined when not built. */
 export function kubeBinDir(): string | undefined {
   if (process.env.INPLACE_KUBE_BIN_DIR) return process.env.INPLACE_KUBE_BIN_DIR;
-  try {
-    return execFileSync(path.join(root, 'scripts/build-deps'), ['path', 'kubernetes'], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
+  return buildDepsDir('kubernetes');
 }
 
 

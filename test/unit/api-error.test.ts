@@ -1,6 +1,8 @@
-// The mapping of the API server's failures into the agent's errors (kube/api-error.ts).
+// The one rule from the API server's HTTP status to the agent's error kind (kube/api-error.ts), as every API client
+// of the agent and of inplacectl applies it.
 import assert from 'node:assert/strict';
-import { callerError, isConflict, isForbidden, kubeError } from '../../src/kube/api-error.js';
+import { apiStatusCode, isConflict, isForbidden, kindOfStatus, kubeCall, kubeError, UNAUTHORIZED_NOTE } from '../../src/kube/api-error.js';
+import { AgentError } from '../../src/errors.js';
 
 /** What @kubernetes/client-node throws for a failed call: the HTTP code and the Status body. */
 function apiFailure(code: number, message: string): Error {
@@ -8,10 +10,58 @@ function apiFailure(code: number, message: string): Error {
 }
 
 describe('API server errors', () => {
+  it('maps each status to one kind', () => {
+    const rows: [number | undefined, string][] = [
+      [undefined, 'Unavailable'],
+      [400, 'InvalidArgument'],
+      [401, 'Unavailable'],
+      [403, 'FailedPrecondition'],
+      [404, 'NotFound'],
+      [409, 'Aborted'],
+      [410, 'Aborted'],
+      [422, 'InvalidArgument'],
+      [429, 'Unavailable'],
+      [500, 'Unavailable'],
+      [503, 'Unavailable'],
+      [418, 'Internal'],
+    ];
+    for (const [status, kind] of rows) assert.equal(kindOfStatus(status), kind, `status ${status}`);
+  });
+
   it('maps the status code to a kind and keeps the server message', () => {
     const err = kubeError(apiFailure(404, 'pods "x" not found'), 'read pod');
     assert.equal(err.kind, 'NotFound');
     assert.equal(err.message, 'read pod: pods "x" not found');
+  });
+
+  it('waits out a 401 like an outage, saying why', () => {
+    const err = kubeError(apiFailure(401, 'Unauthorized'), 'reading pod a/b');
+    assert.equal(err.kind, 'Unavailable');
+    assert.equal(err.message, `reading pod a/b: Unauthorized (${UNAUTHORIZED_NOTE})`);
+    assert.equal(apiStatusCode(err), 401);
+  });
+
+  it('says an unreached API server is unreachable, and a Status-less answer by its code', () => {
+    const down = kubeError(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' }), 'list pods');
+    assert.equal(down.kind, 'Unavailable');
+    assert.equal(down.message, 'list pods: the API server cannot be reached: connect ECONNREFUSED 127.0.0.1:6443');
+    assert.equal(apiStatusCode(down), undefined);
+    const bare = kubeError(Object.assign(new Error('HTTP-Code: 502'), { code: 502 }), 'list pods');
+    assert.equal(bare.message, 'list pods: HTTP 502');
+    assert.equal(bare.kind, 'Unavailable');
+  });
+
+  it('keeps an AgentError as it is', () => {
+    const e = new AgentError('Cancelled', 'stopped');
+    assert.equal(kubeError(e, 'anything'), e);
+  });
+
+  it('kubeCall answers the call, or throws its kubeError', async () => {
+    assert.equal(await kubeCall('x', () => Promise.resolve(7)), 7);
+    await assert.rejects(
+      kubeCall('create slot Lease n/s', () => Promise.reject(apiFailure(409, 'leases "s" already exists'))),
+      (e: unknown) => AgentError.is(e, 'Aborted') && apiStatusCode(e) === 409 && e.message === 'create slot Lease n/s: leases "s" already exists',
+    );
   });
 
   it('tells a 403 apart, raw or already mapped, and nothing else', () => {
@@ -25,16 +75,7 @@ describe('API server errors', () => {
 
   it('tells a 409 apart through a wrapping error', () => {
     assert.equal(isConflict(kubeError(apiFailure(409, 'the object has been modified'), 'update')), true);
+    assert.equal(isConflict(new Error('wrapped', { cause: apiFailure(409, 'conflict') })), true);
     assert.equal(isConflict(apiFailure(403, 'forbidden')), false);
-  });
-
-  it("a 401 to the agent's own call is waited out (Unavailable), a user's 401 is shown (Unauthenticated); other codes alike", () => {
-    const raw = apiFailure(401, 'Unauthorized');
-    const own = callerError(raw, 'list pods in shop', 'agent');
-    assert.equal(own.kind, 'Unavailable');
-    assert.match(own.message, /^list pods in shop: Unauthorized \(the API server does not accept this agent's credentials now/);
-    assert.equal(callerError(raw, 'list pods in shop', 'user').kind, 'Unauthenticated');
-    assert.equal(callerError(apiFailure(403, 'forbidden'), 'list pods', 'agent').kind, 'FailedPrecondition');
-    assert.equal(isForbidden(callerError(apiFailure(403, 'forbidden'), 'list pods', 'agent')), true);
   });
 });

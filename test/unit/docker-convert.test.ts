@@ -8,8 +8,7 @@ import {
   envFromDocker,
   eventTime,
   eventType,
-  imageFromInspect,
-  imageFromSummary,
+  imageFromDocker,
   joinLabels,
   splitLabels,
 } from '../../src/runtime/docker/convert.js';
@@ -126,7 +125,7 @@ describe('Docker JSON to domain types', () => {
   });
 
   it('reads images without the <none> placeholders; Docker never pins', () => {
-    const inspected = imageFromInspect({
+    const inspected = imageFromDocker({
       Id: 'sha256:abc',
       RepoTags: ['127.0.0.1:5000/inplace/app:v1'],
       RepoDigests: ['127.0.0.1:5000/inplace/app@sha256:def'],
@@ -139,7 +138,7 @@ describe('Docker JSON to domain types', () => {
       size: 1980000,
       pinned: false,
     });
-    const listed = imageFromSummary({ Id: 'sha256:1', RepoTags: ['<none>:<none>'], RepoDigests: ['<none>@<none>'], Size: 5 } as Dockerode.ImageInfo);
+    const listed = imageFromDocker({ Id: 'sha256:1', RepoTags: ['<none>:<none>'], RepoDigests: ['<none>@<none>'], Size: 5 } as Dockerode.ImageInfo);
     assert.deepEqual(listed.repoTags, []);
     assert.deepEqual(listed.repoDigests, []);
   });

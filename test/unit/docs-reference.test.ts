@@ -1,7 +1,8 @@
 // docs/reference.md lists every daemon flag with its environment variable and default, every metric the code
 // registers, and every reason: the flags are read from the daemon's own command, the metrics from the source.
+// docs/development.md names only paths that exist.
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Option } from 'commander';
@@ -90,5 +91,78 @@ describe('docs/reference.md', () => {
     const rows = section.split('\n').filter((l) => l.startsWith('| `'));
     const missing = [...Object.values(Reasons), ...Object.values(RefusalReasons)].filter((r) => !rows.some((row) => row.split('|')[1].includes(`\`${r}\``)));
     assert.deepEqual(missing, []);
+  });
+});
+
+/** Top-level folders a path named in the docs starts with. */
+const TOP_DIRS = ['src/', 'test/', 'scripts/', 'deploy/', 'docs/', 'bench/', 'proto/', 'systemd/', '.ci/'];
+/** Endings of a file name the docs name without its folder. */
+const FILE_ENDING = /\.(ts|js|mjs|yaml|yml|md|sh|proto|json|service)$/;
+/** Paths that a build or a run makes: absent from a fresh clone. */
+const MADE_BY_A_RUN = new Set(['.ci/logs/', 'src/gen/']);
+
+/** Every file under the repository's own folders (not node_modules or dist), by name. */
+function repoFileNames(): Set<string> {
+  const names = new Set<string>();
+  const walk = (dir: string): void => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      if (e.isDirectory()) walk(path.join(dir, e.name));
+      else names.add(e.name);
+    }
+  };
+  for (const d of TOP_DIRS) if (existsSync(path.join(root, d))) walk(path.join(root, d));
+  return names;
+}
+
+/**
+ * The paths a markdown page names that do not exist. A path is a `code` span, a link target, or the first word of
+ * a line in a code block, that starts with a top-level folder or ends like a file name. It is looked for from the
+ * repository's root, then from src/, scripts/ and docs/ (the pages name `kube/node-pods.ts`,
+ * `lib/kube-nodes.sh`); a bare file name in a table row whose first cell is a folder is looked for in that folder,
+ * and elsewhere anywhere in the repository (or at its root).
+ */
+function missingPaths(doc: string): string[] {
+  const names = repoFileNames();
+  const missing = new Set<string>();
+  let inBlock = false;
+  for (const line of doc.split('\n')) {
+    if (line.startsWith('```')) {
+      inBlock = !inBlock;
+      continue;
+    }
+    const named = [...line.matchAll(/`([^`\s]+)`/g)].map((m) => m[1]);
+    named.push(...[...line.matchAll(/\]\(([^)#\s]+)/g)].map((m) => m[1]));
+    if (inBlock && /^\S+\/\S*\s/.test(line)) named.push(line.split(/\s/)[0]);
+    const rowDir = /^\| `(src\/[^`]*?)\/?`/.exec(line)?.[1];
+    for (const p of named.map((n) => n.replace(/(\.\.\.|[,;])+$/, ''))) {
+      if (/^(\/|dist\/|http|\$)/.test(p) || /[$*<>:=]/.test(p) || MADE_BY_A_RUN.has(p)) continue;
+      if (!TOP_DIRS.some((d) => p.startsWith(d)) && !FILE_ENDING.test(p)) continue;
+      if (!p.includes('/')) {
+        const found = rowDir ? existsSync(path.join(root, rowDir, p)) : names.has(p) || existsSync(path.join(root, p));
+        if (!found) missing.add(rowDir ? `${rowDir}/${p}` : p);
+        continue;
+      }
+      if (!['', 'src', 'scripts', 'docs'].some((base) => existsSync(path.join(root, base, p)))) missing.add(p);
+    }
+  }
+  return [...missing].sort();
+}
+
+describe('docs/development.md', () => {
+  const development = readFileSync(path.join(root, 'docs/development.md'), 'utf8');
+
+  it('names only paths that exist', () => {
+    assert.deepEqual(missingPaths(development), []);
+  });
+
+  it('notices a path that is gone, a bare file name in no folder, and a table row naming a file not in its folder', () => {
+    const doc = [
+      'See `src/engine/no-such-plan.ts` and [the page](no-such-page.md), and `gone-helper.ts`.',
+      '| `src/engine/` | the engine (`restart-plan.ts`), and `runtime.ts` |',
+      '```',
+      'scripts/no-such-script    what it does',
+      '```',
+    ].join('\n');
+    assert.deepEqual(missingPaths(doc), ['gone-helper.ts', 'no-such-page.md', 'scripts/no-such-script', 'src/engine/runtime.ts', 'src/engine/no-such-plan.ts'].sort());
   });
 });

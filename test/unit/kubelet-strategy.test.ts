@@ -282,6 +282,37 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     assert.equal(s.api.events[0].message, 'Container image "app:v2" already present on machine');
   });
 
+  it('new image already on the node as the operation is admitted: Pulled is recorded then, once, before the patch', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    s.rt.images.add('app:v2');
+    let eventsAtPatch: string[] = [];
+    s.api.afterImagePatch = (image) => {
+      eventsAtPatch = s.api.events.map((e) => e.reason ?? '');
+      s.api.pod.status!.containerStatuses = [running('new', image, 1)];
+    };
+    await s.strategy.claim({ name: 'shop/web' } as never, { name: 'app', current: { labels: { 'io.kubernetes.pod.uid': 'u1' }, image: 'app:v1' } } as never, s.op.request);
+    s.strategy.admitted(s.op);
+    for (let i = 0; i < 5 && s.api.events.length === 0; i++) await new Promise((r) => setImmediate(r));
+    assert.deepEqual(s.api.events.map((e) => e.reason), ['Pulled'], 'recorded before the pull check began');
+    s.strategy.pulling(s.op, s.t, Promise.resolve({ pulled: false }));
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(eventsAtPatch, ['Pulled']);
+    assert.equal(s.api.events.filter((e) => e.reason === 'Pulled').length, 1, 'Pulled once');
+    assert.equal(s.api.events.filter((e) => e.reason === 'Pulling').length, 0);
+    assert.equal(s.api.events[0].message, 'Container image "app:v2" already present on machine');
+  });
+
+  it('new image not on the node as the operation is admitted: nothing then, Pulling and Pulled follow the pull', async () => {
+    const s = setup({ newImage: 'app:v2' });
+    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [running('new', image, 1)]);
+    await s.strategy.claim({ name: 'shop/web' } as never, { name: 'app', current: { labels: { 'io.kubernetes.pod.uid': 'u1' }, image: 'app:v1' } } as never, s.op.request);
+    s.strategy.admitted(s.op);
+    s.strategy.pulling(s.op, s.t, Promise.resolve({ pulled: true }));
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(s.api.events.map((e) => e.reason).slice(0, 2), ['Pulling', 'Pulled']);
+    assert.equal(s.api.events.filter((e) => e.reason === 'Pulled').length, 1, 'Pulled once');
+  });
+
   it('same image on a pod without a readiness gate: the stop does not wait for the condition writes, which still land in order', async () => {
     const s = setup();
     let release: () => void = () => undefined;

@@ -31,6 +31,11 @@ export interface ClaimDeps {
 export class KubeletClaims {
   /** Per operation and container: its Pulling and Pulled events being recorded (the patch follows them). */
   private readonly pullEvents = new Map<string, Promise<void>>();
+  /**
+   * Per operation and container: whether its new image was present as the operation was admitted, and then its
+   * Pulled event being recorded (see admitted).
+   */
+  private readonly early = new Map<string, Promise<boolean>>();
 
   constructor(private readonly d: ClaimDeps) {}
 
@@ -86,6 +91,39 @@ export class KubeletClaims {
    * Pulling only when the node does not have the image by that reference (then Pulled says it was already present).
    */
   pulling(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void {
+    const key = `${op.id}/${t.name}`;
+    const early = this.early.get(key);
+    this.early.delete(key);
+    // Pulled already recorded as the operation was admitted; otherwise (no image then) the events of the pull.
+    if (early) this.pullEvents.set(key, early.then((recorded) => (recorded ? undefined : this.pullEventsOf(op, t, result))));
+    else this.pullEvents.set(key, this.pullEventsOf(op, t, result));
+  }
+
+  /**
+   * As the operation is admitted (its Pending record being written, nothing touched), the Pulled event ("already
+   * present on machine") of each new image the node has: the image-change path does not wait for that event after
+   * its Patching record (it took 34-72 ms at load 12 when begun with the pull check). An image the node lacks
+   * gets its Pulling and Pulled events from pulling(), as before.
+   */
+  admitted(op: Operation): void {
+    const [ns, name] = splitName(op.podName);
+    const pod = this.d.cache.recentOf(ns, name);
+    if (!pod) return;
+    for (const t of op.containers) {
+      if (t.strategy !== 'kubelet' || t.newImage === t.oldImage) continue;
+      const recorded = this.d.runtime.inspectImage(t.newImage).then(
+        async (i) => {
+          if (i === undefined) return false;
+          await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, false));
+          return true;
+        },
+        () => false, // unknown: the pull check decides, and its events follow it
+      );
+      this.early.set(`${op.id}/${t.name}`, recorded);
+    }
+  }
+
+  private pullEventsOf(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): Promise<void> {
     const [ns, name] = splitName(op.podName);
     const cached = this.d.cache.recentOf(ns, name);
     const pod = cached ? Promise.resolve(cached) : this.d.cache.read(ns, name);
@@ -104,7 +142,7 @@ export class KubeletClaims {
         this.d.log.warn('cannot record an event', { pod: op.podName, reason: EventReasons.Pulling, error: asAgentError(err).message });
       },
     );
-    this.pullEvents.set(`${op.id}/${t.name}`, done);
+    return done;
   }
 
   /**
@@ -121,7 +159,10 @@ export class KubeletClaims {
 
   /** Forgets what an ended operation left. */
   forget(op: Operation): void {
-    for (const c of op.containers) this.pullEvents.delete(`${op.id}/${c.name}`);
+    for (const c of op.containers) {
+      this.pullEvents.delete(`${op.id}/${c.name}`);
+      this.early.delete(`${op.id}/${c.name}`);
+    }
   }
 }
 

@@ -99,6 +99,10 @@ export class KubeletStrategy implements RestartStrategy {
     this.claims.pulling(op, t, result);
   }
 
+  admitted(op: Operation): void {
+    this.claims.admitted(op);
+  }
+
   async advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean> {
     const [ns, name] = splitName(op.podName);
     const same = t.newImage === t.oldImage;

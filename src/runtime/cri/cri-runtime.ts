@@ -67,8 +67,8 @@ export class CriRuntime implements Runtime {
     return { kind: 'cri', name: v.runtimeName, version: v.runtimeVersion, apiVersion: v.runtimeApiVersion, endpoint: this.client.endpoint };
   }
 
-  listPods(opts: { withIp?: boolean } = {}): Promise<Pod[]> {
-    return listPods(this.client, opts.withIp ?? true);
+  listPods(opts: { withIp?: boolean; kubeletPod?: string } = {}): Promise<Pod[]> {
+    return listPods(this.client, opts.withIp ?? true, opts.kubeletPod);
   }
 
   getPod(podId: string): Promise<Pod> {

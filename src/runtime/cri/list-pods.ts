@@ -11,9 +11,19 @@ export async function getPod(client: CriClient, podId: string): Promise<Pod> {
   return toPod(res.status, res.status.network?.ip ?? '');
 }
 
-/** All pods, ready and not ready; withIp reads each pod's status for its IP. Pods removed while listing are left out. */
-export async function listPods(client: CriClient, withIp = true): Promise<Pod[]> {
-  const { items } = await client.listPodSandbox({});
+/** The labels the kubelet puts on every sandbox it makes (pkg/kubelet/types: KubernetesPodNamespaceLabel, ...NameLabel). */
+const KUBELET_POD_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
+const KUBELET_POD_NAME_LABEL = 'io.kubernetes.pod.name';
+
+/**
+ * All pods, ready and not ready, or with kubeletPod (NAMESPACE/NAME) only the sandboxes the kubelet labelled as
+ * that pod's (the runtime filters them: no list of every sandbox of a busy node); withIp reads each pod's status
+ * for its IP. Pods removed while listing are left out.
+ */
+export async function listPods(client: CriClient, withIp = true, kubeletPod?: string): Promise<Pod[]> {
+  const [ns, name] = kubeletPod?.split('/') ?? [];
+  const filter = ns && name ? { labelSelector: { [KUBELET_POD_NAMESPACE_LABEL]: ns, [KUBELET_POD_NAME_LABEL]: name } } : undefined;
+  const { items } = await client.listPodSandbox(filter ? { filter } : {});
   if (!withIp) return items.map((s) => toPod(s));
   const pods = await Promise.all(
     items.map(async (s) => {

@@ -187,19 +187,11 @@ function realTags(tags: readonly string[] | null | undefined): string[] {
   return (tags ?? []).filter((t) => !t.startsWith('<none>'));
 }
 
-/** An image from its inspect JSON. Docker has no pinning: pinned is always false. */
-export function imageFromInspect(info: Dockerode.ImageInspectInfo): Image {
-  return {
-    id: info.Id,
-    repoTags: realTags(info.RepoTags),
-    repoDigests: realTags(info.RepoDigests),
-    size: info.Size,
-    pinned: false,
-  };
-}
+/** The fields an image's inspect JSON and its list entry share. */
+type ImageFields = { Id: string; RepoTags?: readonly string[] | null; RepoDigests?: readonly string[] | null; Size: number };
 
-/** An image from its list entry. */
-export function imageFromSummary(info: Dockerode.ImageInfo): Image {
+/** An image from its inspect JSON or its list entry. Docker has no pinning: pinned is always false. */
+export function imageFromDocker(info: ImageFields): Image {
   return {
     id: info.Id,
     repoTags: realTags(info.RepoTags),

@@ -20,7 +20,7 @@ import type {
   RuntimeVersion,
 } from '../types.js';
 import { MIN_ID_PREFIX } from '../../id-prefix.js';
-import { containerFromInspect, containerState, dockerName, imageFromInspect, imageFromSummary } from './convert.js';
+import { containerFromInspect, containerState, dockerName, imageFromDocker } from './convert.js';
 import { createOptions, extraNetworks, type DockerEngine, type ImageDefaults } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
 import { dockerError, dockerStatus } from './errors.js';
@@ -295,7 +295,7 @@ export class DockerRuntime implements Runtime {
 
   async inspectImage(ref: string): Promise<Image | undefined> {
     try {
-      return imageFromInspect(await this.docker.getImage(ref).inspect());
+      return imageFromDocker(await this.docker.getImage(ref).inspect());
     } catch (err) {
       if (dockerStatus(err) === 404) return undefined;
       throw this.fail(err, `image "${ref}"`);
@@ -304,7 +304,7 @@ export class DockerRuntime implements Runtime {
 
   async listImages(): Promise<Image[]> {
     try {
-      return (await this.docker.listImages()).map(imageFromSummary);
+      return (await this.docker.listImages()).map(imageFromDocker);
     } catch (err) {
       throw this.fail(err, 'image list');
     }
