@@ -121,9 +121,9 @@ export function openAtStart(d: WayBackDeps, op: Operation, t: ContainerTarget, n
  * opened at the start goes False again, queued after that write, so that no instance serves until the
  * operation's end writes the outcome. Nothing is written when the condition says so already.
  */
-export function closeForRollback(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, strategy: string): Promise<unknown> {
+export function closeForRollback(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, strategy: string, why: string): Promise<unknown> {
   if (!opensAtStart(op, t, strategy)) return Promise.resolve();
-  return d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Restarting, message: `the new instance of container ${t.name} failed` });
+  return d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Restarting, message: `the restart of container ${t.name} did not succeed (${why}): not serving until it ends` });
 }
 
 /** Ends the drain of an operation that ended without its way back. */

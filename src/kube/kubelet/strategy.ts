@@ -199,7 +199,7 @@ export class KubeletStrategy implements RestartStrategy {
               await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
             } catch (err) {
               if (!(err instanceof VerifyFailed)) throw err;
-              await this.closeEarly(op, t, ns, name);
+              await this.closeEarly(op, t, ns, name, err.reason);
               t.error = err.message;
               t.reason = err.reason;
               if (err.exitCode !== undefined) t.exitCode = err.exitCode;
@@ -220,7 +220,7 @@ export class KubeletStrategy implements RestartStrategy {
             // The old image is put back, and seen running, past the deadline too: the container may be down meanwhile.
             const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS);
             // (Read back from the journal: the condition may have been opened at the start before the agent restarted.)
-            if (!entered.has('RollingBack')) await this.closeEarly(op, t, ns, name);
+            if (!entered.has('RollingBack')) await this.closeEarly(op, t, ns, name, t.reason ?? Reasons.ReplacementFailed);
             await this.actions.patchImage(ns, name, t.name, t.oldImage, until);
             try {
               const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
@@ -257,9 +257,9 @@ export class KubeletStrategy implements RestartStrategy {
    * The new instance failed: a condition opened as it started goes False before anything else (the old image
    * put back, the operation's end). A write that fails is logged, and the rollback goes on regardless.
    */
-  private async closeEarly(op: Operation, t: ContainerTarget, ns: string, name: string): Promise<void> {
+  private async closeEarly(op: Operation, t: ContainerTarget, ns: string, name: string, why: string): Promise<void> {
     try {
-      await closeForRollback(this.way, op, t, ns, name, this.name);
+      await closeForRollback(this.way, op, t, ns, name, this.name, why);
     } catch (err) {
       this.d.log.warn('cannot set the condition False again before the rollback', { op: op.id, container: t.name, error: asAgentError(err).message });
     }
