@@ -25,7 +25,7 @@ import * as childProcess from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { FleetAgent, FLEET_DEFAULTS } from '../src/fleet/fleet-agent.js';
-import { KubeFleetApi, type FleetApi, type PrewarmFollower } from '../src/fleet/fleet-api.js';
+import { KubeFleetApi, turnKey, type FleetApi, type PrewarmFollower, type SlotLease } from '../src/fleet/fleet-api.js';
 import type { FleetPuller, FleetPullOutcome } from '../src/fleet/fleet-puller.js';
 import type { ImagePrewarm, NodePrewarm } from '../src/fleet/types.js';
 import { systemClock } from '../src/clock.js';
@@ -128,6 +128,8 @@ class SharedWatches {
         if (prop === 'followSlots')
           return (ns: string, prewarm: string, onList: (items: never[]) => void, onError: (e: unknown) => void) =>
             this.subscribe(`slots/${ns}/${prewarm}`, (on, err) => target.followSlots(ns, prewarm, (i) => on(i), err), (items) => onList(items as never[]), onError);
+        if (prop === 'followTurns')
+          return (ns: string, node: string, onList: (items: SlotLease[]) => void, onError: (e: unknown) => void) => this.turn(target, ns, node, onList, onError);
         if (prop === 'nodesMatching')
           return (selector: Record<string, string>) => {
             const key = JSON.stringify(selector);
@@ -142,6 +144,46 @@ class SharedWatches {
       },
     });
   }
+
+  /** One watch of every slot Lease with a turn label, each change passed to the node(s) it names (and named before). */
+  private turns?: { follower: PrewarmFollower; subs: Map<string, { onList: (items: SlotLease[]) => void; onError: (e: unknown) => void; last?: string }>; byKey: Map<string, SlotLease[]> };
+
+  private turn(target: FleetApi, ns: string, node: string, onList: (items: SlotLease[]) => void, onError: (e: unknown) => void): PrewarmFollower {
+    const deliver = (key: string) => {
+      const t = this.turns;
+      const sub = t?.subs.get(key);
+      if (!t || !sub) return;
+      const mine = t.byKey.get(key) ?? [];
+      const sig = mine.map((l) => l.resourceVersion).join(',');
+      if (sig === sub.last) return;
+      sub.last = sig;
+      sub.onList(mine);
+    };
+    if (!this.turns) {
+      const t: NonNullable<SharedWatches['turns']> = { follower: undefined as unknown as PrewarmFollower, subs: new Map(), byKey: new Map() };
+      this.turns = t;
+      t.follower = target.followTurns(ns, undefined, (leases) => {
+        const before = [...t.byKey.keys()];
+        t.byKey = new Map();
+        for (const l of leases) {
+          const key = turnKey(l.holder);
+          t.byKey.set(key, [...(t.byKey.get(key) ?? []), l]);
+        }
+        const first = !this.turnsListed;
+        this.turnsListed = true;
+        for (const key of first ? t.subs.keys() : new Set([...before, ...t.byKey.keys()])) deliver(key);
+      }, (e) => {
+        for (const s of t.subs.values()) s.onError(e);
+      });
+    }
+    const t = this.turns;
+    const key = turnKey(node);
+    t.subs.set(key, { onList, onError });
+    if (this.turnsListed) setImmediate(() => deliver(key));
+    return { stop: async () => void t.subs.delete(key) };
+  }
+
+  private turnsListed = false;
 
   private subscribe(key: string, start: (on: (items: unknown[]) => void, err: (e: unknown) => void) => PrewarmFollower, onList: (items: unknown[]) => void, onError: (e: unknown) => void): PrewarmFollower {
     let feed = this.feeds.get(key);
@@ -178,6 +220,9 @@ class SharedWatches {
   async stopAll(): Promise<void> {
     const all = [...this.feeds.values()];
     this.feeds.clear();
+    await this.turns?.follower.stop().catch(() => undefined);
+    this.turns = undefined;
+    this.turnsListed = false;
     await Promise.all(all.map((f) => f.follower.stop().catch(() => undefined)));
   }
 }
@@ -303,6 +348,7 @@ async function runOurs(kc: k8s.KubeConfig, nodes: string[], parallel: number, se
   // The agents run, and hold their watch of the ImagePrewarms, before the clock starts.
   for (const a of agents) a.start();
   await shared.listed('prewarms');
+  await Promise.all(agents.map((a) => a.ready()));
   count.n = 0;
   count.by.clear();
   const cpu0 = apiserverCpuSeconds();

@@ -5,15 +5,14 @@ import type { Clock } from '../clock.js';
 import { asAgentError } from '../errors.js';
 import { isForbidden, kubeError } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
-import type { FleetApi } from './fleet-api.js';
+import type { FleetApi, PrewarmFollower, SlotLease } from './fleet-api.js';
 import type { FleetPuller } from './fleet-puller.js';
 import { NodeRecord } from './node-record.js';
 import { stepNodePart, type NodePartDeps } from './node-part.js';
 import type { AccessReviewer } from '../kube/access-review.js';
 import { checkPrewarmRequester } from './prewarm-access.js';
 import { keyringFromSecrets } from './pull-secrets.js';
-import { SlotClaimer } from './slots.js';
-import { SlotWatches } from './slot-watch.js';
+import { SlotClaimer, slotFree } from './slots.js';
 import type { PrewarmMetrics } from './prewarm-metrics.js';
 import { isSummarizer, sameSummary, summarize } from './summary.js';
 import { TargetCache } from './targets.js';
@@ -78,6 +77,15 @@ export class FleetAgent {
   private readonly parts = new Map<string, Part>();
   private readonly deps: NodePartDeps;
   private loop: Promise<void> | undefined;
+  /** Slot Leases that name this node (handed to it, or held by it), by prewarm, from the standing watch. */
+  private readonly handed = new Map<string, SlotLease>();
+  /** Per prewarm, the resourceVersion of the handed Lease a step has already used (until the watch shows it moved on). */
+  private readonly spent = new Map<string, string>();
+  private turns: PrewarmFollower | undefined;
+  private turnsListed!: () => void;
+  private readonly turnsFirstList: Promise<void>;
+  private recordRead: Promise<void> | undefined;
+  private prewarmsListed = false;
   /** API requests made by this agent's list loop and summaries (the parts count theirs in deps). */
   requests = 0;
 
@@ -91,6 +99,7 @@ export class FleetAgent {
     /** Checks each prewarm's creator before its Secrets are read (the daemon always passes one). */
     access?: AccessReviewer,
   ) {
+    this.turnsFirstList = new Promise<void>((r) => (this.turnsListed = r));
     this.deps = {
       api,
       node: opts.node,
@@ -112,19 +121,63 @@ export class FleetAgent {
       backoffBaseMs: opts.backoffBaseMs,
       progressEveryMs: opts.progressEveryMs,
       maxPollMs: opts.maxPollMs,
-      lastTry: new Map(),
       seedsDone: new Set(),
-      slotWatch: new SlotWatches(api, opts.leaseNamespace, log),
-      wake: (prewarm, inMs) => this.wake(prewarm, inMs),
-      progress: new Map(),
-      tries: new Map(),
+      handed: (prewarm) => {
+        const l = this.handed.get(prewarm);
+        return l && this.spent.get(prewarm) !== l.resourceVersion ? l : undefined;
+      },
+      spend: (l) => this.spent.set(l.prewarm, l.resourceVersion),
       seedChecks: new Map(),
+      chain: new Map(),
     };
   }
 
-  /** Starts following the ImagePrewarms in the background. */
+  /**
+   * Starts following the ImagePrewarms, and the slot Leases handed to this node, in the background; reads this
+   * node's record once (not once per prewarm).
+   */
   start(): void {
-    this.loop ??= this.run();
+    if (this.loop) return;
+    this.recordRead = this.deps.record.load().catch(() => undefined); // read again at the first step when it failed
+    this.followTurns();
+    this.loop = this.run();
+  }
+
+  /** Resolves once started, this node's record read, and the slot Leases that name it listed (or failed to). */
+  async ready(): Promise<void> {
+    await Promise.all([this.turnsFirstList, this.recordRead]);
+  }
+
+  /** The standing watch of the slot Leases whose turn label names this node: a hand-on wakes the prewarm's part. */
+  private followTurns(): void {
+    let warned = false;
+    this.turns = this.api.followTurns(
+      this.opts.leaseNamespace,
+      this.opts.node,
+      (leases) => {
+        warned = false;
+        this.turnsListed();
+        const now = new Map<string, SlotLease>();
+        for (const l of leases) if (l.holder === this.opts.node) now.set(l.prewarm, l);
+        for (const [prewarm, l] of now) {
+          const before = this.handed.get(prewarm);
+          this.handed.set(prewarm, l);
+          if (before?.resourceVersion === l.resourceVersion) continue;
+          if (this.parts.has(prewarm)) this.wake(prewarm, 0);
+          else if (this.prewarmsListed && !slotFree(l, this.clock.now())) void this.giveBack(l); // its prewarm is gone
+        }
+        for (const prewarm of [...this.handed.keys()]) if (!now.has(prewarm)) this.handed.delete(prewarm);
+      },
+      (f) => {
+        this.turnsListed(); // not listed: the parts find their slots by reading them (chainMove)
+        if (!warned) this.log.debug('watch of the prewarm slots handed to this node failed; listing and watching again with back-off', { error: asAgentError(f.error).message, retryInMs: f.retryInMs });
+        warned = true;
+      },
+    );
+  }
+
+  private async giveBack(l: SlotLease): Promise<void> {
+    await this.deps.slots.release(l).catch(() => undefined);
   }
 
   /** Stops every part; pulls under way are abandoned by this caller, held slots expire. */
@@ -133,7 +186,7 @@ export class FleetAgent {
     for (const p of this.parts.values()) p.stop.abort(new Error('agent stopping'));
     await this.loop;
     await Promise.all([...this.parts.values()].map((p) => p.done));
-    await this.deps.slotWatch.closeAll();
+    await this.turns?.stop().catch(() => undefined);
   }
 
   /** Runs the prewarm's next step within inMs, or sooner when it is due sooner anyway. */
@@ -173,6 +226,7 @@ export class FleetAgent {
         if (warned) this.log.info('following ImagePrewarms again');
         warned = false;
         this.sync(items);
+        this.prewarmsListed = true;
       },
       (f) => {
         this.requests++;
@@ -232,7 +286,6 @@ export class FleetAgent {
     if (!p) return;
     p.stop.abort(new Error(why));
     p.wakeTimer?.abort();
-    this.deps.slotWatch.close(name);
   }
 
   private async runPart(part: Part, signal: AbortSignal): Promise<void> {
@@ -297,6 +350,6 @@ export class FleetAgent {
 
   /** Requests this agent has made to the API server so far. */
   requestCount(): number {
-    return this.requests + this.deps.targets.requests + this.deps.record.writes + this.deps.slotWatch.requests;
+    return this.requests + this.deps.targets.requests + this.deps.record.writes;
   }
 }

@@ -5,7 +5,8 @@ import * as k8s from '../kube/client.js';
 import { apiStatusCode, kubeCall, kubeError } from '../kube/api-error.js';
 import { followerDeps, followList, type FollowerDeps, type FollowFailure } from '../kube/list-follower.js';
 import type { Clock } from '../clock.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
+import { createHash } from 'node:crypto';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, TURN_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
 import { selectorFor } from '../kube/label-selector.js';
 
 /** A slot Lease as the fleet sees it. */
@@ -51,9 +52,18 @@ export interface FleetApi {
    * with every slot after each change; restarts like followPrewarms.
    */
   followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
+  /**
+   * Lists the slot Leases (of every prewarm) whose turn label names node, then watches them, calling onList with
+   * all of them after each change; restarts like followPrewarms. Without node: every slot Lease with a turn
+   * label (for one process that serves many nodes, as the benchmark does).
+   */
+  followTurns(namespace: string, node: string | undefined, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower;
   /** Creates the slot Lease held by holder; throws 409 when it exists. */
   createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease>;
-  /** Writes holder and renewal time over the Lease at resourceVersion; throws 409 when someone was first. */
+  /**
+   * Writes holder (and its turn label) and renewal time over the Lease at resourceVersion; throws 409 when
+   * someone was first. A new holder is how a slot is handed on.
+   */
   updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease>;
   /**
    * Deletes the Lease if it is still at resourceVersion (a precondition). True when it is gone (deleted, or
@@ -67,6 +77,11 @@ export interface FleetApi {
 /** HTTP status of an error from the API client (0 when it is not an HTTP answer). */
 export function httpStatus(err: unknown): number {
   return apiStatusCode(err) ?? 0;
+}
+
+/** The turn label's value for a node: node names can be longer than a label value may be. */
+export function turnKey(node: string): string {
+  return createHash('sha256').update(node).digest('hex').slice(0, 40);
 }
 
 const timeMs = (t: unknown): number => (t ? new Date(t as string).getTime() : 0);
@@ -116,6 +131,13 @@ export class KubeFleetApi implements FleetApi {
 
   followSlots(namespace: string, prewarm: string, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
     const labelSelector = `${PREWARM_LABEL}=${prewarm}`;
+    const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
+    const list = () => this.coord.listNamespacedLease({ namespace, labelSelector });
+    return followList(this.follow, { path, list, labelSelector }, (items) => onList(items.map(toSlot)), onError);
+  }
+
+  followTurns(namespace: string, node: string | undefined, onList: (leases: SlotLease[]) => void, onError: (f: FollowFailure) => void): PrewarmFollower {
+    const labelSelector = node === undefined ? TURN_LABEL : `${TURN_LABEL}=${turnKey(node)}`;
     const path = `/apis/coordination.k8s.io/v1/namespaces/${namespace}/leases`;
     const list = () => this.coord.listNamespacedLease({ namespace, labelSelector });
     return followList(this.follow, { path, list, labelSelector }, (items) => onList(items.map(toSlot)), onError);
@@ -172,7 +194,7 @@ export class KubeFleetApi implements FleetApi {
 
   async createSlot(namespace: string, prewarm: string, name: string, holder: string, durationSeconds: number, nowMs: number): Promise<SlotLease> {
     const body: k8s.V1Lease = {
-      metadata: { name, namespace, labels: { [PREWARM_LABEL]: prewarm } },
+      metadata: { name, namespace, labels: { [PREWARM_LABEL]: prewarm, [TURN_LABEL]: turnKey(holder) } },
       spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: microTime(nowMs), renewTime: microTime(nowMs) },
     };
     return toSlot(await kubeCall(`create slot Lease ${namespace}/${name}`, () => this.coord.createNamespacedLease({ namespace, body })));
@@ -181,7 +203,7 @@ export class KubeFleetApi implements FleetApi {
   async updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease> {
     const body: k8s.V1Lease = {
       // Replace sends the whole object: the label and the acquire time are carried over.
-      metadata: { name: lease.name, namespace, resourceVersion: lease.resourceVersion, labels: { [PREWARM_LABEL]: lease.prewarm } },
+      metadata: { name: lease.name, namespace, resourceVersion: lease.resourceVersion, labels: { [PREWARM_LABEL]: lease.prewarm, [TURN_LABEL]: turnKey(holder) } },
       spec: {
         holderIdentity: holder,
         leaseDurationSeconds: lease.durationSeconds,

@@ -21,7 +21,8 @@ import type { NodeRecord } from './node-record.js';
 import { seedsOf } from './node-order.js';
 import type { SlotClaimer } from './slots.js';
 import { renewWhilePulling, type SlotHold } from './slot-renewal.js';
-import { nextSlotMove, type SlotView, type SlotWatches, type TryState } from './slot-watch.js';
+import { chainMove, chainPlace, type ChainState } from './slot-chain.js';
+import type { SlotLease } from './fleet-api.js';
 import type { TargetCache } from './targets.js';
 import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
 import { PrewarmReasons } from '../engine/reasons.js';
@@ -57,22 +58,18 @@ export interface NodePartDeps {
   backoffBaseMs: number;
   /** Shortest gap between two progress writes while pulling, ms. */
   progressEveryMs: number;
-  /** Longest gap between two slot attempts of a node far back in the queue, ms. */
+  /** Longest wait between two looks of a waiting node (a hand-on or a new summary wakes it sooner), ms. */
   maxPollMs: number;
-  /** When this node last tried for a slot, per prewarm (ms since the epoch). */
-  lastTry: Map<string, number>;
   /** `<prewarm>/<generation>` whose seeds were seen done. */
   seedsDone: Set<string>;
-  /** The slot Leases of the prewarms this node waits on, watched. */
-  slotWatch: SlotWatches;
-  /** Runs the prewarm's next step within ms (sooner when already due sooner). */
-  wake(prewarm: string, inMs: number): void;
+  /** The slot Lease handed to this node for the prewarm (its turn label names it), if any and not spent. */
+  handed(prewarm: string): SlotLease | undefined;
+  /** Marks that version of a handed Lease as used (taken, or given back): handed() no longer offers it. */
+  spend(l: SlotLease): void;
   /** Per `<prewarm>/<generation>`: when this node last read the seeds' records (ms). */
   seedChecks: Map<string, number>;
-  /** Per prewarm: what this node remembers of its tries for a slot (see nextSlotMove). */
-  tries: Map<string, TryState>;
-  /** Per `<prewarm>/<generation>`: the last summary seen (its time and nodes done) and the rate nodes finish at, per ms. */
-  progress: Map<string, { t: number; done: number; rate: number }>;
+  /** Per prewarm: what this node remembers of its wait for a slot (see chainMove). */
+  chain: Map<string, ChainState>;
 }
 
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -94,8 +91,10 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   const gen = pw.metadata.generation ?? 0;
   const order = await d.targets.order(pw);
   let entry = await d.record.entry(name);
+  const handed = d.handed(name);
+  if (handed) d.spend(handed);
   if (!d.targets.index(name).has(d.node)) {
-    d.slotWatch.close(name);
+    if (handed) await giveBack(d, name, handed);
     if (entry) await d.record.put(name, undefined);
     return d.idleMs;
   }
@@ -105,12 +104,11 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     // what the summary assumes anyway (no record for the generation: Waiting).
     entry = freshEntry(pw, now);
     d.record.keep(name, entry);
-    d.lastTry.set(name, now); // a node far back waits for its turn from the start, too
-    d.tries.delete(name); // the queue of a new generation starts again
+    d.chain.delete(name); // the order of a new generation starts again
   }
 
   if (terminal(entry)) {
-    d.slotWatch.close(name);
+    if (handed) await giveBack(d, name, handed);
     return refresh(d, pw, entry);
   }
 
@@ -119,61 +117,54 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     for (const img of entry.images) if (img.phase !== 'Succeeded') Object.assign(img, { phase: 'Failed', reason: PrewarmReasons.Deadline, message: `not warm within activeDeadlineSeconds=${deadline}`, completionTime: iso(now) });
     entry.phase = nodePhase(entry.images);
     await d.record.put(name, entry);
+    if (handed) await giveBack(d, name, handed);
     return d.idleMs;
   }
-  if (entry.retryAfter && Date.parse(entry.retryAfter) > now) return Date.parse(entry.retryAfter) - now;
+  if (entry.retryAfter && Date.parse(entry.retryAfter) > now) {
+    if (handed) await giveBack(d, name, handed); // backing off: the next node need not wait for it
+    return Date.parse(entry.retryAfter) - now;
+  }
 
   const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
-  const later = queueWait({ ...d, index: d.targets.index(name) }, pw, order, parallel, now);
-  if (later > 0) return later;
-
-  const seeds = seedsOf(order, pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes);
-  const seedKey = `${name}/${gen}`;
-  if (waitsForSeeds(seeds, d.node) && !d.seedsDone.has(seedKey)) {
-    const st = pw.status;
-    if (st?.observedGeneration === gen && st.seedsDone) {
-      d.seedsDone.add(seedKey); // the summary says so: no reads
-    } else {
-      // The summary says when the seeds are done (and wakes every node). Meanwhile a node reads the seeds'
-      // records itself, the first round after the seeds every pollMs, the k-th round every k polls, at least
-      // every maxPollMs: a late summary holds nobody back for long, and far-back nodes add few reads.
-      const every = seedCheckEvery((d.targets.index(name).get(d.node) ?? 0) - seeds.length, parallel, d.pollMs, d.maxPollMs);
-      const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
-      if (now - last < every) return jitter(d, every - (now - last));
-      d.seedChecks.set(seedKey, now);
-      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d, every);
-      d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
-    }
-  }
-  d.lastTry.set(name, now);
-  // Near the front of the queue the slots are watched: a change wakes this node when it is next in line for a
-  // freed slot, and its try then needs no list. nextSlotMove says when it tries, and with what; a lost try is
-  // tried again at the next change seen, or with a list of its own within pollMs.
-  const index = d.targets.index(name);
-  let st = d.tries.get(name);
-  if (!st) d.tries.set(name, (st = {}));
-  const tryState = st;
-  const moveNow = (view: SlotView, at: number) => nextSlotMove(index, d.node, name, view, tryState, parallel, at, { pollMs: d.pollMs, maxPollMs: d.maxPollMs, stepMs: stepMs(d) });
-  if (!d.slotWatch.watching(name)) {
-    d.slotWatch.watch(name, () => {
-      const m = moveNow(d.slotWatch.view(name), d.clock.now());
-      d.wake(name, 'wait' in m ? m.wait : 0);
-    });
-    st.listedAt ??= now; // the watch lists the slots: no list of this node's own before pollMs
-  }
-  const view = d.slotWatch.view(name);
-  const move = moveNow(view, now);
-  if ('wait' in move) return move.wait;
-  const withView = move.try === 'view';
-  if (!withView) st.listedAt = now;
-  const slot = await d.slots.tryAcquire(name, parallel, withView ? view.leases : undefined, move.slot);
+  const seedCount = pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes;
+  const place = chainPlace(order, d.targets.index(name), d.node, seedCount, parallel)!;
+  let st = d.chain.get(name);
+  if (!st) d.chain.set(name, (st = {}));
+  // A slot handed on to this node by its predecessor: no request to get it (see slot-chain.ts).
+  let slot = handed ? await d.slots.takeHanded(handed) : undefined;
   if (!slot) {
-    st.tryAt = undefined;
-    if (withView) Object.assign(st, { lostVersion: view.version, lostAt: now });
-    return jitter(d, d.pollMs); // a change seen through the watch wakes it sooner
+    const seeds = seedsOf(order, seedCount);
+    const seedKey = `${name}/${gen}`;
+    if (place.afterSeeds && waitsForSeeds(seeds, d.node) && !d.seedsDone.has(seedKey)) {
+      const status = pw.status;
+      if (status?.observedGeneration === gen && status.seedsDone) {
+        d.seedsDone.add(seedKey); // the summary says so: no reads
+      } else {
+        // The summary says when the seeds are done (and wakes every node). Meanwhile the first round after the
+        // seeds reads their records itself every pollMs (the nodes after it never need to: they are handed a
+        // slot, which the first round only has once the seeds are done).
+        const every = seedCheckEvery(place.place - seeds.length, parallel, d.pollMs, d.maxPollMs);
+        const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
+        if (now - last < every) return jitter(d, every - (now - last));
+        d.seedChecks.set(seedKey, now);
+        if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d, every);
+        d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
+      }
+    }
+    const status = pw.status?.observedGeneration === gen ? pw.status : undefined;
+    const summary = status ? { done: status.succeeded + status.failed } : undefined;
+    const move = chainMove(place, st, summary, Date.parse(entry.firstSeen), now, { fallbackMs: fallbackMs(d), maxPollMs: d.maxPollMs });
+    if ('wait' in move) return move.wait;
+    if (move.try === 'home') {
+      st.homeTried = true;
+      slot = await d.slots.createHome(name, place.home);
+    } else {
+      st.listedAt = now;
+      slot = await d.slots.tryAcquire(name, parallel, undefined, place.home);
+    }
+    if (!slot) return move.try === 'home' ? 0 : jitter(d, fallbackMs(d));
   }
-  d.tries.delete(name);
-  d.slotWatch.close(name);
+  d.chain.delete(name);
   // The lease as last renewed: releasing needs its current resourceVersion.
   const hold: SlotHold = { lease: slot };
   let released = false;
@@ -182,7 +173,12 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     released = true;
     await hold.renewing;
     if (!hold.lease) return; // lost to another node after it expired
-    await d.slots.release(hold.lease).catch((err: unknown) => d.log.warn('prewarm slot not released; it frees itself when its lease expires', { prewarm: name, slot: slot.name, error: asAgentError(err).message }));
+    try {
+      if (place.successor && (await d.slots.handOn(hold.lease, place.successor))) return;
+      await d.slots.release(hold.lease);
+    } catch (err) {
+      d.log.warn('prewarm slot not handed on or released; it frees itself when its lease expires', { prewarm: name, slot: slot.name, error: asAgentError(err).message });
+    }
   };
   try {
     await pullAll(d, pw, entry, hold, release, signal);
@@ -190,6 +186,16 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
     await release();
   }
   return 0;
+}
+
+/** Gives back a slot handed to this node that it has no use for (it is done, backing off, or not targeted). */
+async function giveBack(d: NodePartDeps, prewarm: string, l: SlotLease): Promise<void> {
+  await d.slots.release(l).catch((err: unknown) => d.log.debug('handed prewarm slot not given back; it frees itself when its lease expires', { prewarm, error: asAgentError(err).message }));
+}
+
+/** How often a node whose turn came, with no slot handed to it, reads the slots itself: twice the lease, at least pollMs. */
+function fallbackMs(d: NodePartDeps): number {
+  return Math.max(d.pollMs, 2 * d.leaseSeconds * 1000);
 }
 
 /** True when every seed has finished this generation (or is gone). */
@@ -305,41 +311,6 @@ async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
 }
 
 /**
- * How long a node far back in the stable order waits before it tries for a slot again, so that a thousand
- * waiting nodes do not all poll the slots. From the summary (which every agent receives through its watch of
- * the prewarms), the nodes done, and from two summaries the rate they finish at: the node's place behind what
- * is done by now (extrapolated at that rate). A node more than four rounds of slots back waits until the
- * front is expected near it, or for the next summary (which wakes it), polling proportionally less often
- * than pollMs and at least every maxPollMs (a stale summary or dead nodes ahead never hold it back for good).
- * 0: try now.
- */
-export function queueWait(d: Pick<NodePartDeps, 'node' | 'pollMs' | 'maxPollMs' | 'lastTry' | 'random'> & { progress?: NodePartDeps['progress']; index?: ReadonlyMap<string, number> }, pw: ImagePrewarm, order: string[], parallel: number, nowMs: number): number {
-  const st = pw.status;
-  const gen = pw.metadata.generation ?? 0;
-  if (!st || st.observedGeneration !== gen) return 0;
-  const done = st.succeeded + st.failed;
-  let rate = 0;
-  const at = st.lastSummaryTime ? Date.parse(st.lastSummaryTime) : NaN;
-  if (d.progress && Number.isFinite(at)) {
-    const key = `${pw.metadata.name}/${gen}`;
-    const p = d.progress.get(key);
-    rate = p?.rate ?? 0;
-    if (!p || at > p.t) {
-      if (p && done >= p.done) rate = (done - p.done) / (at - p.t);
-      d.progress.set(key, { t: at, done, rate });
-    }
-  }
-  const expected = done + (rate > 0 ? rate * Math.max(0, nowMs - at) : 0);
-  const ahead = (d.index?.get(d.node) ?? order.indexOf(d.node)) - expected;
-  const window = 4 * parallel;
-  if (ahead <= window) return 0;
-  const since = nowMs - (d.lastTry.get(pw.metadata.name) ?? 0);
-  let every = Math.min(d.maxPollMs, d.pollMs * Math.ceil(ahead / parallel));
-  if (rate > 0) every = Math.min(every, since + Math.max(100, (ahead - window) / rate));
-  return since >= every ? 0 : jitter(d, Math.min(every - since, d.pollMs * 2));
-}
-
-/**
  * True when the node must wait for seeds before it tries for a slot: there are seeds and it is not one. With no
  * seeds nobody waits (before, every node waited one poll for the summary to say the empty set was done).
  */
@@ -351,11 +322,6 @@ export function waitsForSeeds(seeds: readonly string[], node: string): boolean {
 export function seedCheckEvery(placeAfterSeeds: number, parallel: number, pollMs: number, maxPollMs: number): number {
   const round = Math.floor(Math.max(0, placeAfterSeeds) / Math.max(1, parallel)) + 1;
   return Math.min(maxPollMs, pollMs * round);
-}
-
-/** A step between two nodes in line for a free slot: longer than a slot write takes to be seen, 100 ms to 2 s. */
-function stepMs(d: NodePartDeps): number {
-  return Math.min(2000, Math.max(100, Math.round(d.slots.writeMs * 3)));
 }
 
 /** ms spread by ±25 %, so that nodes that saw the same change do not all ask at once. */

@@ -1,7 +1,8 @@
 // Pull slots across the cluster: slot i of a prewarm is the Lease `<prewarm>-slot-<i>`, i < maxParallelNodes.
-// A node takes a free or expired one before it pulls, renews it while pulling and deletes it after. A node
-// that dies stops renewing, and the slot is free again once its lease has expired. Optimistic concurrency
-// (create fails with 409 when taken; replace fails with 409 when someone else wrote first) decides races.
+// A node gets one (created, handed to it, or a free or expired one taken), renews it while pulling, and then
+// hands it on to its successor (slot-chain.ts) or deletes it. A node that dies stops renewing, and the slot is
+// free again once its lease has expired. Optimistic concurrency (create fails with 409 when taken; replace
+// fails with 409 when someone else wrote first) decides races.
 import type { Clock } from '../clock.js';
 import { httpStatus, type FleetApi, type SlotLease } from './fleet-api.js';
 import { rankKey } from './node-order.js';
@@ -37,9 +38,10 @@ export class SlotClaimer {
   ) {}
 
   /**
-   * Takes a slot of the prewarm: one this node already holds (an agent restarted mid-pull), else a free one,
-   * looking from an offset of its own. Undefined when none could be had. One list request (none when the
-   * slots as seen through a watch are given), plus one write per slot tried (at most three).
+   * Takes a slot of the prewarm: one this node already holds (an agent restarted mid-pull), else a free or
+   * expired one, looking from `prefer` (its home slot) or an offset of its own. Undefined when none could be
+   * had. One list request (none when the slots as seen through a watch are given: then one write at most), plus
+   * one write per slot tried (at most three).
    */
   async tryAcquire(prewarm: string, maxParallel: number, seen?: SlotLease[], prefer?: number): Promise<SlotLease | undefined> {
     const now = this.clock.now();
@@ -47,31 +49,59 @@ export class SlotClaimer {
     const mine = leases.find((l) => l.holder === this.holder && slotIndex(prewarm, l.name) < maxParallel);
     if (mine) return this.renew(mine);
     const byName = new Map(leases.map((l) => [l.name, l]));
-    // Each node starts looking at the slot it was given (see handoffDelay) or at its own offset, so that nodes
-    // racing for slots mostly try different ones.
+    // Nodes that read the slots at about the same time mostly try different ones.
     const offset = prefer ?? Number(rankKey(prewarm, this.holder) % BigInt(maxParallel));
-    let tries = 0;
-    // With the slots as a watch shows them, one write: a lost race means the view is behind, and the next
-    // change seen wakes this node again.
     const maxTries = seen ? 1 : MAX_TRIES;
+    let tries = 0;
     for (let k = 0; k < maxParallel && tries < maxTries; k++) {
       const i = (offset + k) % maxParallel;
       const name = slotName(prewarm, i);
       const l = byName.get(name);
       if (l && !slotFree(l, now)) continue;
       tries++;
-      const t0 = this.clock.now();
       try {
-        const got = l ? await this.api.updateSlot(this.namespace, l, this.holder, now) : await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
-        this.took(t0);
-        return got;
+        return l ? await this.api.updateSlot(this.namespace, l, this.holder, now) : await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
       } catch (err) {
-        this.took(t0);
         if (httpStatus(err) === 409) continue; // another node was first
         throw err;
       }
     }
     return undefined;
+  }
+
+  /** Creates slot i held by this node: one write, no read. Undefined when it exists (409). */
+  async createHome(prewarm: string, i: number): Promise<SlotLease | undefined> {
+    try {
+      return await this.api.createSlot(this.namespace, prewarm, slotName(prewarm, i), this.holder, this.durationSeconds, this.clock.now());
+    } catch (err) {
+      if (httpStatus(err) === 409) return undefined;
+      throw err;
+    }
+  }
+
+  /**
+   * Takes a slot handed to this node (its Lease names it): as it is when it was written within the last third
+   * of its duration (no request: nobody may take a Lease before it expires), else renewed first. Undefined
+   * when it was taken meanwhile.
+   */
+  async takeHanded(l: SlotLease): Promise<SlotLease | undefined> {
+    if (l.holder !== this.holder) return undefined;
+    if (this.clock.now() - l.renewMs < (l.durationSeconds * 1000) / 3) return l;
+    return this.renew(l);
+  }
+
+  /**
+   * Hands a held slot on to node next: one write of the Lease (holder, turn label, renewal time). False when
+   * the Lease moved on meanwhile (it expired and was taken, or is gone): then there is nothing to hand on.
+   */
+  async handOn(l: SlotLease, next: string): Promise<boolean> {
+    try {
+      await this.api.updateSlot(this.namespace, l, next, this.clock.now());
+      return true;
+    } catch (err) {
+      if (httpStatus(err) === 409 || httpStatus(err) === 404) return false;
+      throw err;
+    }
   }
 
   /** Renews a held slot. Undefined when it was lost (someone took it after it expired). */
@@ -92,12 +122,5 @@ export class SlotClaimer {
       if (await this.api.deleteSlot(this.namespace, lease)) return;
       lease = (await this.api.listSlots(this.namespace, l.prewarm)).find((x) => x.name === l.name && x.holder === this.holder);
     }
-  }
-
-  /** About how long a slot write takes here (a moving average, ms). */
-  writeMs = 25;
-
-  private took(t0: number): void {
-    this.writeMs = Math.round(0.7 * this.writeMs + 0.3 * Math.max(1, this.clock.now() - t0));
   }
 }

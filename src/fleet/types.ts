@@ -11,6 +11,8 @@ export const NODE_PREWARM_PLURAL = 'nodeprewarms';
 export const DEFAULT_LEASE_NAMESPACE = 'inplace-system';
 /** Label on every slot Lease, naming its ImagePrewarm. */
 export const PREWARM_LABEL = 'inplace-agent.io/prewarm';
+/** Label on every slot Lease naming its holder, as turnKey(holder): each agent watches the Leases with its own. */
+export const TURN_LABEL = 'inplace-agent.io/turn';
 
 /** A reference to a pull Secret. */
 export interface SecretRef {

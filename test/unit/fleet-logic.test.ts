@@ -3,9 +3,8 @@ import assert from 'node:assert/strict';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
 import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
-import { queueWait, seedCheckEvery, waitsForSeeds } from '../../src/fleet/node-part.js';
-import type { SlotLease } from '../../src/fleet/fleet-api.js';
-import { handoffDelay, nextSlotMove, type TryState } from '../../src/fleet/slot-watch.js';
+import { seedCheckEvery, waitsForSeeds } from '../../src/fleet/node-part.js';
+import { chainMove, chainPlace, type ChainState } from '../../src/fleet/slot-chain.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { nodePhase } from '../../src/fleet/types.js';
 
@@ -108,161 +107,61 @@ describe('inplacectl prewarm create: flags', () => {
   });
 });
 
-describe('fleet pre-warm: a node far back in the queue polls less', () => {
-  const order = Array.from({ length: 100 }, (_, i) => `n${i}`);
-  const withStatus = (done: number): ImagePrewarm => ({
-    metadata: { name: 'web', generation: 1 },
-    spec: { images: ['r/a:1'] },
-    status: { observedGeneration: 1, desired: 100, succeeded: done, failed: 0, pulling: 0, waiting: 100 - done, failedNodes: [] },
-  });
-  // random() = 0.5: the jitter spreads by nothing.
-  const deps = (node: string, lastTry = 0, random = () => 0.5) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', lastTry]]), random });
-
-  it('tries now when within four rounds of slots, when the summary is missing or of another generation', () => {
-    assert.equal(queueWait(deps('n12', 99_000), withStatus(0), order, 10, 100_000), 0);
-    assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), status: undefined }, order, 10, 100_000), 0);
-    assert.equal(queueWait(deps('n90', 99_000), { ...withStatus(0), metadata: { name: 'web', generation: 2 } }, order, 10, 100_000), 0);
-    assert.equal(queueWait(deps('n90', 99_000), withStatus(55), order, 10, 100_000), 0, '35 ahead with 10 slots');
-  });
-
-  it('waits when far back and tried lately, but never longer than maxPollMs since the last try', () => {
-    assert.equal(queueWait(deps('n90', 99_000), withStatus(0), order, 10, 100_000), 2000, 'waits two polls, then looks again');
-    assert.equal(queueWait(deps('n90', 99_000, () => 0), withStatus(0), order, 10, 100_000), 1500, 'the injected jitter: 25 % less at its lowest');
-    assert.equal(queueWait(deps('n90', 99_000, () => 0.999), withStatus(0), order, 10, 100_000), 2499, 'and up to 25 % more at its highest');
-    assert.equal(queueWait(deps('n90', 100_000 - 9_000), withStatus(0), order, 10, 100_000), 0, '9 rounds back: every 9 s');
-    assert.ok(queueWait(deps('n90', 100_000 - 8_000), withStatus(0), order, 10, 100_000) > 0, 'not yet after 8 s');
-    assert.equal(queueWait(deps('n99', 0), withStatus(0), order, 1, 100_000), 0, 'capped at maxPollMs');
-  });
-});
-
-describe('fleet pre-warm: queue position extrapolated from the rate of the summaries', () => {
-  const order = Array.from({ length: 1000 }, (_, i) => `n${i}`);
-  const summary = (done: number, atMs: number): ImagePrewarm => ({
-    metadata: { name: 'web', generation: 1 },
-    spec: { images: ['r/a:1'] },
-    status: { observedGeneration: 1, desired: 1000, succeeded: done, failed: 0, pulling: 0, waiting: 1000 - done, failedNodes: [], lastSummaryTime: new Date(atMs).toISOString() },
-  });
-
-  it('a node whose turn the front has reached since the last summary tries now; one still far back waits about until it is near', () => {
-    const progress = new Map<string, { t: number; done: number; rate: number }>();
-    const d = (node: string) => ({ node, pollMs: 1000, maxPollMs: 30_000, lastTry: new Map([['web', 999_000]]), progress, random: () => 0.5 });
-    // 100 nodes done at t=995 s, 200 at t=1000 s: 20 nodes a second.
-    assert.ok(queueWait(d('n300'), summary(100, 995_000), order, 10, 995_000) > 0, 'n300: 200 behind, 40 is the window');
-    assert.ok(queueWait(d('n300'), summary(200, 1_000_000), order, 10, 1_000_000) > 0, 'n300: 100 behind at the summary');
-    assert.equal(queueWait(d('n300'), summary(200, 1_000_000), order, 10, 1_003_500), 0, '3.5 s later about 270 are done: n300 is within 40 of them');
-    const far = queueWait(d('n900'), summary(200, 1_000_000), order, 10, 1_000_000);
-    assert.ok(far > 0 && far <= 2_500, `n900 looks again within two polls (${far})`);
-  });
-});
-
-describe('fleet pre-warm: a freed slot is tried by the nodes next in line first', () => {
-  const order = Array.from({ length: 20 }, (_, i) => `n${i}`);
-  const index = new Map(order.map((n, i) => [n, i]));
-  const now = 1_000_000;
-  const held = (i: number, holder: string, renewMs = now - 1000): SlotLease => ({ name: `web-slot-${i}`, prewarm: 'web', holder, renewMs, acquireMs: renewMs, durationSeconds: 15, resourceVersion: '1' });
-
-  it('nothing to try while every slot is held; the first expiry is when to look again', () => {
-    const r = handoffDelay(index, 'n9', 'web', [held(0, 'n5'), held(1, 'n6', now - 10_000)], 2, now);
-    assert.equal(r.tryInMs, undefined);
-    assert.equal(r.expiresInMs, 5_000, 'slot 1 was renewed 10 s ago with a 15 s lease');
-  });
-
-  it('the node right after the furthest holder tries at once, the ones after it a step later each', () => {
-    const leases = [held(0, 'n5'), held(2, 'n7')]; // slot 1 was given back (deleted)
-    assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).tryInMs, 0);
-    assert.equal(handoffDelay(index, 'n9', 'web', leases, 3, now).tryInMs, 25);
-    assert.equal(handoffDelay(index, 'n12', 'web', leases, 3, now).tryInMs, 100);
-    assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).slot, 1, 'for the free slot');
-    const late = handoffDelay(index, 'n3', 'web', leases, 3, now).tryInMs!;
-    assert.ok(late >= 25 && late <= 100, `a node behind the furthest holder (it lost a race) goes after the one in line, within four steps (${late})`);
-  });
-
-  it('with two free slots (one of them expired), the next two go at once', () => {
-    const leases = [held(0, 'n5'), held(1, 'n6', now - 20_000)];
-    assert.equal(handoffDelay(index, 'n6', 'web', leases, 3, now).tryInMs, 0);
-    assert.equal(handoffDelay(index, 'n7', 'web', leases, 3, now).tryInMs, 0);
-    assert.equal(handoffDelay(index, 'n8', 'web', leases, 3, now).tryInMs, 25);
-  });
-});
-
-describe('fleet pre-warm: when a waiting node near the front tries for a slot', () => {
+describe('fleet pre-warm: slots are handed on along the stable order', () => {
   const order = Array.from({ length: 10 }, (_, i) => `n${i}`);
   const index = new Map(order.map((n, i) => [n, i]));
+  const at = (node: string, seeds: number, parallel: number) => chainPlace(order, index, node, seeds, parallel)!;
+
+  it('no seeds: the first P create slots 0..P-1, every node after is handed the slot of the node P before it, and the last P delete theirs', () => {
+    assert.deepEqual(at('n0', 0, 3), { place: 0, role: 'start', home: 0, afterSeeds: false, successor: 'n3', parallel: 3 });
+    assert.deepEqual(at('n2', 0, 3), { place: 2, role: 'start', home: 2, afterSeeds: false, successor: 'n5', parallel: 3 });
+    assert.deepEqual(at('n5', 0, 3), { place: 5, role: 'handed', home: 2, afterSeeds: false, successor: 'n8', parallel: 3 });
+    assert.equal(at('n7', 0, 3).successor, undefined, 'n10 does not exist: n7 deletes its slot');
+    assert.equal(chainPlace(order, index, 'elsewhere', 0, 3), undefined);
+  });
+
+  it('one seed: the seed creates slot 0 and hands on to nobody; the first round waits for it, then creates slots 0..P-1', () => {
+    assert.deepEqual(at('n0', 1, 3), { place: 0, role: 'start', home: 0, afterSeeds: false, successor: undefined, parallel: 3 });
+    assert.deepEqual(at('n1', 1, 3), { place: 1, role: 'start', home: 0, afterSeeds: true, successor: 'n4', parallel: 3 });
+    assert.deepEqual(at('n3', 1, 3), { place: 3, role: 'start', home: 2, afterSeeds: true, successor: 'n6', parallel: 3 });
+    assert.deepEqual(at('n4', 1, 3), { place: 4, role: 'handed', home: 0, afterSeeds: false, successor: 'n7', parallel: 3 }, 'handed on by n1, never reads the seeds');
+  });
+
+  it('more seeds than slots: the seeds past P are handed on by the seeds, not by the first round', () => {
+    assert.deepEqual(at('n0', 5, 2), { place: 0, role: 'start', home: 0, afterSeeds: false, successor: 'n2', parallel: 2 });
+    assert.deepEqual(at('n3', 5, 2), { place: 3, role: 'handed', home: 1, afterSeeds: false, successor: undefined, parallel: 2 }, 'n5 is not a seed');
+    assert.deepEqual(at('n5', 5, 2), { place: 5, role: 'start', home: 0, afterSeeds: true, successor: 'n7', parallel: 2 });
+  });
+
+  const o = { fallbackMs: 30_000, maxPollMs: 30_000 };
   const now = 1_000_000;
-  const o = { pollMs: 300, maxPollMs: 30_000, stepMs: 25 };
-  const held = (i: number, holder: string, renewMs = now - 1000, durationSeconds = 3): SlotLease => ({ name: `web-slot-${i}`, prewarm: 'web', holder, renewMs, acquireMs: renewMs, durationSeconds, resourceVersion: '1' });
 
-  it('a try lost with the watched view is tried again with a list within pollMs while the view does not move, not after maxPollMs', () => {
-    // The view showed slot 1 free; the write lost (someone took it, and the watch has not shown that yet).
-    const st: TryState = { lostVersion: 7, lostAt: now - 100, listedAt: now - 10_000 };
-    const view = { leases: [held(0, 'n1')], version: 7 };
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, st, 2, now, o), { wait: 200 }, 'waits out pollMs (a change wakes it sooner)');
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, st, 2, now + 200, o), { try: 'list' }, 'then reads the slots itself');
+  it('a start node creates its slot once; when that failed (taken) it reads the slots itself every fallbackMs', () => {
+    const st: ChainState = {};
+    assert.deepEqual(chainMove(at('n1', 0, 3), st, undefined, now, now, o), { try: 'home' });
+    st.homeTried = true;
+    assert.deepEqual(chainMove(at('n1', 0, 3), st, undefined, now, now, o), { wait: 30_000 });
+    assert.deepEqual(chainMove(at('n1', 0, 3), st, undefined, now, now + 30_000, o), { try: 'list' });
+    st.listedAt = now + 30_000;
+    assert.deepEqual(chainMove(at('n1', 0, 3), st, undefined, now, now + 40_000, o), { wait: 20_000 });
   });
 
-  it('a try lost with the view is tried again with the view once the view moved and shows a slot free for it', () => {
-    const st: TryState = { lostVersion: 7, lostAt: now - 50, listedAt: now - 10_000 };
-    const view = { leases: [held(0, 'n1')], version: 9 }; // slot 1 given back since
-    assert.deepEqual(nextSlotMove(index, 'n2', 'web', view, st, 2, now, o), { try: 'view', slot: 1 });
+  it('a handed node waits while its turn is ahead (a hand-on wakes it), and reads the slots itself only fallbackMs after its turn came', () => {
+    const st: ChainState = {};
+    const n8 = at('n8', 0, 3);
+    assert.deepEqual(chainMove(n8, st, { done: 4 }, now - 5_000, now, o), { wait: 30_000 }, '4 done: its predecessor n5 is not due yet');
+    assert.deepEqual(chainMove(n8, st, { done: 5 }, now - 5_000, now + 1_000, o), { wait: 30_000 }, 'n5 is due now: n8 gives it fallbackMs');
+    assert.equal(st.dueSince, now + 1_000);
+    assert.deepEqual(chainMove(n8, st, { done: 6 }, now - 5_000, now + 20_000, o), { wait: 11_000 });
+    assert.deepEqual(chainMove(n8, st, { done: 6 }, now - 5_000, now + 31_000, o), { try: 'list' }, 'no hand-on within fallbackMs: n5 died, or gave up');
   });
 
-  it('an expired slot (its holder killed) is tried within pollMs of its expiry, with no change seen', () => {
-    const st: TryState = { listedAt: now - 1000 };
-    const dying = { leases: [held(0, 'n0', now - 2_950)], version: 4 }; // expires at now + 50, no event then
-    let t = now;
-    for (let i = 0; i < 10; i++) {
-      const m = nextSlotMove(index, 'n1', 'web', dying, st, 1, t, o);
-      if (!('wait' in m)) {
-        assert.deepEqual(m, { try: 'view', slot: 0 });
-        break;
-      }
-      assert.ok(m.wait > 0 && m.wait <= o.pollMs, JSON.stringify(m));
-      t += m.wait;
-    }
-    assert.ok(t > now + 50 && t - (now + 50) <= o.pollMs, `tried ${t - now - 50} ms after the expiry`);
-  });
-
-  it('a turn counts from when the free slots were seen as they are: churn meanwhile starts it again', () => {
-    const st: TryState = { listedAt: now - 1000 };
-    // n2 holds slot 0, slot 1 is free: n5 is third in line (two steps).
-    assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(0, 'n2', now)], version: 1 }, st, 2, now, o), { wait: 50 });
-    // 40 ms later n3 has taken slot 1 and n2 has given slot 0 back: n5 is second in line, one step from now.
-    assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(1, 'n3', now + 30)], version: 3 }, st, 2, now + 40, o), { wait: 25 });
-  });
-
-  it('a turn computed for an earlier free slot does not let a node jump the line for a later one', () => {
-    const st: TryState = { listedAt: now - 1000 };
-    // n2 holds slot 0; slot 1 was seen free: n5 is third in line after n2 (two steps).
-    assert.deepEqual(nextSlotMove(index, 'n5', 'web', { leases: [held(0, 'n2', now)], version: 1 }, st, 2, now, o), { wait: 50 });
-    // n3 took it before n5's turn; 5 s later n2 gives slot 0 back: n5 is second in line (after n4), not first.
-    nextSlotMove(index, 'n5', 'web', { leases: [held(0, 'n2', now), held(1, 'n3', now)], version: 2 }, st, 2, now + 50, o);
-    const later = nextSlotMove(index, 'n5', 'web', { leases: [held(1, 'n3', now + 4_000)], version: 3 }, st, 2, now + 5_000, o);
-    assert.deepEqual(later, { wait: 25 }, 'n5 waits its turn');
-  });
-
-  it('a holder further along that gave its slot back does not move the front back: the next waiting node goes at once', () => {
-    const st: TryState = { listedAt: now - 1000 };
-    // n4 and n5 hold the slots; n6 waits.
-    assert.ok('wait' in nextSlotMove(index, 'n6', 'web', { leases: [held(0, 'n4', now), held(1, 'n5', now)], version: 1 }, st, 2, now, o));
-    // n5 finished first: the furthest holder is now n4, but n5 (done) is not in line any more, n6 is.
-    assert.deepEqual(nextSlotMove(index, 'n6', 'web', { leases: [held(0, 'n4', now)], version: 2 }, st, 2, now + 10, o), { try: 'view', slot: 1 });
-  });
-
-  it('with no view (not listed yet, or the watch failed) it tries with a list, at most every pollMs', () => {
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', { version: 0 }, { listedAt: now - 1000 }, 2, now, o), { try: 'list' });
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', { version: 0 }, { listedAt: now - 100 }, 2, now, o), { wait: 200 });
-  });
-
-  it('a slot this node still holds (its agent restarted) is taken again at once', () => {
-    const view = { leases: [held(0, 'n3'), held(1, 'n4')], version: 2 };
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, { listedAt: now }, 2, now, o), { try: 'view' });
-  });
-
-  it('with every slot held and the view current, it waits (at most pollMs, no request), and reads the slots itself every maxPollMs', () => {
-    const view = { leases: [held(0, 'n1', now), held(1, 'n2', now)], version: 2 };
-    const w = nextSlotMove(index, 'n3', 'web', view, { listedAt: now - 1000 }, 2, now, o);
-    assert.ok('wait' in w && w.wait > 0 && w.wait <= o.pollMs, JSON.stringify(w));
-    assert.deepEqual(nextSlotMove(index, 'n3', 'web', view, { listedAt: now - 30_000 }, 2, now, o), { try: 'list' });
+  it('with no summary of this generation yet, a handed node counts from when it saw the generation; a summary that says its turn is ahead sets that aside', () => {
+    const st: ChainState = {};
+    const n8 = at('n8', 0, 3);
+    assert.deepEqual(chainMove(n8, st, undefined, now, now + 10_000, o), { wait: 20_000 });
+    assert.deepEqual(chainMove(n8, st, { done: 0 }, now, now + 31_000, o), { wait: 30_000 }, 'the summary came: its turn is ahead');
+    assert.deepEqual(chainMove(n8, st, undefined, now, now + 31_000, o), { try: 'list' }, 'no summary at all (its writer is gone): it reads the slots');
   });
 });
 
