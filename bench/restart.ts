@@ -28,6 +28,11 @@ const median = (xs: number[]) => {
 };
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const fmt = (ms: number) => `${ms.toFixed(1)} ms`;
+/** The 25th, 50th and 75th percentiles (nearest rank), ms. */
+const quartiles = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return [0.25, 0.5, 0.75].map((q) => s[Math.min(s.length - 1, Math.floor(q * s.length))].toFixed(1)).join(' / ');
+};
 
 function podSpec(name: string, volume: string): TestPodSpec {
   return {
@@ -87,9 +92,10 @@ async function main(): Promise<void> {
     const b: number[] = [];
     const bStopStart: number[] = [];
     const c: number[] = [];
-    for (let r = 0; r < ROUNDS; r++) {
-      // (a) the agent, through its API, image already present.
-      let t0 = now();
+    const loads: number[] = [];
+    // (a) the agent, through its API, image already present.
+    const runA = async () => {
+      const t0 = now();
       const op = await waitEnd(client, (await client.restart({ ...base, pod: pod.name, containers: ['app'] })).id);
       a.push(now() - t0);
       aIds.push(op.id);
@@ -97,11 +103,12 @@ async function main(): Promise<void> {
       // The old container is removed after the report; (b) starts once it is, so the two never overlap.
       await waitCleaned(client, op.id);
       aClean.push(now() - t0);
-
-      // (b) the raw CRI sequence: stop, remove, create, start.
+    };
+    // (b) the raw CRI sequence: stop, remove, create, start.
+    const runB = async () => {
       const cur = (await rt.listContainers({ podId: pod.podId })).find((x) => x.name === 'app' && x.state === 'running')!;
       const det = await rt.inspectContainer(cur.id);
-      t0 = now();
+      const t0 = now();
       await rt.stopContainer(cur.id, GRACE);
       const tStop = now() - t0;
       await rt.removeContainer(cur.id);
@@ -111,6 +118,18 @@ async function main(): Promise<void> {
       const tStart = now() - tStart0;
       b.push(now() - t0);
       bStopStart.push(tStop + tStart);
+    };
+    for (let r = 0; r < ROUNDS; r++) {
+      loads.push(os.loadavg()[0]);
+      // Which goes first alternates, so that neither always follows the other's work (a's removal of the old
+      // container is over before b begins either way).
+      if (r % 2 === 0) {
+        await runA();
+        await runB();
+      } else {
+        await runB();
+        await runA();
+      }
     }
     // (c) the whole pod again: sandbox, network, three containers.
     let whole = pod;
@@ -144,6 +163,10 @@ async function main(): Promise<void> {
       `  (c) whole pod recreated               median ${fmt(mc)}   (min ${fmt(Math.min(...c))}, max ${fmt(Math.max(...c))})`,
       `  (a') agent, until the old container was removed (after the report)   median ${fmt(median(aClean))}`,
       `  a/b = ${(ma / mb).toFixed(2)} (a - b = ${fmt(ma - mb)})   ${against(ma / mb, 1.0)}`,
+      // Each round's (a) and (b) ran back to back under the same load: the median of their own ratios is less
+      // moved by the load's drift over the run than the ratio of the two medians.
+      `  a/b round by round: median ${median(a.map((x, i) => x / b[i])).toFixed(2)}, (a) faster in ${a.filter((x, i) => x < b[i]).length} of ${ROUNDS} rounds; sorted: ${a.map((x, i) => x / b[i]).sort((x, y) => x - y).map((x) => x.toFixed(2)).join(' ')}`,
+      `  quartiles (a) ${quartiles(a)}, (b) ${quartiles(b)}; load average at the rounds' starts ${median(loads).toFixed(1)} (${Math.min(...loads).toFixed(1)}-${Math.max(...loads).toFixed(1)})`,
       `  a/c = ${(ma / mc).toFixed(2)}   ${against(ma / mc, 0.3)}`,
       `  downtime (stop call -> replacement's start returned): agent median ${fmt(da)}; raw stop + start median ${fmt(db)}; ratio ${(da / db).toFixed(2)}`,
       `  agent RSS idle ${rssIdle.toFixed(1)} MiB (target <= 96: ${rssIdle <= 96 ? 'met' : 'missed'}); peak during 10 concurrent restarts ${rssPeak.toFixed(1)} MiB (target <= 160: ${rssPeak <= 160 ? 'met' : 'missed'}); all 10 done in ${fmt(manyMs)}`,

@@ -199,7 +199,7 @@ export class Engine extends EventEmitter {
   private async record(id: string, req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> }): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
-    const pods = await this.podsFor(req.pod);
+    const { pods, containers: listed } = await this.podsFor(req.pod);
     this.trace.mark(id, 'pods listed');
     const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
     if (unfinished >= this.maxUnfinished) {
@@ -207,7 +207,7 @@ export class Engine extends EventEmitter {
     }
     const pod = resolvePod(pods, req.pod);
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
-    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id);
+    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id, listed);
     this.trace.mark(id, 'planned');
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
@@ -415,15 +415,19 @@ export class Engine extends EventEmitter {
   /**
    * The pods a request for arg may mean. With kubeletPods and arg NAMESPACE/NAME: the sandboxes the kubelet made
    * for that pod, asked of the runtime alone (a list of every sandbox of a shared node took 16-22 ms at load 14),
-   * when it has any by that name; every pod otherwise (a pod the kubelet did not make, an id, a refusal to word).
+   * when it has any by that name, and beside them the containers the kubelet made for it (planning need not list
+   * them after); every pod otherwise (a pod the kubelet did not make, an id, a refusal to word).
    */
-  private async podsFor(arg: string): Promise<Pod[]> {
+  private async podsFor(arg: string): Promise<{ pods: Pod[]; containers?: Container[] }> {
     const wanted = arg.trim();
     if (this.d.kubeletPods && /^[^/\s]+\/[^/\s]+$/.test(wanted)) {
-      const own = await this.d.runtime.listPods({ withIp: false, kubeletPod: wanted });
-      if (own.some((p) => p.name === wanted)) return own;
+      const [own, containers] = await Promise.all([
+        this.d.runtime.listPods({ withIp: false, kubeletPod: wanted }),
+        this.d.runtime.listContainers({ kubeletPod: wanted, brief: true }).catch(() => undefined),
+      ]);
+      if (own.some((p) => p.name === wanted)) return { pods: own, containers };
     }
-    return this.d.runtime.listPods({ withIp: false });
+    return { pods: await this.d.runtime.listPods({ withIp: false }) };
   }
 
   /** Plans a queued operation again from the pod's current containers (see ExecutorDeps.replan). */
@@ -432,7 +436,7 @@ export class Engine extends EventEmitter {
     // gives the pod a new id.
     const pod = await this.d.runtime.getPod(op.podId).catch(async (err: unknown) => {
       if (!AgentError.is(err, 'NotFound')) throw err;
-      return resolvePod(await this.podsFor(op.podName), op.podName);
+      return resolvePod((await this.podsFor(op.podName)).pods, op.podName);
     });
     const containers = await this.plan(pod, op.request, false, op.id);
     op.podId = pod.id;
@@ -445,10 +449,13 @@ export class Engine extends EventEmitter {
    * against the request (restart-plan.ts), each claimed by the first strategy that takes it, and each checked
    * by its strategy. Refusals throw, touching nothing.
    */
-  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = ''): Promise<ContainerTarget[]> {
+  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = '', listed?: Container[]): Promise<ContainerTarget[]> {
     // Only this pod's containers, and only what the list says (names, attempts, states, labels, the image as
     // created): on CRI each container's status would cost a call. The old containers are read in full next.
-    const containers = await this.d.runtime.listContainers({ podId: pod.id, brief: true });
+    // Those listed by the kubelet's labels beside the pod are taken when every container asked for is among them
+    // (the kubelet labels every container it makes); otherwise the pod's are listed (a refusal names them all).
+    const own = listed?.filter((c) => c.podId === pod.id);
+    const containers = own && req.containers.every((n) => own.some((c) => c.name === n)) ? own : await this.d.runtime.listContainers({ podId: pod.id, brief: true });
     this.trace.mark(id, 'containers listed');
     const planned = planRestart(pod, containers, req, { allowKubelet: (this.d.strategies?.length ?? 0) > 0, busy });
     const now = new Date(this.d.clock.now()).toISOString();

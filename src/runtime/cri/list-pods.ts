@@ -15,15 +15,19 @@ export async function getPod(client: CriClient, podId: string): Promise<Pod> {
 const KUBELET_POD_NAMESPACE_LABEL = 'io.kubernetes.pod.namespace';
 const KUBELET_POD_NAME_LABEL = 'io.kubernetes.pod.name';
 
+/** The label selector of what the kubelet made for pod NAMESPACE/NAME (its sandboxes, its containers). */
+export function kubeletPodLabels(pod: string): Record<string, string> {
+  const [ns = '', name = ''] = pod.split('/');
+  return { [KUBELET_POD_NAMESPACE_LABEL]: ns, [KUBELET_POD_NAME_LABEL]: name };
+}
+
 /**
  * All pods, ready and not ready, or with kubeletPod (NAMESPACE/NAME) only the sandboxes the kubelet labelled as
  * that pod's (the runtime filters them: no list of every sandbox of a busy node); withIp reads each pod's status
  * for its IP. Pods removed while listing are left out.
  */
 export async function listPods(client: CriClient, withIp = true, kubeletPod?: string): Promise<Pod[]> {
-  const [ns, name] = kubeletPod?.split('/') ?? [];
-  const filter = ns && name ? { labelSelector: { [KUBELET_POD_NAMESPACE_LABEL]: ns, [KUBELET_POD_NAME_LABEL]: name } } : undefined;
-  const { items } = await client.listPodSandbox(filter ? { filter } : {});
+  const { items } = await client.listPodSandbox(kubeletPod ? { filter: { labelSelector: kubeletPodLabels(kubeletPod) } } : {});
   if (!withIp) return items.map((s) => toPod(s));
   const pods = await Promise.all(
     items.map(async (s) => {
