@@ -6,7 +6,11 @@
 // the ImagePrewarm created; each node's record Pulling and Succeeded (the agent's own times); each blob download
 // at the proxy; and when the ImagePrewarm's status said every node was done.
 //
-// Usage: node dist/bench/prewarm-remote.js [--rounds 3] [--rate 4] [--mib 30]
+// With --host-agents N the agents are this checkout's code instead of the DaemonSet's: N agents run on this
+// host as the shipped ServiceAccount, each playing one bare Node object with its own containerd, whose pulls
+// of the cluster's registry go through the same proxy (a containerd mirror).
+//
+// Usage: node dist/bench/prewarm-remote.js [--rounds 3] [--rate 4] [--mib 30] [--host-agents 3]
 // Needs scripts/kube-sandbox up --nodes 3 with the agents deployed. It installs the optional fleet RBAC of
 // deploy/ for the run when it is missing (and removes what it added).
 import { execFile } from 'node:child_process';
@@ -15,6 +19,10 @@ import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../src/fleet/types.js';
 import { CriClient } from '../src/runtime/cri/client.js';
+import { startAgent, type AgentProcess } from '../test/support/agent-process.js';
+import { deleteNodes, ensureNode } from '../test/support/kube-apply.js';
+import { agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
+import { startMiniContainerd, type MiniContainerd } from '../test/support/mini-containerd.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { applyObjects, deleteObjects, shippedObjects } from '../test/support/kube-shipped-rbac.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../test/support/registry-images.js';
@@ -28,6 +36,8 @@ function arg(name: string, def: string): string {
 const ROUNDS = Number(arg('rounds', '3'));
 const RATE_MIB = Number(arg('rate', '4'));
 const LAYER_MIB = Number(arg('mib', '30'));
+const HOST_AGENTS = Number(arg('host-agents', '0'));
+const HOST_LABEL = 'inplace-agent.bench/prewarm-remote';
 const MiB = 1024 * 1024;
 const env = kubeEnv();
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -38,7 +48,7 @@ async function main(): Promise<void> {
   kc.loadFromFile(env.kubeconfig);
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
-  const nodes = env.nodes.map((n) => n.name);
+  let nodes = env.nodes.map((n) => n.name);
   const commit = (await exec('git', ['rev-parse', '--short', 'HEAD']).catch(() => ({ stdout: '?' }))).stdout.trim();
   const ready = (await core.listNode()).items.filter((n) => nodes.includes(n.metadata?.name ?? '') && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   if (ready.length !== nodes.length) throw new Error(`not every node is Ready: ${nodes.join(', ')}`);
@@ -46,15 +56,37 @@ async function main(): Promise<void> {
   let blobs: BlobDownload[] = [];
   const proxy = await startRegistryProxy(env.sandbox.registry, (b) => blobs.push(b));
   proxy.setRate(RATE_MIB * MiB);
-  const cri = env.nodes.map((n) => new CriClient(n.criEndpoint));
-  console.log(`bench:prewarm-remote at ${commit}, ${new Date().toISOString()}: ${nodes.length} nodes, one ${LAYER_MIB} MiB layer, ${RATE_MIB} MiB/s per connection through ${proxy.host}`);
+  let cri = env.nodes.map((n) => new CriClient(n.criEndpoint));
+  let selector: Record<string, string> = { 'kubernetes.io/os': 'linux' };
+  let agentsNote = 'the DaemonSet\'s agents';
+  const containerds: MiniContainerd[] = [];
+  const hostAgents: AgentProcess[] = [];
+  let refHost = proxy.host;
+  if (HOST_AGENTS > 0) {
+    // Bare nodes, each with its own containerd pulling the cluster's registry through the proxy, and an agent
+    // of this checkout as the shipped ServiceAccount.
+    nodes = Array.from({ length: HOST_AGENTS }, (_, i) => `prw-${i}`);
+    selector = { [HOST_LABEL]: 'yes' };
+    refHost = env.sandbox.registry;
+    const agentKc = await agentKubeconfig(kc);
+    for (const n of nodes) {
+      await ensureNode(kc, n, { [HOST_LABEL]: 'yes' });
+      const c = await startMiniContainerd(`/tmp/prw-${process.pid}-${n.slice(-1)}`, { [env.sandbox.registry]: proxy.host });
+      containerds.push(c);
+      hostAgents.push(await startAgent(['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', agentKc, '--node-name', n]));
+    }
+    for (const c of cri) c.close();
+    cri = containerds.map((c) => new CriClient(c.endpoint));
+    agentsNote = `${HOST_AGENTS} agents of this checkout on bare nodes, each with its own containerd`;
+  }
+  console.log(`bench:prewarm-remote at ${commit}, ${new Date().toISOString()}: ${nodes.length} nodes (${agentsNote}), one ${LAYER_MIB} MiB layer, ${RATE_MIB} MiB/s per connection through ${proxy.host}`);
   const totals: { alone: number; pw: number; pulls: number[]; startLag: number[]; doneLag: number }[] = [];
   try {
     for (let round = 1; round <= ROUNDS; round++) {
       const image = async () => {
         const seed = randomBytes(4).toString('hex');
         const img = buildImage([buildLayer([{ path: `bench/${seed}`, data: seededBytes(seed, LAYER_MIB * MiB) }])], seed);
-        return (await pushImage({ registry: env.sandbox.registry }, `bench-prewarm-${seed}`, 'v1', img)).replace(env.sandbox.registry, proxy.host);
+        return (await pushImage({ registry: env.sandbox.registry }, `bench-prewarm-${seed}`, 'v1', img)).replace(env.sandbox.registry, refHost);
       };
       // The baseline: the pull alone, on the first node, by its containerd.
       const lone = await image();
@@ -72,7 +104,7 @@ async function main(): Promise<void> {
         group: FLEET_GROUP,
         version: FLEET_VERSION,
         plural: IMAGE_PREWARM_PLURAL,
-        body: { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name }, spec: { images: [ref], nodeSelector: { 'kubernetes.io/os': 'linux' }, maxParallelNodes: 5, backoffLimit: 2 } },
+        body: { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name }, spec: { images: [ref], nodeSelector: selector, maxParallelNodes: 5, backoffLimit: 2 } },
       });
       const seen: Record<string, { pulling?: number; succeeded?: number }> = {};
       let statusDone = 0;
@@ -109,6 +141,12 @@ async function main(): Promise<void> {
     console.log(`\nmedians over ${ROUNDS} rounds: the pull alone ${s(totals.map((t) => t.alone))}; pre-warm of ${nodes.length} nodes, created to status done ${s(totals.map((t) => t.pw))}; ` +
       `created to a record's Pulling ${s(totals.flatMap((t) => t.startLag))}; a node's pull (record Pulling to Succeeded) ${s(totals.flatMap((t) => t.pulls))}; last record Succeeded to status done ${s(totals.map((t) => t.doneLag))}`);
   } finally {
+    for (const a of hostAgents) await a.stop().catch(() => undefined);
+    for (const c of containerds) await c.stop().catch(() => undefined);
+    if (HOST_AGENTS > 0) {
+      await deleteNodes(kc, nodes);
+      for (const n of nodes) await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: n }).catch(() => undefined);
+    }
     await proxy.close();
     for (const c of cri) c.close();
     await deleteObjects(kc, rbac);

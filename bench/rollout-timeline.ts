@@ -194,6 +194,9 @@ export class RolloutTimeline {
       out.push(`${indent}  ${step.padEnd(24)} ${f(med)}  +${((med - prev) / 1000).toFixed(2)}${xs.length < pods.length ? `  (in ${xs.length} of ${pods.length})` : ''}`);
       prev = med;
     }
+    // The kubelet's part after the probe, pod by pod (a median hides whether it is every pod's or some pods').
+    const after = (from: PodStep, to: PodStep) => pods.map(([, m]) => (m[from] !== undefined && m[to] !== undefined ? ((m[to]! - m[from]!) / 1000).toFixed(2) : '-')).join(', ');
+    out.push(`${indent}per pod, container ready to Ready True (s): ${after('container ready', 'Ready True')}; gate True to Ready True: ${after('gate True', 'Ready True')}`);
     const gaps = (from: PodStep) => median(pods.slice(1).map(([, m], i) => m.created! - (pods[i][1][from] ?? NaN)).filter((x) => !Number.isNaN(x)));
     out.push(`${indent}next pod's ContainerRestart created, after the previous pod's: Ready True ${f(gaps('Ready True'))}, Succeeded ${f(gaps('Succeeded'))}, relabelled ${f(gaps('relabelled'))}`);
     const tr = [...this.traffic.values()][0];

@@ -115,6 +115,9 @@ export interface RestartRequest {
   skipPreStop?: boolean;
 }
 
+/** The agent's values for what a restart request leaves out (its --grace, --min-ready, --operation-timeout). */
+export type RestartDefaults = Pick<RestartRequest, 'graceSeconds' | 'minReadyMs' | 'timeoutMs'>;
+
 /** An operation record: what is stored in the journal and returned by the API. */
 export interface Operation {
   id: string;

@@ -7,6 +7,7 @@ import { followerDeps, followList, type FollowerDeps, type FollowFailure } from 
 import type { Clock } from '../clock.js';
 import { createHash } from 'node:crypto';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, PREWARM_LABEL, TURN_LABEL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from './types.js';
+import { selectorFor } from '../kube/label-selector.js';
 
 /** A slot Lease as the fleet sees it. */
 export interface SlotLease {
@@ -77,11 +78,6 @@ export interface FleetApi {
 export function httpStatus(err: unknown): number {
   return apiStatusCode(err) ?? 0;
 }
-
-const selectorString = (sel: Record<string, string>): string =>
-  Object.entries(sel)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
 
 /** The turn label's value for a node: node names can be longer than a label value may be. */
 export function turnKey(node: string): string {
@@ -154,12 +150,12 @@ export class KubeFleetApi implements FleetApi {
 
   async nodesMatching(selector: Record<string, string>): Promise<string[]> {
     // resourceVersion 0: served from the API server's watch cache, not read through to etcd.
-    const r = await kubeCall('list nodes', () => this.core.listNode({ labelSelector: selectorString(selector), resourceVersion: '0' }));
+    const r = await kubeCall('list nodes', () => this.core.listNode({ labelSelector: selectorFor(selector), resourceVersion: '0' }));
     return r.items.map((n) => n.metadata?.name ?? '').filter(Boolean);
   }
 
   async nodesOfPods(namespace: string, matchLabels: Record<string, string>): Promise<string[]> {
-    const r = await kubeCall(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorString(matchLabels), resourceVersion: '0' }));
+    const r = await kubeCall(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(matchLabels), resourceVersion: '0' }));
     return r.items
       .filter((p) => p.spec?.nodeName && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata?.deletionTimestamp)
       .map((p) => p.spec?.nodeName ?? '');

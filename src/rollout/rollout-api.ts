@@ -9,6 +9,7 @@ import { selfRequester, type Requester } from '../kube/requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../fleet/types.js';
 import { IPR_GROUP, IPR_KIND, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
+import { selectorFor } from '../kube/label-selector.js';
 
 /** The field manager the coordinator's writes are recorded under. */
 const FIELD_MANAGER = 'inplace-agent-rollout';
@@ -42,11 +43,6 @@ export interface RolloutApi extends AccessReviewer {
   createPrewarm(pw: ImagePrewarm & { metadata: { labels?: Record<string, string> } }): Promise<ImagePrewarm>;
   deletePrewarm(name: string): Promise<void>;
 }
-
-const selectorString = (sel: Record<string, string>): string =>
-  Object.entries(sel)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
 
 async function orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
   try {
@@ -121,11 +117,11 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   async listRevisions(namespace: string, selector: Record<string, string>): Promise<k8s.V1ControllerRevision[]> {
-    return (await call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorString(selector) }))).items;
+    return (await call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorFor(selector) }))).items;
   }
 
   async listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]> {
-    return (await call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorString(selector) }))).items;
+    return (await call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(selector) }))).items;
   }
 
   async listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]> {

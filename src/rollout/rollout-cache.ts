@@ -19,6 +19,7 @@ import type { Permission } from '../kube/request-permissions.js';
 import type { Requester } from '../kube/requester.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
+import { selectorFor } from '../kube/label-selector.js';
 
 /** A watch no round has read from for this long is stopped (ms). */
 export const FEED_IDLE_MS = 120_000;
@@ -47,10 +48,6 @@ interface Laid {
 }
 
 const keyOf = (o: Obj) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
-const selectorString = (sel: Record<string, string>): string =>
-  Object.entries(sel)
-    .map(([k, v]) => `${k}=${v}`)
-    .join(',');
 const hasLabels = (o: Obj, sel: Record<string, string>) => Object.entries(sel).every(([k, v]) => o.metadata?.labels?.[k] === v);
 
 /** Whether resourceVersion a is at or after b (numbers, as the API server's are; unknown: no). */
@@ -163,7 +160,7 @@ export class RolloutCache implements RolloutView {
   }
 
   async listRevisions(namespace: string, selector: Record<string, string>): Promise<V1ControllerRevision[]> {
-    const labelSelector = selectorString(selector);
+    const labelSelector = selectorFor(selector);
     const list = () => this.lists.revisions(namespace, labelSelector);
     return (await this.read('rev', `rev:${namespace}?${labelSelector}`, { path: `/apis/apps/v1/namespaces/${namespace}/controllerrevisions`, list, labelSelector }, () =>
       this.api.listRevisions(namespace, selector) as Promise<Obj[]>,
@@ -171,7 +168,7 @@ export class RolloutCache implements RolloutView {
   }
 
   async listPods(namespace: string, selector: Record<string, string>): Promise<V1Pod[]> {
-    const labelSelector = selectorString(selector);
+    const labelSelector = selectorFor(selector);
     const list = () => this.lists.pods(namespace, labelSelector);
     const items = await this.read('pod', `pod:${namespace}?${labelSelector}`, { path: `/api/v1/namespaces/${namespace}/pods`, list, labelSelector }, () => this.api.listPods(namespace, selector) as Promise<Obj[]>);
     return this.merged('pod', items, (o) => o.metadata?.namespace === namespace && hasLabels(o, selector)) as V1Pod[];

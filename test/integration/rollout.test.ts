@@ -491,7 +491,9 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     await waitServing(clients);
     const before = new Map((await pods(SRV)).map((p) => [p.metadata?.name ?? '', p]));
     const podNodes = new Set([...before.values()].map((p) => p.spec?.nodeName ?? ''));
-    await createRollout(SRV, { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: SRV }, maxUnavailable: 1, prewarm: true, strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } });
+    // minReadySeconds 0 (the default): each pod's condition goes True as its new container starts, before its
+    // readiness probe passes (docs/kubernetes.md, the condition at the start); no client may see it meanwhile.
+    await createRollout(SRV, { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: SRV }, maxUnavailable: 1, prewarm: true, strategy: { gracePeriodSeconds: 5, minReadySeconds: 0 } });
     const uid = (await settled(SRV, ['Succeeded'], () => stsRevision(SRV))).metadata.uid ?? '';
 
     // The pre-warm's objects are deleted once the pods are under way: what they said is kept from watches.

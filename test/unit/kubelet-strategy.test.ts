@@ -344,3 +344,78 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     assert.equal(s.rt.stops, 1);
   });
 });
+
+describe('kube: the kubelet strategy, the condition at the start (min-ready 0)', () => {
+  /** A gated pod whose app container has a readiness probe; the new image's instance runs, not yet ready. */
+  function gated(minReadyMs: number) {
+    const s = setup({ newImage: 'app:v2' });
+    s.op.request.minReadyMs = minReadyMs;
+    s.api.pod.spec!.readinessGates = [{ conditionType: READY_CONDITION }];
+    s.api.pod.spec!.containers[0].readinessProbe = { httpGet: { path: '/', port: 8080 } };
+    /** Whether the app container was ready when each condition write landed. */
+    const readyAtWrite: boolean[] = [];
+    const patchStatus = s.api.patchPodStatus.bind(s.api);
+    s.api.patchPodStatus = (ns, n, patch) => {
+      readyAtWrite.push(s.api.pod.status!.containerStatuses![0].ready);
+      return patchStatus(ns, n, patch);
+    };
+    return { ...s, readyAtWrite };
+  }
+
+  it('the condition goes True as the new instance starts, before it is ready; verification still waits for the ready', async () => {
+    const s = gated(0);
+    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [{ ...running('n1', image, 1), ready: false }]);
+    // The readiness probe passes a few reads after the condition went True.
+    let readsAfterOpen = 0;
+    s.api.onRead = () => {
+      if (s.api.conditions.at(-1)?.reason === 'Restarted' && ++readsAfterOpen === 3) s.api.pod.status!.containerStatuses![0].ready = true;
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(s.api.conditions, [
+      { status: 'False', reason: 'Draining' },
+      { status: 'False', reason: 'Restarting' },
+      { status: 'True', reason: 'Restarted' },
+    ]);
+    assert.equal(s.readyAtWrite[2], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
+    assert.ok(readsAfterOpen >= 3, 'verified only once the new instance was ready');
+    assert.equal(s.t.newId, 'n1');
+  });
+
+  it('a new instance that crashes after the condition went True: False again before the old image is put back, never served', async () => {
+    const s = gated(0);
+    const atRollbackPatch: { status: string; reason: string }[][] = [];
+    s.api.afterImagePatch = (image) => {
+      if (image === 'app:v2') {
+        s.api.pod.status!.containerStatuses = [{ ...running('n1', image, 1), ready: false }];
+      } else {
+        atRollbackPatch.push([...s.api.conditions]);
+        s.api.pod.status!.containerStatuses = [running('back', 'app:v1', 2)];
+      }
+    };
+    s.api.onRead = () => {
+      if (s.api.conditions.at(-1)?.reason === 'Restarted') {
+        s.api.pod.status!.containerStatuses = [{ name: 'app', image: 'app:v2', imageID: '', ready: false, restartCount: 1, containerID: 'containerd://n1', state: { terminated: { exitCode: 2, containerID: 'containerd://n1' } } }];
+      }
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.equal(s.t.step, 'RolledBack');
+    assert.equal(s.t.exitCode, 2);
+    assert.deepEqual(atRollbackPatch[0].map((c) => `${c.status} ${c.reason}`), ['False Draining', 'False Restarting', 'True Restarted', 'False Restarting']);
+    assert.deepEqual(s.readyAtWrite.slice(0, 4), [true, true, false, false], 'the failed instance was never ready while the condition was True');
+  });
+
+  it('with min-ready above 0 the condition stays False until the new instance is verified', async () => {
+    const s = gated(2000);
+    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [running('n1', image, 1)]);
+    const began = s.clock.now();
+    let trueAt = -1;
+    const patchStatus = s.api.patchPodStatus;
+    s.api.patchPodStatus = (ns, n, patch) => {
+      if ((patch as { status: { conditions: { status: string }[] } }).status.conditions[0].status === 'True') trueAt = s.clock.now();
+      return patchStatus(ns, n, patch);
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting', 'Restarted']);
+    assert.ok(trueAt - began >= 2000, `True only after min-ready (at ${trueAt - began} ms)`);
+  });
+});

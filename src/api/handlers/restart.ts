@@ -1,19 +1,13 @@
 // Restart: validates the request against the node and queues the operation; replies with it (Pending).
 import type * as grpc from '@grpc/grpc-js';
 import type { Engine } from '../../engine/engine.js';
+import type { RestartDefaults } from '../../engine/operation.js';
 import type { RestartRequest__Output } from '../../gen/inplace/v1/RestartRequest.js';
 import type { Operation } from '../../gen/inplace/v1/Operation.js';
 import type { RuntimeCapabilities } from '../../runtime/runtime.js';
 import { operationToWire } from '../convert.js';
 import { unary } from './unary.js';
 import { validateRestart } from '../validate.js';
-
-/** Defaults applied when a request leaves a value unset. */
-export interface RestartDefaults {
-  graceSeconds: number;
-  minReadyMs: number;
-  timeoutMs: number;
-}
 
 /** Handler factory for Restart; container names are bounded by the runtime's capabilities. */
 export function restartHandler(engine: Engine, defaults: RestartDefaults, capabilities: Pick<RuntimeCapabilities, 'maxContainerName'>): grpc.handleUnaryCall<RestartRequest__Output, Operation> {

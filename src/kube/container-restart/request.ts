@@ -1,16 +1,10 @@
 // From a ContainerRestart's spec to the engine's RestartRequest: the same request an RPC restart makes.
 import { AgentError } from '../../errors.js';
 import { RefusalReasons } from '../../engine/reasons.js';
+import type { RestartDefaults } from '../../engine/operation.js';
 import type { KubeletRequest } from '../kubelet/options.js';
 import { parseImageRef } from '../../image-ref.js';
 import type { ContainerRestart } from './types.js';
-
-/** The agent's defaults for what a request leaves out. */
-export interface RestartDefaults {
-  graceSeconds: number;
-  minReadyMs: number;
-  timeoutMs: number;
-}
 
 /**
  * The engine request for a ContainerRestart; InvalidArgument for what the schema lets through but the agent

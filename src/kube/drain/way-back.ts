@@ -1,7 +1,8 @@
-// The kubelet strategy's two hooks into the drain, kept out of the strategy: drainPod() before the stop, and
+// The kubelet strategy's hooks into the drain, kept out of the strategy: drainPod() before the stop, and
 // wayBack() once the last container is verified (the condition True again, then the address seen ready in
-// the slices, recorded with the window without ready endpoints). Also the note on a pod that cannot be
-// drained and has no preStop hook either.
+// the slices, recorded with the window without ready endpoints); with min-ready 0, openAtStart() sets the
+// condition True already as the new instance starts (closeForRollback() undoes that before a rollback). Also
+// the note on a pod that cannot be drained and has no preStop hook either.
 import type { V1Container, V1Pod } from '../client.js';
 import type { Clock } from '../../clock.js';
 import type { ContainerTarget, Operation, StepRecord } from '../../engine/operation.js';
@@ -15,6 +16,9 @@ import type { Drainer, DrainRecord } from './drainer.js';
 
 /** Longest wait for the address to be a ready endpoint again after the last container is verified. */
 export const READY_AGAIN_MS = 10_000;
+
+/** How the Draining step of a pod left in its Services (the only ready endpoint of one) begins. */
+const SOLE_NOTE = 'the only ready endpoint of';
 
 /** What the hooks need. */
 export interface WayBackDeps {
@@ -46,7 +50,7 @@ export async function soleEndpoint(d: WayBackDeps, op: Operation, t: ContainerTa
   const services = await d.drainer.soleOf(keyOf(op), ns, { ip, podUid }, boundMs);
   if (!services) return false;
   const step = lastStep(t, 'Draining');
-  const note = `the only ready endpoint of ${services.join(', ')}: not drained (nowhere else to send traffic); its readiness follows the container's`;
+  const note = `${SOLE_NOTE} ${services.join(', ')}: not drained (nowhere else to send traffic); its readiness follows the container's`;
   if (step) step.detail = note;
   t.traffic = note;
   ctx.publish();
@@ -72,7 +76,7 @@ export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget,
   const mine = touchedContainers(op, strategy);
   if (mine.at(-1) !== t || !t.steps.some((s) => s.step === 'Draining') || ip === '') return;
   if (!op.containers.some((c) => c.strategy === strategy && lastStep(c, 'Draining')?.detail !== undefined)) return; // not drained
-  await d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: `restarted ${mine.map(describeRestart).join(', ')}` });
+  await d.conditions.set(ns, name, restartedCondition(op, strategy));
   const bound = Math.max(0, Math.min(READY_AGAIN_MS, ctx.deadline - d.clock.now()));
   const back = await d.drainer.readyAgain(keyOf(op), ns, { ip, podUid }, bound);
   const step = lastStep(t, 'Verified');
@@ -81,6 +85,45 @@ export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget,
   t.traffic = `${t.traffic ?? 'drained'}; ${back.detail}`;
   // (A pod left True all along, the only endpoint, sees the message change only.)
   ctx.publish();
+}
+
+/** The condition True again after the operation's drained containers: what the way back and the end write. */
+function restartedCondition(op: Operation, strategy: string) {
+  return { status: 'True' as const, reason: ConditionReasons.Restarted, message: `restarted ${touchedContainers(op, strategy).map(describeRestart).join(', ')}` };
+}
+
+/** Whether container t's drain took the pod's address out of its Services (not left in as their only endpoint). */
+function drainedOut(t: ContainerTarget): boolean {
+  const detail = lastStep(t, 'Draining')?.detail;
+  return detail !== undefined && !detail.startsWith(SOLE_NOTE);
+}
+
+/**
+ * Whether the condition goes True as soon as container t's new instance is seen running, before the agent has
+ * verified it: with min-ready 0 the agent has nothing of its own to wait for, and the kubelet's readiness (the
+ * readiness probe; running, without one) is what verification waits for anyway. The condition True while the
+ * new instance is not ready leaves the pod not Ready (the kubelet's Ready needs every container ready and every
+ * gate True), and the kubelet then sets Ready in the same pod sync that follows the probe's success, instead of
+ * in a later sync after the agent wrote the gate (docs/kubernetes.md, "the gate at the start"). Only for the
+ * operation's last container whose drain took the address out.
+ */
+export function opensAtStart(op: Operation, t: ContainerTarget, strategy: string): boolean {
+  return op.request.minReadyMs === 0 && touchedContainers(op, strategy).at(-1) === t && drainedOut(t);
+}
+
+/** The condition True once t's new instance runs (see opensAtStart); posted in order, not waited for. */
+export function openAtStart(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, strategy: string): void {
+  d.conditions.post(ns, name, restartedCondition(op, strategy));
+}
+
+/**
+ * Once the new instance failed (before the old image is put back, or the operation ends Failed): a condition
+ * opened at the start goes False again, queued after that write, so that no instance serves until the
+ * operation's end writes the outcome. Nothing is written when the condition says so already.
+ */
+export function closeForRollback(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, strategy: string, why: string): Promise<unknown> {
+  if (!opensAtStart(op, t, strategy)) return Promise.resolve();
+  return d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Restarting, message: `the restart of container ${t.name} did not succeed (${why}): not serving until it ends` });
 }
 
 /** Ends the drain of an operation that ended without its way back. */

@@ -24,7 +24,7 @@ import { ConditionWriter } from '../condition-writer.js';
 import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from '../drain/data-plane.js';
 import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
-import { noteUndrained, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
+import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
 import type { KubeApi } from '../kube-api.js';
 import type { PodEvents } from '../pod-events.js';
 import { preStopHandler, runPreStop } from '../pre-stop.js';
@@ -193,9 +193,13 @@ export class KubeletStrategy implements RestartStrategy {
             break;
           case 'Verifying':
             try {
-              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline);
+              // With min-ready 0 the condition goes True as the new instance starts: the kubelet's Ready then
+              // follows the readiness probe in one pod sync (way-back.ts, opensAtStart).
+              const early = opensAtStart(op, t, this.name) ? () => openAtStart(this.way, op, t, ns, name, this.name) : undefined;
+              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
             } catch (err) {
               if (!(err instanceof VerifyFailed)) throw err;
+              await this.closeEarly(op, t, ns, name, err.reason);
               t.error = err.message;
               t.reason = err.reason;
               if (err.exitCode !== undefined) t.exitCode = err.exitCode;
@@ -215,6 +219,8 @@ export class KubeletStrategy implements RestartStrategy {
           case 'RollingBack': {
             // The old image is put back, and seen running, past the deadline too: the container may be down meanwhile.
             const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS);
+            // (Read back from the journal: the condition may have been opened at the start before the agent restarted.)
+            if (!entered.has('RollingBack')) await this.closeEarly(op, t, ns, name, t.reason ?? Reasons.ReplacementFailed);
             await this.actions.patchImage(ns, name, t.name, t.oldImage, until);
             try {
               const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
@@ -244,6 +250,18 @@ export class KubeletStrategy implements RestartStrategy {
       t.reason ??= e.reason ?? Reasons.ReplacementFailed;
       await ctx.step('Failed');
       return false;
+    }
+  }
+
+  /**
+   * The new instance failed: a condition opened as it started goes False before anything else (the old image
+   * put back, the operation's end). A write that fails is logged, and the rollback goes on regardless.
+   */
+  private async closeEarly(op: Operation, t: ContainerTarget, ns: string, name: string, why: string): Promise<void> {
+    try {
+      await closeForRollback(this.way, op, t, ns, name, this.name, why);
+    } catch (err) {
+      this.d.log.warn('cannot set the condition False again before the rollback', { op: op.id, container: t.name, error: asAgentError(err).message });
     }
   }
 

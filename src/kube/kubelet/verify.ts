@@ -52,9 +52,9 @@ export class Verifier {
   /**
    * Waits until a new instance (an id not in `notIds`) of the container runs `image`, for minReady, and is Ready
    * when it has a readiness probe, by `deadline` (epoch ms). Returns the new instance's id; throws VerifyFailed
-   * when it failed.
+   * when it failed. `started` is called once, when a new instance (of the new image) is first seen running.
    */
-  async verify(op: Operation, t: ContainerTarget, ctx: StepContext, image: string, notIds: string[], deadline: number, rollingBack = false): Promise<string> {
+  async verify(op: Operation, t: ContainerTarget, ctx: StepContext, image: string, notIds: string[], deadline: number, rollingBack = false, started?: () => void): Promise<string> {
     const [ns, name] = splitName(op.podName);
     const issuedAt = Date.parse(t.steps.filter((s) => s.step === 'Stopping' || s.step === 'Patching' || s.step === 'RollingBack').at(-1)?.at ?? '') || this.d.clock.now();
     let seen: { id: string; since: number } | undefined;
@@ -98,6 +98,7 @@ export class Verifier {
             t.newId = obs.id;
             // Until the API server shows it running (startedAt has only whole seconds): an upper bound.
             t.downtimeMs = Math.max(0, this.d.clock.now() - issuedAt);
+            started?.();
           }
           t.waiting = undefined;
           ctx.publish();
