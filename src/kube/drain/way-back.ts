@@ -8,7 +8,6 @@ import type { Clock } from '../../clock.js';
 import type { ContainerTarget, Operation, StepRecord } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
 import type { ConditionWriter } from '../condition-writer.js';
-import type { KubeletSync } from '../kubelet-sync.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { preStopHandler } from '../pre-stop.js';
 import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
@@ -27,8 +26,6 @@ export interface WayBackDeps {
   conditions: ConditionWriter;
   events: PodEvents;
   clock: Clock;
-  /** After the condition opened at the start, makes the kubelet sync the pod (kubelet-sync.ts); none: not done. */
-  kubeletSync?: KubeletSync;
 }
 
 /** The drain's key for an operation (one per operation: its containers share the pod's address). */
@@ -114,17 +111,9 @@ export function opensAtStart(op: Operation, t: ContainerTarget, strategy: string
   return op.request.minReadyMs === 0 && touchedContainers(op, strategy).at(-1) === t && drainedOut(t);
 }
 
-/**
- * The condition True once t's new instance runs (see opensAtStart), then a write to the pod's metadata that makes
- * the kubelet sync the pod and so take the condition in before the probe passes (kubelet-sync.ts); both in
- * order, not waited for.
- */
+/** The condition True once t's new instance runs (see opensAtStart); posted in order, not waited for. */
 export function openAtStart(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, strategy: string): void {
-  if (!d.kubeletSync) {
-    d.conditions.post(ns, name, restartedCondition(op, strategy));
-    return;
-  }
-  d.kubeletSync.afterGate(d.conditions.set(ns, name, restartedCondition(op, strategy)), ns, name, op.id);
+  d.conditions.post(ns, name, restartedCondition(op, strategy));
 }
 
 /**

@@ -21,7 +21,6 @@ import type { RestartStrategy, StepContext } from '../../engine/restart-strategy
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Pod } from '../../runtime/types.js';
 import { ConditionWriter } from '../condition-writer.js';
-import { KubeletSync } from '../kubelet-sync.js';
 import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from '../drain/data-plane.js';
 import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
@@ -87,7 +86,7 @@ export class KubeletStrategy implements RestartStrategy {
     const writer = conditions ?? new ConditionWriter(d.api, d.clock, d.log);
     this.report = new RestartReport({ api: d.api, conditions: writer, events: d.events, log: d.log });
     const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
-    this.way = { drainer, conditions: writer, events: d.events, clock: d.clock, kubeletSync: new KubeletSync(d.api, () => d.clock.now(), d.log) };
+    this.way = { drainer, conditions: writer, events: d.events, clock: d.clock };
     this.actions = new PodActions({ ...d, cache: this.cache, report: this.report, pollMs, way: this.way });
     this.verifier = new Verifier({ cache: this.cache, events: d.events, clock: d.clock, log: d.log, pollMs, pods: d.pods });
   }
