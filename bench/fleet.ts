@@ -30,6 +30,7 @@ import type { FleetPuller, FleetPullOutcome } from '../src/fleet/fleet-puller.js
 import type { ImagePrewarm, NodePrewarm } from '../src/fleet/types.js';
 import { systemClock } from '../src/clock.js';
 import { stableOrder } from '../src/fleet/node-order.js';
+import { withFakeNodes } from './fake-nodes.js';
 import { createLogger } from '../src/log.js';
 import { applyCrds, ensureNamespace, testKubeConfig } from '../test/support/kube-apply.js';
 
@@ -261,16 +262,6 @@ function apiserverCpuSeconds(): number {
   return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in clock ticks of 1/100 s
 }
 
-async function createNodes(core: k8s.CoreV1Api): Promise<string[]> {
-  const names = Array.from({ length: N }, (_, i) => `sim-${String(i).padStart(5, '0')}`);
-  const existing = new Set((await core.listNode({ labelSelector: `${LABEL}=yes` })).items.map((n) => n.metadata!.name!));
-  const todo = names.filter((n) => !existing.has(n));
-  for (let i = 0; i < todo.length; i += 50) {
-    await Promise.all(todo.slice(i, i + 50).map((name) => core.createNode({ body: { metadata: { name, labels: { [LABEL]: 'yes' } }, spec: { unschedulable: true } } })));
-  }
-  return names;
-}
-
 /**
  * Gives every node a fresh record (no status) before a run, as Kruise creates a NodeImage with each node: the
  * records' creation is setup in both models. Returns them as created (Kruise's informer cache starts from these).
@@ -476,19 +467,26 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, 1000));
     }
   }
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  process.stderr.write(`creating ${N} Node objects...\n`);
-  const nodes = await createNodes(core);
-  await cleanup(kc.makeApiClient(k8s.CustomObjectsApi), kc.makeApiClient(k8s.CoordinationV1Api), nodes);
-  const rows: Row[] = [];
-  for (const [p, s] of CONFIGS) rows.push(await runOurs(kc, nodes, p, s));
-  if (KRUISE_PARALLEL > 0) rows.push(await runKruise(kc, nodes, KRUISE_PARALLEL));
+  const nodes = Array.from({ length: N }, (_, i) => `sim-${String(i).padStart(5, '0')}`);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const coord = kc.makeApiClient(k8s.CoordinationV1Api);
+  // Deleted however the bench ends; refused while a DaemonSet would put a Pending pod on each (fake-nodes.ts).
+  const rows = await withFakeNodes(kc, nodes, { [LABEL]: 'yes' }, async () => {
+    try {
+      await cleanup(custom, coord, nodes);
+      const out: Row[] = [];
+      for (const [p, s] of CONFIGS) out.push(await runOurs(kc, nodes, p, s));
+      if (KRUISE_PARALLEL > 0) out.push(await runKruise(kc, nodes, KRUISE_PARALLEL));
+      return out;
+    } finally {
+      if (!process.env.BENCH_KEEP) await cleanup(custom, coord, nodes);
+    }
+  });
   const floor = (N * SIZE) / REGISTRY_BPS;
   console.log(`\n${N} nodes, ${SIZE / 1e6} MB image, registry ${REGISTRY_BPS / 1e6} MB/s shared, node links ${NODE_BPS / 1e6} MB/s (bandwidth floor ${floor.toFixed(0)} s)\n`);
   console.log('| model | maxParallelNodes | seedNodes | time to warm all | peak registry concurrency | API requests per node | apiserver CPU s |');
   console.log('|---|---|---|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.model} | ${r.parallel} | ${r.seeds} | ${r.seconds.toFixed(1)} s | ${r.peak} | ${r.reqPerNode.toFixed(1)} | ${r.cpu.toFixed(1)} |`);
-  for (let i = 0; i < N; i += 100) await Promise.all(nodes.slice(i, i + 100).map((name) => core.deleteNode({ name }).catch(() => undefined)));
 }
 
 await main();

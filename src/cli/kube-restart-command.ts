@@ -61,7 +61,7 @@ export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'con
 /** Creates the object and follows it; resolves with the exit status (0 succeeded, 1 failed or refused). */
 export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   const kc = await loadTarget(a);
-  const api = new ContainerRestartApi(kc);
+  const api = new ContainerRestartApi(kc, 'user');
   const ns = namespaceOf(kc, a);
   const unknownImage = Object.keys(a.images).find((n) => !a.containers.includes(n));
   if (unknownImage) throw new AgentError('InvalidArgument', `--image names container ${unknownImage}, which is not among those to restart (${a.containers.join(', ')})`);

@@ -10,6 +10,7 @@ import { AgentError, asAgentError } from '../errors.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { checkRestartArgs, collect, durationFlag, parseImageFlags, UsageError } from './args.js';
 import { jsonError } from './json-error.js';
+import { isCredentialsRefused } from '../kube/api-error.js';
 import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
 import { addRolloutCommand, RolloutUsageError } from './rollout-command.js';
 
@@ -118,7 +119,7 @@ export async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
     const e = isUsage(err) ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
-    const code = isUsage(err) || e.kind === 'InvalidArgument' ? 2 : 1;
+    const code = isUsage(err) || e.kind === 'InvalidArgument' ? 2 : isCredentialsRefused(e) ? 3 : 1;
     process.stderr.write(`${NAME}: ${e.message}\n`);
     if (json()) process.stdout.write(JSON.stringify(jsonError(e, code), null, 2) + '\n');
     return code;

@@ -49,10 +49,10 @@ export async function listPods(target: KubeTarget & { allNamespaces: boolean }):
   try {
     items = (ns ? await core.listNamespacedPod({ namespace: ns }) : await core.listPodForAllNamespaces()).items;
   } catch (err) {
-    throw kubeError(err, ns ? `list pods in namespace ${ns}` : 'list pods');
+    throw kubeError(err, ns ? `list pods in namespace ${ns}` : 'list pods', 'user');
   }
   // No ContainerRestart CRD installed (or no right to read them) leaves the column empty.
-  const restarts: ContainerRestart[] = await new ContainerRestartApi(kc).list(ns).then((l) => l.items, () => []);
+  const restarts: ContainerRestart[] = await new ContainerRestartApi(kc, 'user').list(ns).then((l) => l.items, () => []);
   const newest = new Map<string, ContainerRestart>();
   for (const r of restarts) {
     const key = `${r.metadata.namespace}/${r.spec.podName}`;

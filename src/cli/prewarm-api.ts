@@ -11,13 +11,13 @@ import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, ty
 
 /** A prewarm's live status: summed up from the per-node records now. */
 export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {
-  const api = new KubeFleetApi(kc, systemClock);
+  const api = new KubeFleetApi(kc, systemClock, 'user');
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   let pw: ImagePrewarm;
   try {
     pw = (await custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name })) as ImagePrewarm;
   } catch (err) {
-    throw kubeError(err, `ImagePrewarm ${name}`);
+    throw kubeError(err, `ImagePrewarm ${name}`, 'user');
   }
   const order = await targetedNodes(api, pw);
   const records: NodePrewarm[] = await api.listNodePrewarms();
@@ -35,11 +35,11 @@ export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ pr
 /** Creates the ImagePrewarm, its requester this kubeconfig's user (deploy/admission-requester.yaml writes the same where installed). */
 export async function createPrewarm(kc: k8s.KubeConfig, prewarm: object & { metadata: { name: string }; spec?: object }): Promise<void> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const body = { ...prewarm, spec: { ...prewarm.spec, requester: await selfRequester(kc) } };
+  const body = { ...prewarm, spec: { ...prewarm.spec, requester: await selfRequester(kc, 'user') } };
   try {
     await custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body });
   } catch (err) {
-    throw kubeError(err, `ImagePrewarm ${body.metadata.name}`);
+    throw kubeError(err, `ImagePrewarm ${body.metadata.name}`, 'user');
   }
 }
 
@@ -49,6 +49,6 @@ export async function deletePrewarm(kc: k8s.KubeConfig, name: string): Promise<v
   try {
     await custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name });
   } catch (err) {
-    throw kubeError(err, `ImagePrewarm ${name}`);
+    throw kubeError(err, `ImagePrewarm ${name}`, 'user');
   }
 }

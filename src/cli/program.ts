@@ -1,5 +1,6 @@
 // inplacectl's commands. Exit status: 0 success; 1 the operation failed, was refused, or the agent could not
-// be reached; 2 bad usage (found by inplacectl, or refused by the agent as an invalid argument).
+// be reached; 2 bad usage (found by inplacectl, or refused by the agent as an invalid argument); 3 the Kubernetes
+// API server refused the kubeconfig's credentials (--kubeconfig, prewarm and rollout commands).
 import { Argument, Command, CommanderError, Option } from 'commander';
 import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
 import { podsFromWire, type OperationView as Operation } from '../api/convert.js';
@@ -16,9 +17,10 @@ import { checkOperationId, checkRestartArgs, collect, durationFlag, parseImageFl
 import { CANCEL_HELP, cancelEffect } from './cancel-text.js';
 import { completionScript, SHELLS } from './completion.js';
 import { jsonError } from './json-error.js';
+import { isCredentialsRefused } from '../kube/api-error.js';
 
-/** Exit statuses. */
-export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
+/** Exit statuses (docs/reference.md); kubectl-inplace exits with the same. */
+export const EXIT = { ok: 0, failed: 1, usage: 2, credentials: 3 } as const;
 
 interface Globals {
   agent: string;
@@ -90,10 +92,11 @@ function isUsage(err: unknown): err is Error {
   return err instanceof UsageError || err instanceof PrewarmUsageError || err instanceof RolloutUsageError;
 }
 
-/** The exit status for an error: 2 for bad usage and for the agent's InvalidArgument about the request itself. */
+/** The exit status for an error: 2 for bad usage and for the agent's InvalidArgument about the request itself, 3 for refused kubeconfig credentials. */
 export function exitStatusOf(err: unknown): number {
   if (isUsage(err)) return EXIT.usage;
   const e = asAgentError(err);
+  if (isCredentialsRefused(e)) return EXIT.credentials;
   // An invalid preStop hook is the container's label, not the request: the request was fine.
   if (e.kind === 'InvalidArgument' && e.reason !== ClientReasons.InvalidPreStopHook) return EXIT.usage;
   return EXIT.failed;

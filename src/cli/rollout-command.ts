@@ -54,7 +54,7 @@ async function access(g: RolloutGlobals, namespace: string | undefined) {
   const { KubeRolloutApi } = await import('../rollout/rollout-api.js');
   // -n of the subcommand, else kubectl-inplace's global -n, else the context's.
   const ns = namespaceOf(kc, { namespace: namespace ?? g.namespace });
-  return { api: new KubeRolloutApi(kc), ns };
+  return { api: new KubeRolloutApi(kc, 'user'), ns };
 }
 
 /** Adds `rollout` with its subcommands to inplacectl. */

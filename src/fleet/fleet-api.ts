@@ -2,7 +2,7 @@
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
 // Every method throws AgentError (kubeError), which keeps the HTTP status for httpStatus.
 import * as k8s from '../kube/client.js';
-import { apiStatusCode, kubeCall, kubeError } from '../kube/api-error.js';
+import { apiStatusCode, kubeCall, kubeError, type KubeCaller } from '../kube/api-error.js';
 import { followerDeps, followList, type FollowerDeps, type FollowFailure } from '../kube/list-follower.js';
 import type { Clock } from '../clock.js';
 import { createHash } from 'node:crypto';
@@ -110,16 +110,21 @@ export class KubeFleetApi implements FleetApi {
   private readonly coord: k8s.CoordinationV1Api;
   private readonly follow: FollowerDeps;
 
-  /** The follows of prewarms and slots restart on clock. */
-  constructor(kc: k8s.KubeConfig, clock: Clock) {
+  /** The follows of prewarms and slots restart on clock; caller says whose credentials kc holds (see kubeError). */
+  constructor(kc: k8s.KubeConfig, clock: Clock, private readonly caller: KubeCaller = 'agent') {
     this.follow = followerDeps(kc, clock);
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.coord = kc.makeApiClient(k8s.CoordinationV1Api);
   }
 
+  /** kubeCall as this client's caller. */
+  private call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return kubeCall(what, fn, this.caller);
+  }
+
   async listPrewarms(): Promise<ImagePrewarm[]> {
-    const r = (await kubeCall('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }))) as { items?: ImagePrewarm[] };
+    const r = (await this.call('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL }))) as { items?: ImagePrewarm[] };
     return r.items ?? [];
   }
 
@@ -145,17 +150,17 @@ export class KubeFleetApi implements FleetApi {
 
   async writePrewarmStatus(name: string, resourceVersion: string, status: ImagePrewarmStatus, prewarm: ImagePrewarm): Promise<void> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name, resourceVersion }, spec: prewarm.spec, status };
-    await kubeCall(`write status of ImagePrewarm ${name}`, () => this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name, body }));
+    await this.call(`write status of ImagePrewarm ${name}`, () => this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name, body }));
   }
 
   async nodesMatching(selector: Record<string, string>): Promise<string[]> {
     // resourceVersion 0: served from the API server's watch cache, not read through to etcd.
-    const r = await kubeCall('list nodes', () => this.core.listNode({ labelSelector: selectorFor(selector), resourceVersion: '0' }));
+    const r = await this.call('list nodes', () => this.core.listNode({ labelSelector: selectorFor(selector), resourceVersion: '0' }));
     return r.items.map((n) => n.metadata?.name ?? '').filter(Boolean);
   }
 
   async nodesOfPods(namespace: string, matchLabels: Record<string, string>): Promise<string[]> {
-    const r = await kubeCall(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(matchLabels), resourceVersion: '0' }));
+    const r = await this.call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(matchLabels), resourceVersion: '0' }));
     return r.items
       .filter((p) => p.spec?.nodeName && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata?.deletionTimestamp)
       .map((p) => p.spec?.nodeName ?? '');
@@ -166,29 +171,29 @@ export class KubeFleetApi implements FleetApi {
       return (await this.custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: node })) as NodePrewarm;
     } catch (err) {
       if (httpStatus(err) === 404) return undefined;
-      throw kubeError(err, `get NodePrewarm ${node}`);
+      throw kubeError(err, `get NodePrewarm ${node}`, this.caller);
     }
   }
 
   async listNodePrewarms(): Promise<NodePrewarm[]> {
-    const r = (await kubeCall('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }))) as { items?: NodePrewarm[] };
+    const r = (await this.call('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }))) as { items?: NodePrewarm[] };
     return r.items ?? [];
   }
 
   async createNodePrewarm(obj: NodePrewarm): Promise<NodePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'NodePrewarm', ...obj };
-    return (await kubeCall(`create NodePrewarm ${obj.metadata.name}`, () => this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, body }))) as NodePrewarm;
+    return (await this.call(`create NodePrewarm ${obj.metadata.name}`, () => this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, body }))) as NodePrewarm;
   }
 
   async writeNodePrewarmStatus(obj: NodePrewarm): Promise<NodePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'NodePrewarm', ...obj };
-    return (await kubeCall(`write status of NodePrewarm ${obj.metadata.name}`, () =>
+    return (await this.call(`write status of NodePrewarm ${obj.metadata.name}`, () =>
       this.custom.replaceClusterCustomObjectStatus({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL, name: obj.metadata.name, body }),
     )) as NodePrewarm;
   }
 
   async listSlots(namespace: string, prewarm: string): Promise<SlotLease[]> {
-    const r = await kubeCall(`list the slot Leases of ${prewarm}`, () => this.coord.listNamespacedLease({ namespace, labelSelector: `${PREWARM_LABEL}=${prewarm}` }));
+    const r = await this.call(`list the slot Leases of ${prewarm}`, () => this.coord.listNamespacedLease({ namespace, labelSelector: `${PREWARM_LABEL}=${prewarm}` }));
     return r.items.map(toSlot);
   }
 
@@ -197,7 +202,7 @@ export class KubeFleetApi implements FleetApi {
       metadata: { name, namespace, labels: { [PREWARM_LABEL]: prewarm, [TURN_LABEL]: turnKey(holder) } },
       spec: { holderIdentity: holder, leaseDurationSeconds: durationSeconds, acquireTime: microTime(nowMs), renewTime: microTime(nowMs) },
     };
-    return toSlot(await kubeCall(`create slot Lease ${namespace}/${name}`, () => this.coord.createNamespacedLease({ namespace, body })));
+    return toSlot(await this.call(`create slot Lease ${namespace}/${name}`, () => this.coord.createNamespacedLease({ namespace, body })));
   }
 
   async updateSlot(namespace: string, lease: SlotLease, holder: string, nowMs: number): Promise<SlotLease> {
@@ -211,7 +216,7 @@ export class KubeFleetApi implements FleetApi {
         renewTime: microTime(nowMs),
       },
     };
-    return toSlot(await kubeCall(`renew slot Lease ${namespace}/${lease.name}`, () => this.coord.replaceNamespacedLease({ name: lease.name, namespace, body })));
+    return toSlot(await this.call(`renew slot Lease ${namespace}/${lease.name}`, () => this.coord.replaceNamespacedLease({ name: lease.name, namespace, body })));
   }
 
   async deleteSlot(namespace: string, lease: SlotLease): Promise<boolean> {
@@ -222,7 +227,7 @@ export class KubeFleetApi implements FleetApi {
       const s = httpStatus(err);
       if (s === 404) return true;
       if (s === 409) return false;
-      throw kubeError(err, `delete slot Lease ${namespace}/${lease.name}`);
+      throw kubeError(err, `delete slot Lease ${namespace}/${lease.name}`, this.caller);
     }
   }
 
@@ -232,7 +237,7 @@ export class KubeFleetApi implements FleetApi {
       return s.data ?? {};
     } catch (err) {
       if (httpStatus(err) === 404) return undefined;
-      throw kubeError(err, `read Secret ${namespace}/${name}`);
+      throw kubeError(err, `read Secret ${namespace}/${name}`, this.caller);
     }
   }
 }

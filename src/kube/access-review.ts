@@ -4,7 +4,7 @@
 // anything is touched. Needs `create subjectaccessreviews` (deploy/rbac.yaml).
 import { AuthorizationV1Api, type KubeConfig } from './client.js';
 import { AgentError } from '../errors.js';
-import { apiStatusCode, kubeError } from './api-error.js';
+import { apiStatusCode, kubeError, type KubeCaller } from './api-error.js';
 import { permissionText, type Need, type Permission } from './request-permissions.js';
 import type { Requester } from './requester.js';
 
@@ -27,7 +27,11 @@ export interface AccessReviewer {
 export class SubjectAccessReviewer implements AccessReviewer {
   private readonly authz: AuthorizationV1Api;
 
-  constructor(kc: KubeConfig) {
+  /** caller says whose credentials kc holds (see kubeError). */
+  constructor(
+    kc: KubeConfig,
+    private readonly caller: KubeCaller = 'agent',
+  ) {
     this.authz = kc.makeApiClient(AuthorizationV1Api);
   }
 
@@ -52,7 +56,7 @@ export class SubjectAccessReviewer implements AccessReviewer {
           reason: REASON_FORBIDDEN,
         });
       }
-      throw kubeError(err, `check whether ${r.username} may ${permissionText(p)} (SubjectAccessReview)`);
+      throw kubeError(err, `check whether ${r.username} may ${permissionText(p)} (SubjectAccessReview)`, this.caller);
     }
   }
 }

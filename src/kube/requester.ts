@@ -3,7 +3,7 @@
 // MutatingAdmissionPolicy) and checked against it by deploy/admission-policy.yaml; inplacectl fills it itself for
 // clusters without those policies. The agent acts for this user, never with its own rights alone.
 import { AuthenticationV1Api, type KubeConfig } from './client.js';
-import { kubeError } from './api-error.js';
+import { kubeError, type KubeCaller } from './api-error.js';
 
 /** The user a request object was created by, as the API server authenticated them. */
 export interface Requester {
@@ -31,7 +31,7 @@ export function recordedRequester(spec: { requester?: unknown } | undefined): Re
 }
 
 /** The user this kubeconfig authenticates as (a SelfSubjectReview, which every authenticated user may make). */
-export async function selfRequester(kc: KubeConfig): Promise<Requester> {
+export async function selfRequester(kc: KubeConfig, caller: KubeCaller = 'agent'): Promise<Requester> {
   try {
     const r = await kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} });
     const u = r.status?.userInfo;
@@ -43,6 +43,6 @@ export async function selfRequester(kc: KubeConfig): Promise<Requester> {
       ...(u.extra && Object.keys(u.extra).length ? { extra: u.extra } : {}),
     };
   } catch (err) {
-    throw kubeError(err, 'find out who this kubeconfig is (SelfSubjectReview)');
+    throw kubeError(err, 'find out who this kubeconfig is (SelfSubjectReview)', caller);
   }
 }

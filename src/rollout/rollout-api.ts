@@ -2,7 +2,7 @@
 // interface, on @kubernetes/client-node. Every method throws AgentError (kubeError); a get answers undefined
 // for a 404.
 import * as k8s from '../kube/client.js';
-import { apiStatusCode, kubeCall as call, kubeError } from '../kube/api-error.js';
+import { apiStatusCode, kubeCall, kubeError, type KubeCaller } from '../kube/api-error.js';
 import { SubjectAccessReviewer, type AccessAnswer, type AccessReviewer } from '../kube/access-review.js';
 import type { Permission } from '../kube/request-permissions.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
@@ -44,12 +44,12 @@ export interface RolloutApi extends AccessReviewer {
   deletePrewarm(name: string): Promise<void>;
 }
 
-async function orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+async function orUndefined<T>(what: string, fn: () => Promise<T>, caller: KubeCaller): Promise<T | undefined> {
   try {
     return await fn();
   } catch (err) {
     if (apiStatusCode(err) === 404) return undefined;
-    throw kubeError(err, what);
+    throw kubeError(err, what, caller);
   }
 }
 
@@ -62,18 +62,32 @@ export class KubeRolloutApi implements RolloutApi {
   private readonly self: () => Promise<Requester>;
   private readonly reviewer: SubjectAccessReviewer;
 
-  constructor(kc: k8s.KubeConfig) {
+  /** caller says whose credentials kc holds (see kubeError). */
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly caller: KubeCaller = 'agent',
+  ) {
     let self: Promise<Requester> | undefined;
     // Asked once; a failed question is asked again next time.
     this.self = () =>
-      (self ??= selfRequester(kc).catch((err: unknown) => {
+      (self ??= selfRequester(kc, caller).catch((err: unknown) => {
         self = undefined;
         throw err;
       }));
-    this.reviewer = new SubjectAccessReviewer(kc);
+    this.reviewer = new SubjectAccessReviewer(kc, caller);
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.core = kc.makeApiClient(k8s.CoreV1Api);
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
+  }
+
+  /** kubeCall as this client's caller. */
+  private call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return kubeCall(what, fn, this.caller);
+  }
+
+  /** orUndefined as this client's caller. */
+  private orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    return orUndefined(what, fn, this.caller);
   }
 
   private base(namespace: string) {
@@ -81,14 +95,14 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   async listRollouts(namespace?: string): Promise<InPlaceRollout[]> {
-    const r = await call('list InPlaceRollouts', () =>
+    const r = await this.call('list InPlaceRollouts', () =>
       namespace ? this.custom.listNamespacedCustomObject(this.base(namespace)) : this.custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL }),
     );
     return ((r as { items?: InPlaceRollout[] }).items ?? []);
   }
 
   getRollout(namespace: string, name: string): Promise<InPlaceRollout | undefined> {
-    return orUndefined(`get InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ ...this.base(namespace), name })) as InPlaceRollout);
+    return this.orUndefined(`get InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ ...this.base(namespace), name })) as InPlaceRollout);
   }
 
   review(requester: Requester, p: Permission): Promise<AccessAnswer> {
@@ -99,7 +113,7 @@ export class KubeRolloutApi implements RolloutApi {
     // Where deploy/admission-requester.yaml is installed it writes the same; where only the validating policy is,
     // a spec written by someone other than its recorded requester would be refused without this.
     spec = { ...spec, requester: await this.self() };
-    return call(`patch InPlaceRollout ${namespace}/${name}`, async () =>
+    return this.call(`patch InPlaceRollout ${namespace}/${name}`, async () =>
       (await this.custom.patchNamespacedCustomObject({ ...this.base(namespace), name, body: { spec }, fieldManager: 'inplacectl' }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch))) as InPlaceRollout,
     );
   }
@@ -107,25 +121,25 @@ export class KubeRolloutApi implements RolloutApi {
   async writeRolloutStatus(rollout: InPlaceRollout, status: InPlaceRolloutStatus): Promise<InPlaceRollout> {
     const { name, namespace = 'default', resourceVersion } = rollout.metadata;
     const body = { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: IPR_KIND, metadata: { name, namespace, resourceVersion }, spec: rollout.spec, status };
-    return call(`write status of InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.replaceNamespacedCustomObjectStatus({ ...this.base(namespace), name, body })) as InPlaceRollout);
+    return this.call(`write status of InPlaceRollout ${namespace}/${name}`, async () => (await this.custom.replaceNamespacedCustomObjectStatus({ ...this.base(namespace), name, body })) as InPlaceRollout);
   }
 
   getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined> {
-    return orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
+    return this.orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
       kind === 'StatefulSet' ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) } : { kind, obj: await this.apps.readNamespacedDaemonSet({ namespace, name }) },
     );
   }
 
   async listRevisions(namespace: string, selector: Record<string, string>): Promise<k8s.V1ControllerRevision[]> {
-    return (await call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorFor(selector) }))).items;
+    return (await this.call(`list ControllerRevisions in ${namespace}`, () => this.apps.listNamespacedControllerRevision({ namespace, labelSelector: selectorFor(selector) }))).items;
   }
 
   async listPods(namespace: string, selector: Record<string, string>): Promise<k8s.V1Pod[]> {
-    return (await call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(selector) }))).items;
+    return (await this.call(`list pods in ${namespace}`, () => this.core.listNamespacedPod({ namespace, labelSelector: selectorFor(selector) }))).items;
   }
 
   async listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]> {
-    const r = await call(`list ContainerRestarts in ${namespace}`, () =>
+    const r = await this.call(`list ContainerRestarts in ${namespace}`, () =>
       this.custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }),
     );
     return (r as { items?: ContainerRestart[] }).items ?? [];
@@ -133,7 +147,7 @@ export class KubeRolloutApi implements RolloutApi {
 
   async createRestart(cr: ContainerRestart): Promise<ContainerRestart> {
     const namespace = cr.metadata.namespace ?? 'default';
-    return (await call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
+    return (await this.call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
       this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body: cr, fieldManager: FIELD_MANAGER }),
     )) as ContainerRestart;
   }
@@ -143,33 +157,33 @@ export class KubeRolloutApi implements RolloutApi {
     const metadata: Record<string, unknown> = { uid };
     if (Object.keys(labels).length) metadata.labels = labels;
     if (Object.keys(annotations).length) metadata.annotations = annotations;
-    return call(`relabel pod ${namespace}/${name}`, () =>
+    return this.call(`relabel pod ${namespace}/${name}`, () =>
       this.core.patchNamespacedPod({ namespace, name, body: { metadata }, fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch)),
     );
   }
 
   async deletePod(namespace: string, name: string, uid: string): Promise<k8s.V1Pod> {
-    return call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
+    return this.call(`delete pod ${namespace}/${name}`, () => this.core.deleteNamespacedPod({ namespace, name, body: { preconditions: { uid } } }));
   }
 
   async listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]> {
-    const r = await call('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }));
+    const r = await this.call('list ImagePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${ROLLOUT_LABEL}=${rolloutUid}` }));
     return (r as { items?: ImagePrewarm[] }).items ?? [];
   }
 
   async listNodePrewarms(): Promise<NodePrewarm[]> {
-    const r = await call('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }));
+    const r = await this.call('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }));
     return (r as { items?: NodePrewarm[] }).items ?? [];
   }
 
   async createPrewarm(pw: ImagePrewarm): Promise<ImagePrewarm> {
     const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...pw };
-    return (await call(`create ImagePrewarm ${pw.metadata.name}`, () =>
+    return (await this.call(`create ImagePrewarm ${pw.metadata.name}`, () =>
       this.custom.createClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, body, fieldManager: FIELD_MANAGER }),
     )) as ImagePrewarm;
   }
 
   async deletePrewarm(name: string): Promise<void> {
-    await orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name }));
+    await this.orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name }));
   }
 }

@@ -1,7 +1,8 @@
 // The one rule from the API server's HTTP status to the agent's error kind (kube/api-error.ts), as every API client
 // of the agent and of inplacectl applies it.
 import assert from 'node:assert/strict';
-import { apiStatusCode, isConflict, isForbidden, kindOfStatus, kubeCall, kubeError, UNAUTHORIZED_NOTE } from '../../src/kube/api-error.js';
+import { apiStatusCode, isConflict, isCredentialsRefused, isForbidden, kindOfStatus, kubeCall, kubeError, UNAUTHORIZED_NOTE, USER_UNAUTHORIZED_NOTE } from '../../src/kube/api-error.js';
+import { EXIT, exitStatusOf } from '../../src/cli/program.js';
 import { AgentError } from '../../src/errors.js';
 
 /** What @kubernetes/client-node throws for a failed call: the HTTP code and the Status body. */
@@ -26,6 +27,29 @@ describe('API server errors', () => {
       [418, 'Internal'],
     ];
     for (const [status, kind] of rows) assert.equal(kindOfStatus(status), kind, `status ${status}`);
+  });
+
+  it("maps a 401 for a user's client to Unauthenticated, and every other status as for the agent", () => {
+    assert.equal(kindOfStatus(401, 'user'), 'Unauthenticated');
+    assert.equal(kindOfStatus(401, 'agent'), 'Unavailable');
+    for (const status of [undefined, 400, 403, 404, 409, 410, 422, 429, 500, 503, 418]) assert.equal(kindOfStatus(status, 'user'), kindOfStatus(status), `status ${status}`);
+  });
+
+  it("says a user's refused credentials are the kubeconfig's, and exits 3 for them (1 for the agent's 401)", async () => {
+    const err = kubeError(apiFailure(401, 'Unauthorized'), 'ImagePrewarm web', 'user');
+    assert.equal(err.kind, 'Unauthenticated');
+    assert.equal(err.message, `ImagePrewarm web: Unauthorized (${USER_UNAUTHORIZED_NOTE})`);
+    assert.match(err.message, /refused the kubeconfig's credentials/);
+    assert.equal(apiStatusCode(err), 401);
+    assert.equal(isCredentialsRefused(err), true);
+    assert.equal(exitStatusOf(err), EXIT.credentials);
+    assert.equal(EXIT.credentials, 3);
+    await assert.rejects(kubeCall('list pods', () => Promise.reject(apiFailure(401, 'Unauthorized')), 'user'), (e: unknown) => AgentError.is(e, 'Unauthenticated'));
+    const agents = kubeError(apiFailure(401, 'Unauthorized'), 'ImagePrewarm web');
+    assert.equal(isCredentialsRefused(agents), false);
+    assert.equal(exitStatusOf(agents), EXIT.failed);
+    // A registry's refusal (Unauthenticated without the API server's 401) is the operation's failure, not the user's login.
+    assert.equal(exitStatusOf(new AgentError('Unauthenticated', 'image "r/x:1": not authorized')), EXIT.failed);
   });
 
   it('maps the status code to a kind and keeps the server message', () => {

@@ -1,7 +1,7 @@
 // The ContainerRestart calls the agent and inplacectl make, over @kubernetes/client-node. Every method throws
 // AgentError (see kubeError).
 import { CustomObjectsApi, type KubeConfig } from '../client.js';
-import { kubeError } from '../api-error.js';
+import { kubeError as agentKubeError, type KubeCaller } from '../api-error.js';
 import { selfRequester, type Requester } from '../requester.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart, type ContainerRestartStatus } from './types.js';
 
@@ -21,13 +21,22 @@ export class ContainerRestartApi {
   private readonly api: CustomObjectsApi;
   private self?: Promise<Requester>;
 
-  constructor(readonly kc: KubeConfig) {
+  /** caller says whose credentials kc holds (see kubeError). */
+  constructor(
+    readonly kc: KubeConfig,
+    private readonly caller: KubeCaller = 'agent',
+  ) {
     this.api = kc.makeApiClient(CustomObjectsApi);
+  }
+
+  /** kubeError as this client's caller. */
+  private kubeError(err: unknown, what: string) {
+    return agentKubeError(err, what, this.caller);
   }
 
   /** This kubeconfig's user, asked once (a failed question is asked again next time). */
   private requester(): Promise<Requester> {
-    return (this.self ??= selfRequester(this.kc).catch((err: unknown) => {
+    return (this.self ??= selfRequester(this.kc, this.caller).catch((err: unknown) => {
       this.self = undefined;
       throw err;
     }));
@@ -42,7 +51,7 @@ export class ContainerRestartApi {
     try {
       return (await this.api.getNamespacedCustomObject({ ...this.base(namespace), name })) as ContainerRestart;
     } catch (err) {
-      throw kubeError(err, `get ContainerRestart ${namespace}/${name}`);
+      throw this.kubeError(err, `get ContainerRestart ${namespace}/${name}`);
     }
   }
 
@@ -54,7 +63,7 @@ export class ContainerRestartApi {
         : await this.api.listClusterCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL });
       return res as ContainerRestartList;
     } catch (err) {
-      throw kubeError(err, `list ContainerRestarts${namespace ? ` in ${namespace}` : ''}`);
+      throw this.kubeError(err, `list ContainerRestarts${namespace ? ` in ${namespace}` : ''}`);
     }
   }
 
@@ -68,7 +77,7 @@ export class ContainerRestartApi {
     try {
       return (await this.api.createNamespacedCustomObject({ ...this.base(namespace), body })) as ContainerRestart;
     } catch (err) {
-      throw kubeError(err, `create ContainerRestart in ${namespace}`);
+      throw this.kubeError(err, `create ContainerRestart in ${namespace}`);
     }
   }
 
@@ -83,7 +92,7 @@ export class ContainerRestartApi {
     try {
       return (await this.api.replaceNamespacedCustomObjectStatus({ ...this.base(namespace), name, body })) as ContainerRestart;
     } catch (err) {
-      throw kubeError(err, `write status of ContainerRestart ${namespace}/${name}`);
+      throw this.kubeError(err, `write status of ContainerRestart ${namespace}/${name}`);
     }
   }
 
@@ -92,7 +101,7 @@ export class ContainerRestartApi {
     try {
       await this.api.deleteNamespacedCustomObject({ ...this.base(namespace), name, body: uid ? { preconditions: { uid } } : undefined });
     } catch (err) {
-      throw kubeError(err, `delete ContainerRestart ${namespace}/${name}`);
+      throw this.kubeError(err, `delete ContainerRestart ${namespace}/${name}`);
     }
   }
 }
