@@ -97,7 +97,11 @@ export class StockTimeline {
     return [`${indent}pods' steps and the clients' failures (s after the template change):`, ...rows.sort((a, b) => a.at - b.at).map((r) => `${indent}  ${(r.at / 1000).toFixed(2).padStart(7)}  ${r.text}`)];
   }
 
-  /** Per old pod, medians: deletion asked to container exited and to endpoint gone, s. */
+  /**
+   * Medians over the pods, s: per old pod, from its deletion asked to its endpoint not ready, its container exited,
+   * its endpoint gone and the pod gone; per new pod, from created to its container running and to Ready True; and
+   * from a new pod's Ready True to the next old pod's deletion asked.
+   */
   summary(indent = '    '): string[] {
     const med = (xs: number[]) => {
       const s = [...xs].sort((a, b) => a - b);
@@ -106,6 +110,14 @@ export class StockTimeline {
     const olds = [...this.pods.values()].filter((p) => p.old && p.steps.has('deletion asked'));
     const after = (step: string) => olds.filter((p) => p.steps.has(step)).map((p) => (p.steps.get(step)! - p.steps.get('deletion asked')!) / 1000);
     const f = (xs: number[]) => `${med(xs).toFixed(2)} s (${xs.map((x) => x.toFixed(2)).join(', ')})`;
-    return [`${indent}old pods, after the deletion was asked: endpoint not ready ${f(after('endpoint not ready'))}; container exited ${f(after('container exited'))}; endpoint gone ${f(after('endpoint gone'))}`];
+    const news = [...this.pods.values()].filter((p) => !p.old && p.steps.has('created'));
+    const since = (step: string) => news.filter((p) => p.steps.has(step)).map((p) => (p.steps.get(step)! - p.steps.get('created')!) / 1000);
+    const readies = news.map((p) => p.steps.get('Ready True')).filter((x): x is number => x !== undefined);
+    const deletions = olds.map((p) => p.steps.get('deletion asked')!);
+    const next = readies.map((r) => deletions.filter((d) => d >= r).sort((a, b) => a - b)[0]).map((d, i) => (d === undefined ? NaN : (d - readies[i]) / 1000)).filter((x) => !Number.isNaN(x));
+    return [
+      `${indent}old pods, after the deletion was asked: endpoint not ready ${f(after('endpoint not ready'))}; container exited ${f(after('container exited'))}; endpoint gone ${f(after('endpoint gone'))}; pod gone ${f(after('pod gone'))}`,
+      `${indent}new pods, after created: container running ${f(since('container running'))}; Ready True ${f(since('Ready True'))}; the next deletion after a new pod's Ready True ${f(next)}`,
+    ];
   }
 }
