@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../src/rollout/types.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
-import { applyObjects, deleteObjects, shippedObjects } from '../test/support/kube-shipped-rbac.js';
+import { holdFleetRbac } from '../test/support/fleet-rbac-hold.js';
 import { buildLayer, seededBytes } from '../test/support/registry-images.js';
 import { extendImage } from '../test/support/registry-extend.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
@@ -77,7 +77,8 @@ async function main(): Promise<void> {
   await core.deleteNamespace({ name: NS }).catch(() => undefined);
   while (await core.readNamespace({ name: NS }).then(() => true, () => false)) await sleep(500);
   await core.createNamespace({ body: { metadata: { name: NS } } });
-  const rbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));
+  // The DaemonSet's agents need the optional fleet RBAC; held by reference, so a test that ends meanwhile keeps it.
+  const rbac = await holdFleetRbac(kc, 'bench-rollout');
   const svc = await createService(kc, NS, APP, APP);
   const base = await agentImage(kc);
   const sidecar = env.sandbox.images.appV1;
@@ -203,7 +204,7 @@ async function main(): Promise<void> {
   } finally {
     await cleanUp().catch(() => undefined);
     await proxy.close();
-    await deleteObjects(kc, rbac).catch(() => undefined);
+    await rbac.release().catch(() => undefined);
     await core.deleteNamespace({ name: NS }).catch(() => undefined);
   }
 }
