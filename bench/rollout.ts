@@ -29,6 +29,7 @@ import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Ta
 import { apiserverCounts, writesBetween } from './apiserver-writes.js';
 import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
+import { StockTimeline } from './stock-timeline.js';
 import { failureEvents } from '../test/support/traffic-trace.js';
 
 const exec = promisify(execFile);
@@ -139,12 +140,12 @@ async function main(): Promise<void> {
       if (!uids.has(p.metadata?.uid ?? '')) created.add(p.metadata?.uid ?? '');
     }, () => undefined);
     const counts0 = await apiserverCounts(KUBECTL, env.kubeconfig);
-    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : undefined;
-    await timeline?.start(before);
+    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
+    await timeline.start(before);
     let ms = 0;
     const { tallies } = await withTraffic(clients(svc), 1000, async () => {
       const began = performance.now();
-      timeline?.zero();
+      timeline.zero();
       const patch = { spec: { template: { spec: { containers: [{ name: 'app', image: v2 }] } } } };
       const gen =
         row.kind === 'Deployment'
@@ -161,10 +162,10 @@ async function main(): Promise<void> {
     });
     const counts1 = await apiserverCounts(KUBECTL, env.kubeconfig);
     watch.abort();
-    timeline?.stop();
-    if (timeline) console.log(timeline.summary().join('\n'));
+    timeline.stop();
+    console.log(timeline.summary().join('\n'));
     const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
-    if (timeline && failures.length > 0) console.log(timeline.detail(failures).join('\n'));
+    if (failures.length > 0) console.log(timeline.detail(failures).join('\n'));
     const after = await podsNow();
     const writes = writesBetween(counts0, counts1);
     return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes: writes.total, writesByVerb: writes.byVerb };
