@@ -150,8 +150,8 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
       await custom?.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm }).catch(() => undefined);
       await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: node }).catch(() => undefined);
       await deleteNodes(kc, [node]);
-      // The optional fleet RBAC was never granted to the shipped ServiceAccount (kube-rbac checks that it reads no
-      // Secret): only this run's own identity goes.
+      // The optional fleet RBAC (get on Secrets among it) was never granted to the shipped ServiceAccount: only
+      // this run's own identity goes.
       await identity?.remove();
       await deleteNamespace(kc, fleetNs);
     });

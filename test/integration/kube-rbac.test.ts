@@ -1,24 +1,20 @@
-// deploy/'s RBAC against the real API server: the agent's ServiceAccount may do exactly the listed verbs, checked
-// with SubjectAccessReviews over every verb of the resources an agent could be tempted to touch.
+// deploy/'s RBAC against the real API server: a ServiceAccount bound to deploy/rbac.yaml's roles (rules as
+// shipped, test/support/own-agent-identity.ts) may do exactly the listed verbs, checked with SubjectAccessReviews
+// over every verb of the resources an agent could be tempted to touch.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import {
-  AuthorizationV1Api,
-  KubeConfig,
-  KubernetesObjectApi,
-  loadAllYaml,
-  type KubernetesObject,
-} from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { AuthorizationV1Api, KubeConfig, KubernetesObjectApi } from '@kubernetes/client-node';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { requireRuntime } from '../support/require-runtime.js';
-import { apiStatusCode } from '../../src/kube/api-error.js';
+import { ensureNamespace } from '../support/kube-apply.js';
+import { deleteNamespace } from '../support/kube-cluster.js';
+import { until } from '../support/kube-test.js';
+import { ownAgentIdentity, type OwnAgentIdentity } from '../support/own-agent-identity.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 const env = kubeEnv();
-const SA_NS = 'inplace-system';
-const SA = 'inplace-agent';
+const run = randomBytes(3).toString('hex');
+/** The namespace of this run's ServiceAccount. */
+const SA_NS = `krbac-${run}`;
 
 const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'] as const;
 type Verb = (typeof VERBS)[number];
@@ -58,35 +54,34 @@ const REFUSED_EVERYWHERE: [string, string, string][] = [
 
 describe('deploy/ RBAC (SubjectAccessReviews on the real API server)', function () {
   this.timeout(60_000);
+  const kc = new KubeConfig();
   let authz: AuthorizationV1Api;
+  let identity: OwnAgentIdentity | undefined;
 
   before(async function () {
-    const kc = new KubeConfig();
     await requireRuntime(this, `the test cluster (kubeconfig ${env.kubeconfig})`, async () => {
       kc.loadFromFile(env.kubeconfig);
       authz = kc.makeApiClient(AuthorizationV1Api);
       await kc.makeApiClient(KubernetesObjectApi).list('v1', 'Namespace', undefined, undefined, undefined, undefined, undefined, undefined, 1);
     });
-    // Install exactly what deploy/ says (create, or replace what an earlier run or the DaemonSet install left).
-    const objects = ['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml'].flatMap(
-      (f) => loadAllYaml(readFileSync(path.join(root, 'deploy', f), 'utf8')) as KubernetesObject[],
-    );
-    const api = kc.makeApiClient(KubernetesObjectApi);
-    for (const o of objects) {
-      try {
-        await api.create(o);
-      } catch (err) {
-        if (apiStatusCode(err) !== 409) throw err;
-        await api.replace(o);
-      }
-    }
+    // deploy/rbac.yaml's rules exactly, bound to a ServiceAccount of this run's own: the shipped ServiceAccount's
+    // grants belong to the DaemonSet and may hold the optional fleet RBAC while a rollout test or bench runs.
+    await ensureNamespace(kc, SA_NS);
+    identity = await ownAgentIdentity(kc, SA_NS, run, ['rbac.yaml']);
+    // The RBAC authorizer learns of new bindings through its watch: wait until it answers with them.
+    await until('the bindings in effect', 10_000, async () => ((await allowed('', 'pods', '', 'get', 'default')) ? true : undefined));
+  });
+
+  after(async () => {
+    await identity?.remove();
+    await deleteNamespace(kc, SA_NS);
   });
 
   async function allowed(group: string, resource: string, subresource: string, verb: string, namespace?: string): Promise<boolean> {
     const res = await authz.createSubjectAccessReview({
       body: {
         spec: {
-          user: `system:serviceaccount:${SA_NS}:${SA}`,
+          user: identity?.username ?? '',
           groups: ['system:serviceaccounts', `system:serviceaccounts:${SA_NS}`, 'system:authenticated'],
           resourceAttributes: { group, resource, subresource, verb, namespace },
         },

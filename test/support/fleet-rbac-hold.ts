@@ -1,6 +1,7 @@
 // deploy/optional/fleet-prewarm-rbac.yaml shared by reference on the shared test cluster. Tests and benches whose
 // agents are the DaemonSet's (so the shipped ServiceAccount inplace-system/inplace-agent) need these grants while
-// they run, and other tests need the ServiceAccount without them (kube-rbac: it reads no Secret). Each run holds
+// they run, and when nobody needs them the ServiceAccount should have no more than deploy/ grants (the optional
+// RBAC reads Secrets). Each run holds
 // them with a Lease of its own (renewed while it runs, so a killed run's hold expires); the grants are created if
 // missing, marked as installed by holders, and removed when the last live holder lets go, only if they carry
 // that mark: grants installed by hand or by scripts stay. Taking and letting go happen under a lock Lease, so a

@@ -17,15 +17,16 @@ export interface OwnAgentIdentity {
 }
 
 /**
- * A ServiceAccount `inplace-agent-RUN` in namespace (which must exist) with deploy/'s ClusterRoles copied as
+ * A ServiceAccount `inplace-agent-RUN` in namespace (which must exist) with the ClusterRoles of deploy/'s files
+ * (default: rbac.yaml and the optional fleet RBAC) copied as
  * `NAME-RUN` and bound to it, and deploy/'s Roles (the fleet's slot Role among them) copied into namespace;
  * the agents' Leases then live in namespace (give the agents `--fleet-namespace namespace`).
  */
-export async function ownAgentIdentity(kc: k8s.KubeConfig, namespace: string, run: string): Promise<OwnAgentIdentity> {
+export async function ownAgentIdentity(kc: k8s.KubeConfig, namespace: string, run: string, files = ['rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']): Promise<OwnAgentIdentity> {
   const sa = { name: `inplace-agent-${run}`, namespace };
   const labels = { [OWN_IDENTITY_LABEL]: run };
   const subject = { kind: 'ServiceAccount', name: sa.name, namespace };
-  const shipped = shippedObjects(['rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']);
+  const shipped = shippedObjects(files);
   const objects: k8s.KubernetesObject[] = [{ apiVersion: 'v1', kind: 'ServiceAccount', metadata: { ...sa, labels } } as k8s.KubernetesObject];
   for (const o of shipped) {
     const name = o.metadata?.name ?? '';
