@@ -138,7 +138,8 @@ export function program(): Command {
       `
 Durations take a unit: 500ms, 5s, 2m, 1m30s (a bare number is refused, except 0).
 Exit status: 0 success; 1 the operation failed or was refused, or the agent could not be reached;
-2 bad usage (a bad flag or argument, or a request the agent refused as invalid).
+2 bad usage (a bad flag or argument, or a request the agent refused as invalid);
+3 the Kubernetes API server refused the kubeconfig's credentials (--kubeconfig, prewarm, rollout).
 With -o json, stdout holds the result as JSON (pull: one JSON object per line), or, when the command
 fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds the error as one line.`,
     )
