@@ -24,7 +24,7 @@ import { deleteNodes, ensureNode } from '../test/support/kube-apply.js';
 import { agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
 import { startMiniContainerd, type MiniContainerd } from '../test/support/mini-containerd.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
-import { applyObjects, deleteObjects, shippedObjects } from '../test/support/kube-shipped-rbac.js';
+import { holdFleetRbac } from '../test/support/fleet-rbac-hold.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../test/support/registry-images.js';
 import { startRegistryProxy, type BlobDownload } from '../test/support/registry-proxy.js';
 
@@ -52,7 +52,8 @@ async function main(): Promise<void> {
   const commit = (await exec('git', ['rev-parse', '--short', 'HEAD']).catch(() => ({ stdout: '?' }))).stdout.trim();
   const ready = (await core.listNode()).items.filter((n) => nodes.includes(n.metadata?.name ?? '') && n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
   if (ready.length !== nodes.length) throw new Error(`not every node is Ready: ${nodes.join(', ')}`);
-  const rbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));
+  // The DaemonSet's agents need the optional fleet RBAC; held by reference, so a test that ends meanwhile keeps it.
+  const rbac = await holdFleetRbac(kc, 'bench-prewarm-remote');
   let blobs: BlobDownload[] = [];
   const proxy = await startRegistryProxy(env.sandbox.registry, (b) => blobs.push(b));
   proxy.setRate(RATE_MIB * MiB);
@@ -149,7 +150,7 @@ async function main(): Promise<void> {
     }
     await proxy.close();
     for (const c of cri) c.close();
-    await deleteObjects(kc, rbac);
+    await rbac.release();
   }
 }
 

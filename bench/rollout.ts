@@ -20,7 +20,7 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../src/rollout/types.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
-import { applyObjects, deleteObjects, shippedObjects } from '../test/support/kube-shipped-rbac.js';
+import { holdFleetRbac } from '../test/support/fleet-rbac-hold.js';
 import { buildLayer, seededBytes } from '../test/support/registry-images.js';
 import { extendImage } from '../test/support/registry-extend.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
@@ -29,6 +29,7 @@ import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Ta
 import { apiserverCounts, writesBetween } from './apiserver-writes.js';
 import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
+import { StockTimeline } from './stock-timeline.js';
 import { failureEvents } from '../test/support/traffic-trace.js';
 
 const exec = promisify(execFile);
@@ -76,7 +77,8 @@ async function main(): Promise<void> {
   await core.deleteNamespace({ name: NS }).catch(() => undefined);
   while (await core.readNamespace({ name: NS }).then(() => true, () => false)) await sleep(500);
   await core.createNamespace({ body: { metadata: { name: NS } } });
-  const rbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));
+  // The DaemonSet's agents need the optional fleet RBAC; held by reference, so a test that ends meanwhile keeps it.
+  const rbac = await holdFleetRbac(kc, 'bench-rollout');
   const svc = await createService(kc, NS, APP, APP);
   const base = await agentImage(kc);
   const sidecar = env.sandbox.images.appV1;
@@ -138,12 +140,12 @@ async function main(): Promise<void> {
       if (!uids.has(p.metadata?.uid ?? '')) created.add(p.metadata?.uid ?? '');
     }, () => undefined);
     const counts0 = await apiserverCounts(KUBECTL, env.kubeconfig);
-    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : undefined;
-    await timeline?.start(before);
+    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
+    await timeline.start(before);
     let ms = 0;
     const { tallies } = await withTraffic(clients(svc), 1000, async () => {
       const began = performance.now();
-      timeline?.zero();
+      timeline.zero();
       const patch = { spec: { template: { spec: { containers: [{ name: 'app', image: v2 }] } } } };
       const gen =
         row.kind === 'Deployment'
@@ -160,10 +162,10 @@ async function main(): Promise<void> {
     });
     const counts1 = await apiserverCounts(KUBECTL, env.kubeconfig);
     watch.abort();
-    timeline?.stop();
-    if (timeline) console.log(timeline.summary().join('\n'));
+    timeline.stop();
+    console.log(timeline.summary().join('\n'));
     const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
-    if (timeline && failures.length > 0) console.log(timeline.detail(failures).join('\n'));
+    if (failures.length > 0) console.log(timeline.detail(failures).join('\n'));
     const after = await podsNow();
     const writes = writesBetween(counts0, counts1);
     return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes: writes.total, writesByVerb: writes.byVerb };
@@ -202,7 +204,7 @@ async function main(): Promise<void> {
   } finally {
     await cleanUp().catch(() => undefined);
     await proxy.close();
-    await deleteObjects(kc, rbac).catch(() => undefined);
+    await rbac.release().catch(() => undefined);
     await core.deleteNamespace({ name: NS }).catch(() => undefined);
   }
 }

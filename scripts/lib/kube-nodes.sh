@@ -147,8 +147,28 @@ node_bridge_up() { # the node's address on its pod bridge, before the kubelet (-
   local n=$1 br ip
   br=$(node_bridge "$n") ip=$(node_ip "$n")
   ip link show "$br" >/dev/null 2>&1 || ip link add "$br" type bridge
+  pin_bridge_mac "$br" "$ip"
   ip -o -4 addr show dev "$br" | grep -q " $ip/" || ip addr add "$ip/24" dev "$br"
   ip link set "$br" up
+}
+
+# pin_bridge_mac BRIDGE IP: gives the bridge a MAC of its own. A bridge whose MAC was never set takes the lowest
+# MAC of its ports, so it changes whenever a pod's veth comes or goes. A pod that learned the gateway's MAC
+# while it was another pod's veth then sends its replies to the host into nothing once that pod is deleted,
+# until its ARP entry is probed again (seconds): every pod created or deleted on a node could break the others'
+# traffic through Services (bench:rollout's stock rows timed out that way). Idempotent: a bridge already pinned
+# is left alone; one in use keeps the MAC it has now (the pods' caches stay right); a new one gets
+# 02:42 and the address's four octets.
+pin_bridge_mac() {
+  local br=$1 ip=$2 mac
+  [[ $(cat "/sys/class/net/$br/addr_assign_type" 2>/dev/null) == 3 ]] && return 0
+  mac=$(cat "/sys/class/net/$br/address")
+  if [[ -z $(ls "/sys/class/net/$br/brif" 2>/dev/null) || $mac == 00:00:00:00:00:00 ]]; then
+    local IFS=.
+    # shellcheck disable=SC2086
+    mac=$(printf '02:42:%02x:%02x:%02x:%02x' $ip)
+  fi
+  ip link set dev "$br" address "$mac"
 }
 
 # node_start N: its runtime, configuration and kubelet (not waited for); keeps a healthy kubelet of the same config

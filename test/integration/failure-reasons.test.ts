@@ -6,7 +6,8 @@
 // The ContainerRestarts are taken by the agent that owns the node: the DaemonSet's (scripts/kube-deploy-agent),
 // read through its hostPath socket and its metrics port; a second agent for the same node would race it.
 import assert from 'node:assert/strict';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { AgentError } from '../../src/errors.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
@@ -19,7 +20,7 @@ import { daemonSetAgent } from '../support/daemonset-agent.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
 import { until } from '../support/kube-users.js';
-import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { ownAgentIdentity, type OwnAgentIdentity } from '../support/own-agent-identity.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = kubeEnv();
@@ -36,7 +37,7 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
   let agentSocket = '';
   let fleetAgent: AgentProcess | undefined;
   /** The objects of deploy/ (and its optional fleet RBAC) this test created for the fleet agent. */
-  let fleetRbac: KubernetesObject[] = [];
+  let fleetIdentity: OwnAgentIdentity | undefined;
   let metricsAddr = '';
   const fleetNode = `ireason-${process.pid}`;
   const prewarm = `ireason-${process.pid}`;
@@ -129,8 +130,8 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
     await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: fleetNode }).catch(() => undefined);
     if (core) await deleteNodes(kc, [fleetNode]);
     if (ns) await deleteNamespace(kc, ns);
-    // The fleet RBAC grants `get secrets` cluster-wide: never left behind by this test.
-    if (core) await deleteObjects(kc, fleetRbac.filter((o) => o.kind !== 'Namespace'));
+    // Only this test's own identity: the shipped ServiceAccount's grants were never touched.
+    await fleetIdentity?.remove();
   });
 
   it('a crash: ReplacementExitedDuringMinReady in the operation, the status, its condition, the container, the Event and the metrics', async () => {
@@ -160,15 +161,10 @@ describe('one reason end to end: crash, pull failure, timeout, refusal (real clu
 
     // The same image pre-warmed by an agent that takes part in the fleet pre-warm, as a node of its own.
     await ensureNode(kc, fleetNode, { 'inplace-agent.test/reasons': `${process.pid}` });
-    // As deploy/'s ServiceAccount with the optional fleet RBAC (its slot Role bound in this test's fleet
-    // namespace); whatever of it was not there already is deleted after.
-    fleetRbac = await ensureObjects(kc, [
-      ...shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']),
-      ...shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
-        .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
-        .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: ns } })),
-    ]);
-    fleetAgent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', await agentKubeconfig(kc), '--node-name', fleetNode, '--watch-namespace', `${ns}-none`, '--fleet-namespace', ns, '--fleet-poll', '300ms', '--fleet-backoff', '300ms']);
+    // With deploy/'s roles and the optional fleet RBAC (its slot Role in this test's fleet namespace), bound to a
+    // ServiceAccount of this test's own: the shipped one, shared with the DaemonSet and other runs, is left alone.
+    fleetIdentity = await ownAgentIdentity(kc, ns, randomBytes(3).toString('hex'));
+    fleetAgent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', fleetIdentity.kubeconfig, '--node-name', fleetNode, '--watch-namespace', `${ns}-none`, '--fleet-namespace', ns, '--fleet-poll', '300ms', '--fleet-backoff', '300ms']);
     await custom.createClusterCustomObject({
       ...G,
       plural: 'imageprewarms',

@@ -1,7 +1,8 @@
 // Fleet pre-warm against the real API server of the sandbox cluster: four agents, each playing one node
 // (a bare Node object) with its own containerd, pull through per-node counting proxies in front of one real
-// registry, so the order and overlap of every node's blob downloads is observed, not inferred. The agents run as
-// the ServiceAccount of deploy/ with its roles and the optional fleet RBAC, exactly as shipped (not as admin).
+// registry, so the order and overlap of every node's blob downloads is observed, not inferred. The agents run with
+// deploy/'s roles and the optional fleet RBAC, rules exactly as shipped (not as admin), bound to a ServiceAccount
+// of this run's own; every cluster-wide name is the run's own, so concurrent runs and benches do not collide.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -10,7 +11,8 @@ import { stableOrder } from '../../src/fleet/node-order.js';
 import type { ImagePrewarm, ImagePrewarmSpec, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { ctl, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrds, deleteNodes, ensureNamespace, ensureNode, testKubeConfig } from '../support/kube-apply.js';
-import { agentKubeconfig, applyObjects, deleteObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { deleteNamespace } from '../support/kube-cluster.js';
+import { ownAgentIdentity, type OwnAgentIdentity } from '../support/own-agent-identity.js';
 import { startMiniContainerd, type MiniContainerd } from '../support/mini-containerd.js';
 import { buildImage, buildLayer, pushImage, seededBytes } from '../support/registry-images.js';
 import { startRegistryProxy, type RegistryProxy } from '../support/registry-proxy.js';
@@ -18,11 +20,16 @@ import { startRegistry, type RegistryServer } from '../support/registry-server.j
 import { requireRuntime } from '../support/require-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 
-const NODES = ['ipf-a', 'ipf-b', 'ipf-c', 'ipf-d'];
-const NS = 'inplace-fleet-test';
-const NODE_LABEL = 'inplace-agent.test/fleet';
 const G = { group: 'inplace-agent.io', version: 'v1alpha1' };
 const run = randomBytes(3).toString('hex');
+// Every cluster-wide name is this run's own (Nodes, their records, ImagePrewarms, the namespace), so that two
+// runs, or this test beside a bench, never share or delete each other's objects.
+const N = { a: `ipf-${run}-a`, b: `ipf-${run}-b`, c: `ipf-${run}-c`, d: `ipf-${run}-d` };
+const NODES = [N.a, N.b, N.c, N.d];
+const NS = `inplace-fleet-${run}`;
+const NODE_LABEL = 'inplace-agent.test/fleet';
+/** This run's ImagePrewarm of a base name. */
+const P = (name: string) => `${name}-${run}`;
 const KUBECONFIG = kubeEnv().kubeconfig;
 
 interface Download {
@@ -87,12 +94,8 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   const password = `pw-${randomBytes(8).toString('hex')}`;
   /** The agents' kubeconfig: the shipped ServiceAccount's token. */
   let agentKc = '';
-  /** What this test created of deploy/ (the optional fleet RBAC, unless it was installed): deleted after. */
-  let installed: k8s.KubernetesObject[] = [];
-  /** The shipped slot Role and its binding, put in this test's fleet namespace. */
-  const slotRbac = shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
-    .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
-    .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: NS } }));
+  /** The agents' identity: deploy/'s roles bound to a ServiceAccount of this run's own (own-agent-identity.ts). */
+  let identity: OwnAgentIdentity | undefined;
 
   async function image(name: string, target = registry): Promise<{ ref: string; layer: string }> {
     const layer = buildLayer([{ path: `data/${name}`, data: seededBytes(`${run}-${name}`, 1024 * 1024) }]);
@@ -150,12 +153,12 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     core = kc.makeApiClient(k8s.CoreV1Api);
     await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
     await ensureNamespace(kc, NS);
-    // The agent's identity and roles as deploy/ ships them; the slot Role (shipped for the agents' namespace,
-    // inplace-system) in this test's own fleet namespace, so that its Leases stay apart from the DaemonSet's.
-    installed = await applyObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']));
-    installed.push(...(await applyObjects(kc, slotRbac)));
-    agentKc = await agentKubeconfig(kc);
-    for (const n of NODES) await ensureNode(kc, n, { [NODE_LABEL]: 'yes' });
+    // The agents' roles as deploy/ ships them (the optional fleet RBAC included), bound to a ServiceAccount of this
+    // run's own in its own fleet namespace: the shipped ServiceAccount's grants, which the DaemonSet, other tests
+    // and benches share, are left as they are, and the Leases stay apart from the DaemonSet's.
+    identity = await ownAgentIdentity(kc, NS, run);
+    agentKc = identity.kubeconfig;
+    for (const n of NODES) await ensureNode(kc, n, { [NODE_LABEL]: run });
     registry = await startRegistry();
     authRegistry = await startRegistry({ basicAuth: { username: 'fleet', password } });
     for (const n of NODES) {
@@ -182,20 +185,19 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     for (const name of created) await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name }).catch(() => undefined);
     for (const n of NODES) await custom.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n }).catch(() => undefined);
     await deleteNodes(kc, NODES);
-    // The optional grants (get on Secrets among them) go again, so that other tests see deploy/'s base RBAC;
-    // the namespace and ServiceAccount stay (the DaemonSet lives there).
-    await deleteObjects(kc, installed.filter((o) => o.kind !== 'Namespace' && o.kind !== 'ServiceAccount'));
+    await identity?.remove();
+    await deleteNamespace(kc, NS);
   });
 
   it('4 nodes, maxParallelNodes 2, seedNodes 1: the seed downloads first and alone, never more than 2 pull at once, all Succeeded, status 4/4', async () => {
     const { ref, layer } = await image('fanout');
-    await createPrewarm('fanout', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 2, seedNodes: 1 });
-    const entries = await allDone('fanout', NODES, 'Succeeded');
+    await createPrewarm(P('fanout'), { images: [ref], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: 2, seedNodes: 1 });
+    const entries = await allDone(P('fanout'), NODES, 'Succeeded');
     for (const e of entries) assert.match(e.images[0]!.digest ?? '', /@sha256:[a-f0-9]{64}$/);
 
     const mine = downloads.filter((d) => d.digest === layer);
     assert.deepEqual(new Set(mine.map((d) => d.node)), new Set(NODES), 'every node downloaded the layer through its own proxy');
-    const seed = stableOrder('fanout', NODES)[0]!;
+    const seed = stableOrder(P('fanout'), NODES)[0]!;
     const seedEnd = Math.max(...mine.filter((d) => d.node === seed).map((d) => d.end));
     const othersStart = Math.min(...mine.filter((d) => d.node !== seed).map((d) => d.start));
     assert.ok(seedEnd <= othersStart, `the seed ${seed} finished its download (${seedEnd}) before any other node started (${othersStart})`);
@@ -213,13 +215,13 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     const firstFreed = Math.min(...byStart.slice(1, 3).map((w) => w.end));
     assert.ok(last.start - firstFreed < 10_000, `${last.n} started ${last.start - firstFreed} ms after the first fan-out slot was given back`);
 
-    const text = await ctlKube('prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
+    const text = await ctlKube('prewarm', 'status', P('fanout'), '--kubeconfig', KUBECONFIG);
     assert.equal(text.code, 0, text.stderr);
-    assert.match(text.stdout, /^fanout: 4\/4 nodes done, 0 pulling, 0 waiting, 0 failed/m);
-    const json = await ctlKube('-o', 'json', 'prewarm', 'status', 'fanout', '--kubeconfig', KUBECONFIG);
+    assert.match(text.stdout, new RegExp(`^${P('fanout')}: 4/4 nodes done, 0 pulling, 0 waiting, 0 failed`, 'm'));
+    const json = await ctlKube('-o', 'json', 'prewarm', 'status', P('fanout'), '--kubeconfig', KUBECONFIG);
     assert.equal((JSON.parse(json.stdout) as { succeeded: number }).succeeded, 4);
     const summary = await waitFor('the summary in ImagePrewarm.status', async () => {
-      const pw = (await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name: 'fanout' })) as ImagePrewarm;
+      const pw = (await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name: P('fanout') })) as ImagePrewarm;
       return pw.status?.succeeded === 4 ? pw.status : undefined;
     }, 20_000);
     assert.equal(summary.desired, 4);
@@ -229,81 +231,81 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
   it('an agent SIGKILLed while it holds a slot: the Lease expires, another node proceeds, and the killed one finishes after it starts again', async () => {
     for (const p of proxies.values()) p.setRate(256 * 1024); // about 4 s a pull
     const { ref } = await image('kill');
-    await createPrewarm('kill', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 1 });
+    await createPrewarm(P('kill'), { images: [ref], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: 1 });
     // Killed mid-pull: once it holds the slot and has recorded Pulling (the record is written alongside the pull,
     // so a kill right after the Lease appears could land before it).
     const holder = await waitFor('a holder of kill-slot-0 recorded Pulling', async () => {
-      const l = await coord.readNamespacedLease({ name: 'kill-slot-0', namespace: NS }).catch(() => undefined);
+      const l = await coord.readNamespacedLease({ name: `${P('kill')}-slot-0`, namespace: NS }).catch(() => undefined);
       const h = l?.spec?.holderIdentity;
-      return h && (await entry(h, 'kill'))?.phase === 'Pulling' ? h : undefined;
+      return h && (await entry(h, P('kill')))?.phase === 'Pulling' ? h : undefined;
     }, 30_000);
     agents.get(holder)!.child.kill('SIGKILL');
     await agents.get(holder)!.exited;
     const next = await waitFor('another node taking the slot after the lease expired', async () => {
-      const l = await coord.readNamespacedLease({ name: 'kill-slot-0', namespace: NS }).catch(() => undefined);
+      const l = await coord.readNamespacedLease({ name: `${P('kill')}-slot-0`, namespace: NS }).catch(() => undefined);
       const h = l?.spec?.holderIdentity;
       return h && h !== holder ? h : undefined;
     }, 30_000);
     assert.notEqual(next, holder);
-    assert.equal((await entry(holder, 'kill'))?.phase, 'Pulling', 'the killed node is recorded mid-pull');
+    assert.equal((await entry(holder, P('kill')))?.phase, 'Pulling', 'the killed node is recorded mid-pull');
     await agentFor(holder);
-    await allDone('kill', NODES, 'Succeeded', 90_000);
+    await allDone(P('kill'), NODES, 'Succeeded', 90_000);
     for (const p of proxies.values()) p.setRate(512 * 1024);
   });
 
   it('a bad tag: every node ends Failed with the reason, after bounded retries with back-off', async () => {
     const bad = `${registry.host}/fleet/none:missing-${run}`;
-    await createPrewarm('badtag', { images: [bad], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 4, backoffLimit: 1 });
-    const entries = await allDone('badtag', NODES, 'Failed', 60_000);
+    await createPrewarm(P('badtag'), { images: [bad], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: 4, backoffLimit: 1 });
+    const entries = await allDone(P('badtag'), NODES, 'Failed', 60_000);
     for (const e of entries) {
       assert.equal(e.images[0]!.attempts, 2, 'one try and one retry (backoffLimit 1)');
       assert.match(e.images[0]!.message ?? '', /not found/i);
       assert.match(e.images[0]!.message ?? '', /after 2 attempts/);
       assert.equal(e.images[0]!.reason, 'ImagePullFailed');
     }
-    const st = await ctlKube('prewarm', 'status', 'badtag', '--watch', '--kubeconfig', KUBECONFIG);
+    const st = await ctlKube('prewarm', 'status', P('badtag'), '--watch', '--kubeconfig', KUBECONFIG);
     assert.equal(st.code, 1, 'status --watch exits 1 when nodes failed');
     assert.match(st.stdout, /0\/4 nodes done, 0 pulling, 0 waiting, 4 failed/);
     for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: ImagePullFailed: .*not found`, 'i'));
   });
 
   it('podSelector: only the nodes running the selected pods pull', async () => {
-    for (const n of ['ipf-b', 'ipf-d']) {
+    for (const n of [N.b, N.d]) {
       await core.createNamespacedPod({
         namespace: NS,
         body: { metadata: { name: `web-${n}`, labels: { app: `web-${run}` } }, spec: { nodeName: n, containers: [{ name: 'c', image: 'inplace/none:1' }] } },
       });
     }
     const { ref, layer } = await image('podsel');
-    await createPrewarm('podsel', { images: [ref], podSelector: { namespace: NS, matchLabels: { app: `web-${run}` } }, maxParallelNodes: 2 });
-    await allDone('podsel', ['ipf-b', 'ipf-d'], 'Succeeded');
-    assert.equal(await entry('ipf-a', 'podsel'), undefined, 'ipf-a runs no selected pod and keeps no record');
-    assert.equal(await entry('ipf-c', 'podsel'), undefined, 'ipf-c runs no selected pod and keeps no record');
-    assert.deepEqual(new Set(downloads.filter((d) => d.digest === layer).map((d) => d.node)), new Set(['ipf-b', 'ipf-d']));
-    for (const n of ['ipf-b', 'ipf-d']) await core.deleteNamespacedPod({ name: `web-${n}`, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined);
+    await createPrewarm(P('podsel'), { images: [ref], podSelector: { namespace: NS, matchLabels: { app: `web-${run}` } }, maxParallelNodes: 2 });
+    await allDone(P('podsel'), [N.b, N.d], 'Succeeded');
+    assert.equal(await entry(N.a, P('podsel')), undefined, 'ipf-a runs no selected pod and keeps no record');
+    assert.equal(await entry(N.c, P('podsel')), undefined, 'ipf-c runs no selected pod and keeps no record');
+    assert.deepEqual(new Set(downloads.filter((d) => d.digest === layer).map((d) => d.node)), new Set([N.b, N.d]));
+    for (const n of [N.b, N.d]) await core.deleteNamespacedPod({ name: `web-${n}`, namespace: NS, gracePeriodSeconds: 0 }).catch(() => undefined);
   });
 
   it('pull secrets: credentials from a referenced Secret reach a basic-auth registry, and are never printed or logged', async () => {
     const { ref } = await image('secret', authRegistry);
     const cfg = JSON.stringify({ auths: { [authRegistry.host]: { auth: Buffer.from(`fleet:${password}`).toString('base64') } } });
     await core.createNamespacedSecret({ namespace: NS, body: { metadata: { name: `regcred-${run}` }, type: 'kubernetes.io/dockerconfigjson', data: { '.dockerconfigjson': Buffer.from(cfg).toString('base64') } } });
-    await createPrewarm('secret', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 4, imagePullSecrets: [{ namespace: NS, name: `regcred-${run}` }] });
-    await allDone('secret', NODES, 'Succeeded');
+    await createPrewarm(P('secret'), { images: [ref], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: 4, imagePullSecrets: [{ namespace: NS, name: `regcred-${run}` }] });
+    await allDone(P('secret'), NODES, 'Succeeded');
     const b64 = Buffer.from(`fleet:${password}`).toString('base64');
     for (const [n, a] of agents) {
       assert.ok(!a.log().includes(password) && !a.log().includes(b64), `agent ${n} never logged the credentials`);
       const np = await custom.getClusterCustomObject({ ...G, plural: 'nodeprewarms', name: n });
       assert.ok(!JSON.stringify(np).includes(password), `NodePrewarm ${n} holds no credentials`);
     }
-    const st = await ctlKube('-o', 'json', 'prewarm', 'status', 'secret', '--kubeconfig', KUBECONFIG);
+    const st = await ctlKube('-o', 'json', 'prewarm', 'status', P('secret'), '--kubeconfig', KUBECONFIG);
     assert.ok(!st.stdout.includes(password));
   });
 
   it('refresh: an image removed from a node comes back within one interval', async () => {
     const { ref } = await image('refresh');
-    await createPrewarm('refresh', { images: [ref], nodeSelector: { [NODE_LABEL]: 'yes' }, maxParallelNodes: 4, refreshSeconds: 10 });
-    await allDone('refresh', NODES, 'Succeeded');
-    const c = containerds.get('ipf-c')!;
+    await createPrewarm(P('refresh'), { images: [ref], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: 4, refreshSeconds: 10 });
+    await allDone(P('refresh'), NODES, 'Succeeded');
+    const c = containerds.get(N.c)!;
     const rm = spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'rm', ref], { encoding: 'utf8' });
     assert.equal(rm.status, 0, rm.stderr);
     const gone = spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'ls', '-q'], { encoding: 'utf8' }).stdout;
@@ -311,12 +313,12 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     const removedAt = Date.now();
     await waitFor('the image back on ipf-c', async () => spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'ls', '-q'], { encoding: 'utf8' }).stdout.split('\n').includes(ref) || undefined, 25_000);
     assert.ok(Date.now() - removedAt <= 10_000 + 8_000, 'back within one refresh interval (plus a poll and the pull)');
-    await allDone('refresh', ['ipf-c'], 'Succeeded', 10_000);
+    await allDone(P('refresh'), [N.c], 'Succeeded', 10_000);
   });
 
   // Last, over everything the agents did above: the shipped roles are enough. (A missing verb need not fail a
   // scenario: the slot watch, refused, falls back to listing; it shows here.)
-  it('with the shipped ServiceAccount and roles, the API server refused the agents nothing', () => {
+  it("with deploy/'s roles as shipped, the API server refused the agents nothing", () => {
     for (const { node, a } of everyAgent) {
       // A refusal as the agent logs it: the API server's message ("... is forbidden: ...") or, with no message, the
       // status (kubeError's "HTTP 403", a code= / status= field). Not any 403: a pull's "ms=403" is a duration.

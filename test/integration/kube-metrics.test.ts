@@ -13,7 +13,7 @@ import { startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { applyCrds, deleteNodes, ensureNamespace, ensureNode } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
-import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { ownAgentIdentity, type OwnAgentIdentity } from '../support/own-agent-identity.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { daemonSetAgent } from '../support/daemonset-agent.js';
 import { kubeTest, until } from '../support/kube-test.js';
@@ -120,29 +120,27 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
 
   describe('an ImagePrewarm followed by an agent as deploy/ ships it', () => {
     const node = `ipm-${run}`;
-    const fleetNs = 'inplace-metrics-test';
+    const fleetNs = `inplace-metrics-${run}`;
     const label = 'inplace-agent.test/metrics';
     const prewarm = `metrics-${run}`;
     let custom: k8s.CustomObjectsApi;
     let agent: AgentProcess | undefined;
     let url = '';
-    const slotRbac = shippedObjects(['optional/fleet-prewarm-rbac.yaml'])
-      .filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding')
-      .map((o) => ({ ...o, metadata: { ...o.metadata, namespace: fleetNs } }));
+    /** deploy/'s roles, the optional fleet RBAC among them, bound to a ServiceAccount of this run's own. */
+    let identity: OwnAgentIdentity | undefined;
 
     before(async () => {
       custom = kc.makeApiClient(k8s.CustomObjectsApi);
       await applyCrds(kc, ['imageprewarm.yaml', 'nodeprewarm.yaml']);
       await ensureNamespace(kc, fleetNs);
-      await applyObjects(kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml', 'optional/fleet-prewarm-rbac.yaml']));
-      await applyObjects(kc, slotRbac);
+      identity = await ownAgentIdentity(kc, fleetNs, run);
       await ensureNode(kc, node, { [label]: run });
       const port = await freePort();
       url = `http://127.0.0.1:${port}/metrics`;
       // Its ContainerRestart watch is kept to this test's own empty namespace: the runtime is the first node's,
       // whose pods belong to the DaemonSet's agent.
       agent = await startAgent([
-        ...['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', await agentKubeconfig(kc), '--node-name', node],
+        ...['--runtime', 'cri', '--cri-endpoint', env.sandbox.criEndpoint, '--kubeconfig', identity.kubeconfig, '--node-name', node],
         ...['--watch-namespace', fleetNs, '--fleet-namespace', fleetNs, '--fleet-poll', '300ms', '--metrics-addr', `127.0.0.1:${port}`],
       ]);
     });
@@ -152,11 +150,10 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
       await custom?.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: prewarm }).catch(() => undefined);
       await custom?.deleteClusterCustomObject({ ...G, plural: 'nodeprewarms', name: node }).catch(() => undefined);
       await deleteNodes(kc, [node]);
-      const objects = kc.makeApiClient(k8s.KubernetesObjectApi);
-      for (const o of slotRbac) await objects.delete(o).catch(() => undefined);
-      // The optional fleet RBAC grants `get secrets` cluster-wide: left behind, it would widen the agent's rights
-      // for every test after this one (kube-rbac checks that the shipped roles read no Secret).
-      for (const o of shippedObjects(['optional/fleet-prewarm-rbac.yaml'])) await objects.delete(o).catch(() => undefined);
+      // The optional fleet RBAC was never granted to the shipped ServiceAccount (kube-rbac checks that it reads no
+      // Secret): only this run's own identity goes.
+      await identity?.remove();
+      await deleteNamespace(kc, fleetNs);
     });
 
     it('its nodes by state: the one node succeeded, none failed, pulling or waiting; gone with the object', async () => {

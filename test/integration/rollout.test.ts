@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Container, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
+import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Container, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm, type NodePrewarmEntry } from '../../src/fleet/types.js';
@@ -23,7 +23,7 @@ import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
 import { agentOnEveryNode, rolloutSettled } from '../support/rollout-wait.js';
-import { applyObjects, deleteObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { holdFleetRbac, type FleetRbacHold } from '../support/fleet-rbac-hold.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
@@ -55,7 +55,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
   let nodes: string[] = [];
   let last = '';
   /** What this test installed of deploy/optional/fleet-prewarm-rbac.yaml (nothing when it was there): removed after. */
-  let fleetRbac: KubernetesObject[] = [];
+  let fleetRbac: FleetRbacHold | undefined;
 
   const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
   const ctl = (...args: string[]) => run(process.execPath, [CTL, '--kubeconfig', env.kubeconfig, ...args]).then(
@@ -156,8 +156,8 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
 
   after(async () => {
     if (ns) await deleteNamespace(kc, ns);
-    // The optional grants (get on Secrets among them) go again, so that other tests see deploy/'s base RBAC.
-    await deleteObjects(kc, fleetRbac);
+    // Let go of the optional grants (get on Secrets among them): removed when no other run holds them, if runs installed them.
+    await fleetRbac?.release();
   });
 
   it('StatefulSet of 6 three-container pods: one image rolled out in place, highest ordinal first, never more than maxUnavailable unready, updatedReplicas 6', async () => {
@@ -480,7 +480,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       }),
     });
     // The pre-warm's RBAC as a user installs it (removed after, unless it was there).
-    fleetRbac = await applyObjects(kc, shippedObjects(['optional/fleet-prewarm-rbac.yaml']));
+    fleetRbac = await holdFleetRbac(kc, 'rollout-test');
     const svc = await createService(kc, ns, SRV, SRV);
     await waitReadyEndpoints(kc, ns, SRV, nodes.length, 180_000);
     const lasting = { maxMs: 900_000, maxRequests: 1_000_000 };

@@ -37,6 +37,22 @@ export function ensureObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[
   return createEach(kc, objects, async () => undefined);
 }
 
+/** Creates each object, none of which may exist yet (names of a run's own); on a failure deletes what it created and throws. */
+export async function createObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[]): Promise<k8s.KubernetesObject[]> {
+  const api = kc.makeApiClient(k8s.KubernetesObjectApi);
+  const created: k8s.KubernetesObject[] = [];
+  try {
+    for (const o of objects) {
+      await api.create(o);
+      created.push(o);
+    }
+  } catch (err) {
+    await deleteObjects(kc, created).catch(() => undefined);
+    throw err;
+  }
+  return created;
+}
+
 /** Creates each object in order, calling exists for those already there (409); returns the ones it created. */
 async function createEach(kc: k8s.KubeConfig, objects: k8s.KubernetesObject[], exists: (o: k8s.KubernetesObject) => Promise<void>): Promise<k8s.KubernetesObject[]> {
   const api = kc.makeApiClient(k8s.KubernetesObjectApi);
@@ -64,22 +80,22 @@ export async function deleteObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesO
 }
 
 /**
- * Writes a kubeconfig that authenticates as the agent's ServiceAccount (a token from the TokenRequest API, valid
- * for an hour) against kc's API server, and returns its path.
+ * Writes a kubeconfig that authenticates as the agent's ServiceAccount, or as sa (a token from the TokenRequest
+ * API, valid for an hour) against kc's API server, and returns its path.
  */
-export async function agentKubeconfig(kc: k8s.KubeConfig): Promise<string> {
+export async function agentKubeconfig(kc: k8s.KubeConfig, sa: { name: string; namespace: string } = AGENT_SA): Promise<string> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const tr = await core.createNamespacedServiceAccountToken({
-    name: AGENT_SA.name,
-    namespace: AGENT_SA.namespace,
+    name: sa.name,
+    namespace: sa.namespace,
     body: { spec: { audiences: [], expirationSeconds: 3600 } },
   });
   const token = tr.status?.token;
-  if (!token) throw new Error(`no token for ServiceAccount ${AGENT_SA.namespace}/${AGENT_SA.name}`);
+  if (!token) throw new Error(`no token for ServiceAccount ${sa.namespace}/${sa.name}`);
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
   const ca = cluster.caFile ? fs.readFileSync(cluster.caFile) : cluster.caData ? Buffer.from(cluster.caData, 'base64') : undefined;
-  const user = `system:serviceaccount:${AGENT_SA.namespace}:${AGENT_SA.name}`;
+  const user = `system:serviceaccount:${sa.namespace}:${sa.name}`;
   const config = {
     apiVersion: 'v1',
     kind: 'Config',
