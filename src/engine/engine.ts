@@ -415,17 +415,16 @@ export class Engine extends EventEmitter {
   /**
    * The pods a request for arg may mean. With kubeletPods and arg NAMESPACE/NAME: the sandboxes the kubelet made
    * for that pod, asked of the runtime alone (a list of every sandbox of a shared node took 16-22 ms at load 14),
-   * when it has any by that name, and beside them the containers the kubelet made for it (planning need not list
-   * them after); every pod otherwise (a pod the kubelet did not make, an id, a refusal to word).
+   * when it has any by that name; planning then lists the chosen sandbox's containers by its id. Not by the
+   * kubelet's labels: a container someone else made in that sandbox carries none, and a same-name one must be
+   * seen, to refuse the request as ambiguous. Every pod otherwise (a pod the kubelet did not make, an id, a
+   * refusal to word).
    */
   private async podsFor(arg: string): Promise<{ pods: Pod[]; containers?: Container[] }> {
     const wanted = arg.trim();
     if (this.d.kubeletPods && /^[^/\s]+\/[^/\s]+$/.test(wanted)) {
-      const [own, containers] = await Promise.all([
-        this.d.runtime.listPods({ withIp: false, kubeletPod: wanted }),
-        this.d.runtime.listContainers({ kubeletPod: wanted, brief: true }).catch(() => undefined),
-      ]);
-      if (own.some((p) => p.name === wanted)) return { pods: own, containers };
+      const own = await this.d.runtime.listPods({ withIp: false, kubeletPod: wanted });
+      if (own.some((p) => p.name === wanted)) return { pods: own };
     }
     // The containers are listed beside the pods (one round trip, not two); plan() lists the pod's own again when
     // this list failed or lacks a container asked for.
@@ -455,8 +454,8 @@ export class Engine extends EventEmitter {
   private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = '', listed?: Container[]): Promise<ContainerTarget[]> {
     // Only this pod's containers, and only what the list says (names, attempts, states, labels, the image as
     // created): on CRI each container's status would cost a call. The old containers are read in full next.
-    // Those listed by the kubelet's labels beside the pod are taken when every container asked for is among them
-    // (the kubelet labels every container it makes); otherwise the pod's are listed (a refusal names them all).
+    // Those listed beside the pods (every container of the node) are taken when every container asked for is
+    // among them; otherwise the pod's are listed by its id (a refusal names them all).
     const own = listed?.filter((c) => c.podId === pod.id);
     const containers = own && req.containers.every((n) => own.some((c) => c.name === n)) ? own : await this.d.runtime.listContainers({ podId: pod.id, brief: true });
     this.trace.mark(id, 'containers listed');

@@ -35,6 +35,11 @@ export interface PlanOptions {
   busy?: boolean;
 }
 
+/** One of several running containers of one name, as a refusal names it: its id, attempt, and whether the kubelet made it. */
+function describeSameName(c: Container): string {
+  return `${c.id.slice(0, 12)} attempt ${c.attempt}, ${c.labels[KUBELET_POD_UID_LABEL] ? "the kubelet's" : 'not made by the kubelet'}`;
+}
+
 /** Checks a request against the pod and its containers and returns the targets, in the order given. */
 export function planRestart(pod: Pod, podContainers: Container[], req: RestartRequest, opts: PlanOptions): PlannedTarget[] {
   if (req.containers.length === 0) throw new AgentError('InvalidArgument', 'name at least one container to restart', { reason: R.InvalidRequest });
@@ -68,7 +73,9 @@ export function planRestart(pod: Pod, podContainers: Container[], req: RestartRe
       throw new AgentError('FailedPrecondition', `container "${name}" in pod ${pod.name} is not running (state ${same[0].state}); only running containers are restarted in place`, { reason: R.ContainerNotRunning });
     }
     if (running.length > 1) {
-      throw new AgentError('FailedPrecondition', `pod ${pod.name} has ${running.length} running containers named "${name}"; refusing to guess`, { reason: R.ContainerAmbiguous });
+      throw new AgentError('FailedPrecondition', `pod ${pod.name} has ${running.length} running containers named "${name}" (${running.map(describeSameName).join('; ')}); refusing to guess, nothing was touched`, {
+        reason: R.ContainerAmbiguous,
+      });
     }
     const current = running[0];
     if (!opts.allowKubelet && current.labels[KUBELET_POD_UID_LABEL]) {

@@ -26,11 +26,6 @@ export interface ContainerFilter {
    * finish times, exit codes, reasons or mounts, and the image as named when the container was created.
    */
   brief?: boolean;
-  /**
-   * Only the containers the kubelet labelled as pod NAMESPACE/NAME's, where the runtime can ask for them alone
-   * (CRI); the others ignore it (filter by podId for an exact answer).
-   */
-  kubeletPod?: string;
 }
 
 /**

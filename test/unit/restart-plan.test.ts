@@ -68,6 +68,19 @@ describe('planRestart', () => {
     assert.deepEqual(ts.map((t) => [t.name, t.newImage]), [['b', 'reg.local/app:v1'], ['a', 'reg.local/app:v2']]);
   });
 
+  it('refuses two running containers of one name as ambiguous, naming both and which the kubelet made', () => {
+    const kubelets = ctr('app', { id: '0123456789abcdef', attempt: 0, labels: { 'io.kubernetes.pod.uid': 'u1' } });
+    const other = ctr('app', { id: 'fedcba9876543210', attempt: 90 });
+    assert.throws(
+      () => planRestart(pod(), [kubelets, other, ctr('side')], req(), { allowKubelet: true }),
+      (e: unknown) =>
+        e instanceof AgentError &&
+        e.kind === 'FailedPrecondition' &&
+        e.reason === 'ContainerNameAmbiguous' &&
+        e.message === 'pod shop/web has 2 running containers named "app" (fedcba987654 attempt 90, not made by the kubelet; 0123456789ab attempt 0, the kubelet\'s); refusing to guess, nothing was touched',
+    );
+  });
+
   it('names the containers a pod has when one is unknown', () => {
     assert.throws(() => planRestart(pod(), [ctr('app'), ctr('side')], req({ containers: ['nope'] }), {}), (e: unknown) =>
       kind('NotFound')(e) && /container "nope" not found in pod shop\/web \(it has: app, side\)/.test((e as Error).message));

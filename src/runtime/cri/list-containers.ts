@@ -6,7 +6,6 @@ import type { ContainerFilter } from '../runtime.js';
 import type { Container } from '../types.js';
 import type { CriClient } from './client.js';
 import { toContainerFromListItem, toContainerFromStatus } from './convert.js';
-import { kubeletPodLabels } from './list-pods.js';
 
 /** Containers matching the filter. Containers removed while listing are left out. */
 export async function listContainers(client: CriClient, filter: ContainerFilter = {}): Promise<Container[]> {
@@ -14,7 +13,7 @@ export async function listContainers(client: CriClient, filter: ContainerFilter 
     filter: {
       podSandboxId: filter.podId ?? '',
       state: filter.runningOnly ? { state: 'CONTAINER_RUNNING' } : null,
-      labelSelector: filter.kubeletPod ? kubeletPodLabels(filter.kubeletPod) : {},
+      labelSelector: {},
     },
   });
   if (filter.brief) return containers.map(toContainerFromListItem);
