@@ -4,7 +4,7 @@
 //
 //   Waiting -> Creating -> Stopping (create and stop at once) -> Stopped -> Starting -> Started
 //           -> Verifying -> Verified  ...the operation is reported...  -> RemovingOld -> Done
-//   with a preStop hook, on Docker, or with a replacement found on resume:
+//   with a preStop hook, or a replacement found on resume:
 //   Waiting -> Creating -> Created -> [PreStop] -> Stopping -> Stopped -> ...
 //   Creating or Created (cancelled or out of time) -> RolledBack   (nothing was stopped; a replacement is discarded)
 //   any step from Creating on, failing -> RollingBack -> RolledBack | Failed
@@ -12,9 +12,8 @@
 // Every step is journaled before its side effect, except Stopped, Starting and Started, which record a
 // finished call and reach the journal with the next intent: Stopping stands for "create the replacement if it
 // is not there, stop, then start", and its recovery repeats each idempotently (the replacement found by its
-// label). Without a preStop hook, on a runtime whose create refuses nothing (CRI), the replacement is created
-// beside the stop, after Stopping is on record, so neither call waits for the other; a create that fails then is
-// rolled back like a failed start. Docker's create refuses what cannot be replaced safely: it goes first there. Creating is
+// label). Without a preStop hook the replacement is created beside the stop, after Stopping is on record, so
+// neither call waits for the other; a create that fails then is rolled back like a failed start. Creating is
 // not journaled by itself (it reaches the journal with Stopping or Created): a resumed operation at Waiting
 // looks for a replacement by its label before creating one. Every step is safe to run again after a crash.
 //
@@ -114,7 +113,7 @@ export class StandaloneStrategy implements RestartStrategy {
             // A record read back at Waiting is recovered by finding the replacement by its label.
             ctx.mark('Creating');
             const spec = this.replacementSpec(op, t, oldSpec);
-            if (!hook() && !rt.capabilities.createRefuses) {
+            if (!hook()) {
               // The last point where nothing is touched: the create goes beside the stop, once Stopping is on record.
               if (op.cancelRequested || this.d.clock.now() > deadline) {
                 this.untouched(op, t);

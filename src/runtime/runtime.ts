@@ -48,12 +48,6 @@ export interface RuntimeCapabilities {
    * a Docker name or the io.kubernetes.container.name label (253) on Docker.
    */
   readonly maxContainerName: number;
-  /**
-   * The adapter's create refuses containers it cannot replace safely (Docker: one started with --rm, a Podman
-   * pod's member), so the replacement is created before the old container is stopped. Where the create makes
-   * no such checks (CRI), it runs beside the stop.
-   */
-  readonly createRefuses: boolean;
 }
 
 /**

@@ -57,7 +57,7 @@ export class FakeNode {
   runtime(): Runtime {
     const rt = {
       kind: 'cri',
-      capabilities: { restartsStopped: this.restartsStopped, pullReportsProgress: false, maxContainerName: 63, createRefuses: false },
+      capabilities: { restartsStopped: this.restartsStopped, pullReportsProgress: false, maxContainerName: 63 },
       getPod: async () => {
         this.gate('getPod');
         return { id: 'p', name: 'ns/p', namespace: 'ns', uid: 'u', ip: '10.0.0.2', labels: {}, annotations: {} };

@@ -36,7 +36,7 @@ export class FakeRuntime {
     };
     return {
       kind: this.kind,
-      capabilities: { restartsStopped: this.kind === 'docker', pullReportsProgress: this.kind === 'docker', maxContainerName: this.kind === 'docker' ? 253 : 63, createRefuses: this.kind === 'docker' },
+      capabilities: { restartsStopped: this.kind === 'docker', pullReportsProgress: this.kind === 'docker', maxContainerName: this.kind === 'docker' ? 253 : 63 },
       version: unsupported,
       listPods: unsupported,
       getPod: unsupported,

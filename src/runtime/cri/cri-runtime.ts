@@ -48,7 +48,7 @@ export interface CriRuntimeOptions {
 export class CriRuntime implements Runtime {
   readonly kind = 'cri' as const;
   /** A CRI container runs once; PullImage is one unary call with no progress. */
-  readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false, maxContainerName: 63, createRefuses: false };
+  readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false, maxContainerName: 63 };
   private readonly client: CriClient;
   private readonly sandboxConfigs = new SandboxConfigCache();
   /** containerd's images service on the same socket; connected on the first pinImage. */

@@ -39,7 +39,7 @@ const maxJoinHops = 8;
 export class DockerRuntime implements Runtime {
   readonly kind = 'docker' as const;
   /** dockerd restarts a stopped container, and streams a pull's progress. */
-  readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true, maxContainerName: 253, createRefuses: true };
+  readonly capabilities: RuntimeCapabilities = { restartsStopped: true, pullReportsProgress: true, maxContainerName: 253 };
   private readonly docker: Dockerode;
   /** Which engine serves the API, learnt from its first version answer. */
   private engineKind?: Promise<DockerEngine>;
