@@ -2,20 +2,16 @@
 // container's own config and the new image. Where names are unique keys (Docker) the replacement is created
 // under a temporary name and the names are swapped between stop and start.
 //
-//   Waiting -> Creating -> Stopping (create and stop at once) -> Stopped -> Starting -> Started
+//   Waiting -> Creating -> Created -> [PreStop] -> Stopping -> Stopped -> Starting -> Started
 //           -> Verifying -> Verified  ...the operation is reported...  -> RemovingOld -> Done
-//   with a preStop hook, or a replacement found on resume:
-//   Waiting -> Creating -> Created -> [PreStop] -> Stopping -> Stopped -> ...
-//   Creating or Created (cancelled or out of time) -> RolledBack   (nothing was stopped; a replacement is discarded)
+//   Created (cancelled or out of time) -> RolledBack          (the replacement is discarded, nothing was stopped)
 //   any step from Creating on, failing -> RollingBack -> RolledBack | Failed
 //
 // Every step is journaled before its side effect, except Stopped, Starting and Started, which record a
-// finished call and reach the journal with the next intent: Stopping stands for "create the replacement if it
-// is not there, stop, then start", and its recovery repeats each idempotently (the replacement found by its
-// label). Without a preStop hook the replacement is created beside the stop, after Stopping is on record, so
-// neither call waits for the other; a create that fails then is rolled back like a failed start. Creating is
-// not journaled by itself (it reaches the journal with Stopping or Created): a resumed operation at Waiting
-// looks for a replacement by its label before creating one. Every step is safe to run again after a crash.
+// finished call and reach the journal with the next intent: Stopping stands for "stop, then start", and its
+// recovery repeats both idempotently. Creating is not journaled by itself either (it reaches the journal with
+// Stopping): the replacement is inert until Stopping is on record, and a resumed operation at Waiting looks for
+// it by its label before creating one. Every step is safe to run again after a crash.
 //
 // Verified ends the container's part of the operation: the caller is told as soon as every replacement is
 // verified, and the old container is removed after that (cleanup). The journal's record of the ended operation
@@ -109,23 +105,11 @@ export class StandaloneStrategy implements RestartStrategy {
               }
             }
             if (!oldSpec) throw new AgentError('FailedPrecondition', `old container ${t.oldId} disappeared before its replacement was created`, { reason: Reasons.Interrupted });
-            // Published, not journaled: it reaches the journal with the next intent (Stopping or Created) or the end.
-            // A record read back at Waiting is recovered by finding the replacement by its label.
+            // Published, not journaled: it reaches the journal with the next intent (Stopping) or the end. A record
+            // read back at Waiting is recovered by finding the replacement by its label, so a write here would
+            // only compete with the create for the disk and the CPU.
             ctx.mark('Creating');
             const spec = this.replacementSpec(op, t, oldSpec);
-            if (!hook()) {
-              // The last point where nothing is touched: the create goes beside the stop, once Stopping is on record.
-              if (op.cancelRequested || this.d.clock.now() > deadline) {
-                this.untouched(op, t);
-                await ctx.step('RolledBack');
-                return false;
-              }
-              await this.enter(ctx, 'Stopping');
-              stopBegan = this.d.clock.now();
-              await this.createBesideStop(op, t, spec, deadline, ctx);
-              ctx.mark('Stopped');
-              break;
-            }
             try {
               // A create the runtime carried out before it went away is found, not made twice.
               t.newId = await this.whenAvailable(`create the replacement of "${t.name}"`, deadline, async (attempt) => {
@@ -150,7 +134,8 @@ export class StandaloneStrategy implements RestartStrategy {
           case 'Created': {
             if (op.cancelRequested || this.d.clock.now() > deadline) {
               await this.whenAvailable(`remove the replacement of "${t.name}"`, this.d.clock.now() + ROLLBACK_WAIT_MS, () => rt.removeContainer(t.newId));
-              this.untouched(op, t);
+              t.reason = op.cancelRequested ? Reasons.Cancelled : Reasons.Deadline;
+              t.error = op.cancelRequested ? `${Reasons.Cancelled}: cancelled before the old container was stopped` : `${Reasons.Deadline}: ran out of time before the old container was stopped`;
               await ctx.step('RolledBack');
               return false;
             }
@@ -177,16 +162,11 @@ export class StandaloneStrategy implements RestartStrategy {
             ctx.mark('Stopped');
             break;
           }
-          case 'Stopping': {
-            // A record of a create beside the stop names no replacement: it is found by its label, or made now.
-            if (!t.newId) t.newId = (await this.whenAvailable(`look for the replacement of "${t.name}"`, deadline, () => this.findReplacement(op, t))) ?? '';
+          case 'Stopping':
             stopBegan = this.d.clock.now();
-            if (t.newId) await this.whenAvailable(`stop the old container of "${t.name}"`, deadline, () => rt.stopContainer(t.oldId, op.request.graceSeconds));
-            else if (oldSpec) await this.createBesideStop(op, t, this.replacementSpec(op, t, oldSpec), deadline, ctx);
-            else throw new AgentError('FailedPrecondition', `old container ${t.oldId} disappeared before its replacement was created`, { reason: Reasons.CreateFailed });
+            await this.whenAvailable(`stop the old container of "${t.name}"`, deadline, () => rt.stopContainer(t.oldId, op.request.graceSeconds));
             ctx.mark('Stopped');
             break;
-          }
           case 'Stopped':
             await this.whenAvailable(`rename the containers of "${t.name}"`, deadline, () => rt.swapNames(this.nameSwap(op, t)));
             // No journal write between stop and start (it would add to the downtime): the Stopping record
@@ -233,40 +213,6 @@ export class StandaloneStrategy implements RestartStrategy {
       await this.rollback(op, t, oldSpec, ctx);
       return false;
     }
-  }
-
-  /** Says why a container ends RolledBack before its old container was stopped (a cancel, or the deadline). */
-  private untouched(op: Operation, t: ContainerTarget): void {
-    t.reason = op.cancelRequested ? Reasons.Cancelled : Reasons.Deadline;
-    t.error = op.cancelRequested ? `${Reasons.Cancelled}: cancelled before the old container was stopped` : `${Reasons.Deadline}: ran out of time before the old container was stopped`;
-  }
-
-  /**
-   * Creates the replacement and stops the old container at once (Stopping is on record). The replacement's id
-   * is kept as soon as it is known (a rollback removes it); a create that failed leaves nothing behind and fails
-   * the container with CreateFailed, rolled back as usual since the old container may be stopped by then.
-   */
-  private async createBesideStop(op: Operation, t: ContainerTarget, spec: ContainerSpec, deadline: number, ctx: StepContext): Promise<void> {
-    const rt = this.d.runtime;
-    const create = this.whenAvailable(`create the replacement of "${t.name}"`, deadline, async (attempt) => {
-      // A create the runtime carried out before it went away is found, not made twice.
-      const found = attempt > 1 ? await this.findReplacement(op, t) : undefined;
-      return found ?? (await rt.createContainer(op.podId, spec, this.tempName(op, t)));
-    }).then((id) => {
-      t.newId = id;
-      ctx.trace(`${t.name}: created beside the stop`);
-    });
-    const stop = this.whenAvailable(`stop the old container of "${t.name}"`, deadline, () => rt.stopContainer(t.oldId, op.request.graceSeconds));
-    const [created, stopped] = await Promise.allSettled([create, stop]);
-    if ((created.status === 'rejected' && created.reason instanceof Paused) || (stopped.status === 'rejected' && stopped.reason instanceof Paused)) throw new Paused();
-    if (created.status === 'rejected') {
-      // A create that failed on our side (a deadline) may still have happened in the runtime: remove what it left.
-      const stray = await this.findReplacement(op, t).catch(() => undefined);
-      if (stray) await rt.removeContainer(stray).catch(() => undefined);
-      const e = asAgentError(created.reason);
-      throw new AgentError(e.kind, `${Reasons.CreateFailed}: ${e.message}`, { cause: created.reason, reason: Reasons.CreateFailed });
-    }
-    if (stopped.status === 'rejected') throw stopped.reason;
   }
 
   /** Whether the old container of a replaced container is still to be removed. */

@@ -200,15 +200,18 @@ for (const f of flavours) {
       return h;
     };
 
-    it('cancel at Creating, the last point before the stop: nothing is created or stopped, the old container runs on; RolledBack, reason Cancelled', async () => {
+    it('cancel at Created: the created replacement is removed, the old container runs on; RolledBack, reason Cancelled', async () => {
       const p = await pod('cancel-created', ['app', 'sidecar']);
       const h = await harness();
+      let created = '';
       let cancelled: Promise<Operation> | undefined;
-      h.hooks.set('Creating', (op) => {
+      h.hooks.set('Created', (op, t) => {
+        created = t.newId;
         cancelled = h.engine.cancel(op.id);
       });
       const op = await h.engine.restart(request(p, 'app', f.env.images.appV2, 1000));
       const end = await h.runToEnd(op.id);
+      assert.ok(created, `the operation reached Created: ${JSON.stringify(end)}`);
       assert.equal((await cancelled)?.id, op.id);
       assert.equal(end.state, 'RolledBack', end.error);
       assert.equal(end.reason, Reasons.Cancelled);
@@ -216,9 +219,9 @@ for (const f of flavours) {
       assert.match(end.error ?? '', /Cancelled: cancelled before the old container was stopped/);
       assert.deepEqual(
         end.containers[0].steps.map((s) => s.step),
-        ['Waiting', 'Creating', 'RolledBack'],
+        ['Waiting', 'Creating', 'Created', 'RolledBack'],
       );
-      assert.equal(end.containers[0].newId, '', 'no replacement was created');
+      assert.equal(await exists(rt, created), false, 'the created replacement is gone');
       assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }], 'the old container, and only it, runs');
       assert.deepEqual((await rt.listContainers()).filter((c) => c.labels[OPERATION_LABEL] === op.id), [], 'nothing labelled with the operation is left');
       assert.equal(h.record(op.id).state, 'RolledBack', 'the journal holds the end');

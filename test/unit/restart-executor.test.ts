@@ -1,6 +1,4 @@
 import assert from 'node:assert/strict';
-import { AgentError } from '../../src/errors.js';
-import { Reasons } from '../../src/engine/reasons.js';
 import type { ContainerStep } from '../../src/engine/operation.js';
 import type { RestartStrategy } from '../../src/engine/restart-strategy.js';
 import { CommonSteps } from '../../src/engine/operation.js';
@@ -65,7 +63,7 @@ describe('restart executor: the loop around the strategies', () => {
   });
 });
 
-describe('standalone strategy: Creating published, the create made beside the stop once Stopping is journaled', () => {
+describe('standalone strategy: Creating published while the create runs, journaled with Stopping', () => {
   it('a resumed operation still at Waiting finds the replacement a dead agent created, and creates none', async () => {
     const clock = new ManualClock();
     const node = new FakeNode(clock);
@@ -82,78 +80,16 @@ describe('standalone strategy: Creating published, the create made beside the st
     assert.deepEqual(steps.slice(0, 3), ['Creating', 'Created', 'Stopping']);
   });
 
-  it('a new operation writes nothing between its Pending record and Stopping, and creates the replacement only once Stopping is on record', async () => {
+  it('a new operation writes nothing between its Pending record and Stopping, whose record holds Creating and Created', async () => {
     const clock = new ManualClock();
     const node = new FakeNode(clock);
     const old = node.add('app', 'app:v1');
     const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
-    const journaled: { steps: string[]; newId: string; containers: number }[] = [];
-    const calls: string[] = [];
-    node.onCall = (m) => void calls.push(m);
-    const executor = fakeExecutor(node, clock, { save: async (o) => void journaled.push({ steps: o.containers[0].steps.map((x) => x.step), newId: o.containers[0].newId, containers: node.containers.size }) });
+    const journaled: string[][] = [];
+    const executor = fakeExecutor(node, clock, { save: async (o) => void journaled.push(o.containers[0].steps.map((x) => x.step)) });
     await clock.until(executor.run(op), 50);
     assert.equal(op.state, 'Succeeded', op.error);
-    assert.deepEqual(journaled[0], { steps: ['Waiting', 'Creating', 'Stopping'], newId: '', containers: 1 }, 'the first write is Stopping, made before any replacement exists');
-    assert.deepEqual(calls.filter((m) => m === 'createContainer' || m === 'stopContainer'), ['createContainer', 'stopContainer'], 'create and stop issued together');
+    assert.deepEqual(journaled[0], ['Waiting', 'Creating', 'Created', 'Stopping'], 'the first write is Stopping, with the steps before it');
     assert.deepEqual([...node.containers.values()].map((c) => [c.image, c.state]), [['app:v2', 'running']]);
-  });
-
-  it('resumed at Stopping with no replacement on record, it uses the one a dead agent created beside the stop', async () => {
-    const clock = new ManualClock();
-    const node = new FakeNode(clock);
-    const old = node.add('app', 'app:v1');
-    const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
-    op.state = 'Recreating';
-    op.containers[0].step = 'Stopping';
-    const stray = await node.runtime().createContainer('p', { ...old.spec, image: 'app:v2', attempt: 1, labels: { [OPERATION_LABEL]: op.id } });
-    node.containers.get(old.id)!.state = 'exited';
-    const executor = fakeExecutor(node, clock);
-    await clock.until(executor.run(op, { resumed: true }), 50);
-    assert.equal(op.state, 'Succeeded', op.error);
-    assert.equal(op.containers[0].newId, stray);
-    assert.deepEqual([...node.containers.values()].map((c) => [c.id, c.image, c.state]), [[stray, 'app:v2', 'running']]);
-  });
-
-  it('resumed at Stopping before the create happened, it creates the replacement, stops the old container and starts the new one', async () => {
-    const clock = new ManualClock();
-    const node = new FakeNode(clock);
-    const old = node.add('app', 'app:v1');
-    const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
-    op.state = 'Recreating';
-    op.containers[0].step = 'Stopping';
-    const executor = fakeExecutor(node, clock);
-    await clock.until(executor.run(op, { resumed: true }), 50);
-    assert.equal(op.state, 'Succeeded', op.error);
-    assert.deepEqual([...node.containers.values()].map((c) => [c.id, c.image, c.state]), [[op.containers[0].newId, 'app:v2', 'running']]);
-  });
-
-  it('a create that fails beside the stop is rolled back like a failed start: CreateContainerFailed, the old config runs, nothing labelled left', async () => {
-    const clock = new ManualClock();
-    const node = new FakeNode(clock);
-    const old = node.add('app', 'app:v1');
-    const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
-    node.failOnce.set('createContainer', new AgentError('InvalidArgument', 'bad mount'));
-    const executor = fakeExecutor(node, clock);
-    await clock.until(executor.run(op), 50);
-    assert.equal(op.state, 'Failed');
-    assert.equal(op.containers[0].step, 'RolledBack', op.containers[0].error);
-    assert.equal(op.containers[0].reason, Reasons.CreateFailed);
-    assert.match(op.error ?? '', /CreateContainerFailed: bad mount/);
-    const left = [...node.containers.values()];
-    assert.deepEqual(left.map((c) => [c.image, c.state]), [['app:v1', 'running']], 'one instance of the old config runs');
-    assert.equal(left[0].id, op.containers[0].rollbackId);
-  });
-
-  it('a cancel seen at Creating ends the container RolledBack before anything is created or stopped', async () => {
-    const clock = new ManualClock();
-    const node = new FakeNode(clock);
-    const old = node.add('app', 'app:v1');
-    const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
-    const executor = fakeExecutor(node, clock, { afterStep: (o, _t, step) => void (step === 'Creating' && (o.cancelRequested = true)) });
-    await clock.until(executor.run(op), 50);
-    assert.equal(op.state, 'RolledBack', op.error);
-    assert.equal(op.containers[0].reason, Reasons.Cancelled);
-    assert.deepEqual(op.containers[0].steps.map((s) => s.step), ['Waiting', 'Creating', 'RolledBack']);
-    assert.deepEqual([...node.containers.values()].map((c) => [c.id, c.state]), [[old.id, 'running']]);
   });
 });
