@@ -378,6 +378,8 @@ for (const f of flavours) {
     // must end the operation with exactly one running instance of the target and nothing left over.
     const crashPoints: { step: string; image: 'appV2' | 'crash'; end: string; version: string }[] = [
       { step: 'Creating', image: 'appV2', end: 'Succeeded', version: 'v2' },
+      // Stopping is journaled before the stop: the next agent stops the old container and starts the replacement.
+      { step: 'Stopping', image: 'appV2', end: 'Succeeded', version: 'v2' },
       { step: 'Stopped', image: 'appV2', end: 'Succeeded', version: 'v2' },
       { step: 'Starting', image: 'appV2', end: 'Succeeded', version: 'v2' },
       { step: 'RemovingOld', image: 'appV2', end: 'Succeeded', version: 'v2' },
