@@ -49,6 +49,26 @@ describe('kube: the client library is loaded only in Kubernetes mode', () => {
     }
   });
 
+  it('gRPC reflection (@grpc/reflection, its own proto-loader, protobufjs\'s descriptor types) is loaded on the first reflection call, not at start-up', () => {
+    assert.deepEqual(resolvedBy(path.resolve(here, '../../src/daemon/daemon.js')).filter((u) => u.includes('/@grpc/reflection/')), []);
+    // A server with reflection added, as the agent's API adds it: its methods are registered, the package is not required.
+    const reflection = pathToFileURL(path.resolve(here, '../../src/api/reflection.js')).href;
+    const limit = pathToFileURL(path.resolve(here, '../../src/api/caller-limit.js')).href;
+    const probe = `
+      import grpc from '@grpc/grpc-js';
+      import { createRequire } from 'node:module';
+      const { addReflection, REFLECTION_METHODS } = await import(${JSON.stringify(reflection)});
+      const { CallerLimit } = await import(${JSON.stringify(limit)});
+      const server = new grpc.Server();
+      addReflection(server, 'inplace/v1/agent.proto', new CallerLimit(4));
+      const registered = REFLECTION_METHODS.filter((m) => server.handlers.has(m));
+      const loaded = Object.keys(createRequire(import.meta.url).cache).filter((f) => f.includes('/@grpc/reflection/'));
+      process.stdout.write(JSON.stringify({ registered: registered.length, loaded }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', probe], { encoding: 'utf8', cwd: path.resolve(here, '../..') });
+    assert.equal(r.status, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), { registered: 2, loaded: [] });
+  });
+
   it('the Kubernetes wiring the daemon imports when a kubeconfig is found does load it, as the one bundled module', () => {
     const urls = resolvedBy(path.resolve(here, '../../src/daemon/kube-wiring.js'));
     assert.deepEqual([...new Set(kubeClient(urls).map((u) => u.replace(/^resolved .*\/dist\//, '')))], ['src/kube/client.js']);
