@@ -426,10 +426,7 @@ export class Engine extends EventEmitter {
       const own = await this.d.runtime.listPods({ withIp: false, kubeletPod: wanted });
       if (own.some((p) => p.name === wanted)) return { pods: own };
     }
-    // The containers are listed beside the pods (one round trip, not two); plan() lists the pod's own again when
-    // this list failed or lacks a container asked for.
-    const [pods, containers] = await Promise.all([this.d.runtime.listPods({ withIp: false }), this.d.runtime.listContainers({ brief: true }).catch(() => undefined)]);
-    return { pods, containers };
+    return { pods: await this.d.runtime.listPods({ withIp: false }) };
   }
 
   /** Plans a queued operation again from the pod's current containers (see ExecutorDeps.replan). */
