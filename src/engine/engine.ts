@@ -199,7 +199,7 @@ export class Engine extends EventEmitter {
   private async record(id: string, req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> }): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
-    const { pods, containers: listed } = await this.podsFor(req.pod);
+    const pods = await this.podsFor(req.pod);
     this.trace.mark(id, 'pods listed');
     const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
     if (unfinished >= this.maxUnfinished) {
@@ -207,7 +207,7 @@ export class Engine extends EventEmitter {
     }
     const pod = resolvePod(pods, req.pod);
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
-    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id, listed);
+    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id);
     this.trace.mark(id, 'planned');
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
@@ -420,13 +420,13 @@ export class Engine extends EventEmitter {
    * seen, to refuse the request as ambiguous. Every pod otherwise (a pod the kubelet did not make, an id, a
    * refusal to word).
    */
-  private async podsFor(arg: string): Promise<{ pods: Pod[]; containers?: Container[] }> {
+  private async podsFor(arg: string): Promise<Pod[]> {
     const wanted = arg.trim();
     if (this.d.kubeletPods && /^[^/\s]+\/[^/\s]+$/.test(wanted)) {
       const own = await this.d.runtime.listPods({ withIp: false, kubeletPod: wanted });
-      if (own.some((p) => p.name === wanted)) return { pods: own };
+      if (own.some((p) => p.name === wanted)) return own;
     }
-    return { pods: await this.d.runtime.listPods({ withIp: false }) };
+    return this.d.runtime.listPods({ withIp: false });
   }
 
   /** Plans a queued operation again from the pod's current containers (see ExecutorDeps.replan). */
@@ -435,7 +435,7 @@ export class Engine extends EventEmitter {
     // gives the pod a new id.
     const pod = await this.d.runtime.getPod(op.podId).catch(async (err: unknown) => {
       if (!AgentError.is(err, 'NotFound')) throw err;
-      return resolvePod((await this.podsFor(op.podName)).pods, op.podName);
+      return resolvePod(await this.podsFor(op.podName), op.podName);
     });
     const containers = await this.plan(pod, op.request, false, op.id);
     op.podId = pod.id;
@@ -448,13 +448,11 @@ export class Engine extends EventEmitter {
    * against the request (restart-plan.ts), each claimed by the first strategy that takes it, and each checked
    * by its strategy. Refusals throw, touching nothing.
    */
-  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = '', listed?: Container[]): Promise<ContainerTarget[]> {
+  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = ''): Promise<ContainerTarget[]> {
     // Only this pod's containers, and only what the list says (names, attempts, states, labels, the image as
     // created): on CRI each container's status would cost a call. The old containers are read in full next.
-    // Those listed beside the pods (every container of the node) are taken when every container asked for is
-    // among them; otherwise the pod's are listed by its id (a refusal names them all).
-    const own = listed?.filter((c) => c.podId === pod.id);
-    const containers = own && req.containers.every((n) => own.some((c) => c.name === n)) ? own : await this.d.runtime.listContainers({ podId: pod.id, brief: true });
+    // Listed by the pod's id, never the node's every container (a refusal names them all).
+    const containers = await this.d.runtime.listContainers({ podId: pod.id, brief: true });
     this.trace.mark(id, 'containers listed');
     const planned = planRestart(pod, containers, req, { allowKubelet: (this.d.strategies?.length ?? 0) > 0, busy });
     const now = new Date(this.d.clock.now()).toISOString();
