@@ -157,6 +157,11 @@ describe('Kubernetes-mode metrics move with the work they count (real cluster)',
     });
 
     it('its nodes by state: the one node succeeded, none failed, pulling or waiting; gone with the object', async () => {
+      // The API socket (what startAgent waits for) listens before /metrics, which opens once the Kubernetes-mode
+      // parts have started: wait for the agent's own word that it listens.
+      await until("the agent's /metrics to listen", 60_000, async () => (agent?.log().includes('metrics and probes listening') ? true : undefined), {
+        seen: () => agent?.log().split('\n').slice(-10).join('\n') ?? '',
+      });
       const first = await scrape(url);
       assert.equal(sample(first, 'inplace_imageprewarm_nodes', { imageprewarm: prewarm }), 0);
       await custom.createClusterCustomObject({
