@@ -351,6 +351,13 @@ export function planRollout(input: PlanInput): Plan {
   // Pods the controller has yet to create (one deleted by fallback Recreate, say) are not updated yet either.
   const missing = Math.max(0, w.desired - live.length);
   if (candidates.length === 0 && inFlight.size === 0 && unscheduled.length === 0 && missing === 0) {
+    // Every pod is at the revision, but Succeeded means available too (as a Deployment's Complete does): the last
+    // pod is relabelled when its restart succeeds, which can be a moment before the kubelet reports it Ready.
+    const waitingFor = order.filter((p) => inScope.has(p.name) && !available(p)).map((p) => p.name);
+    if (waitingFor.length > 0) {
+      const forHowLong = minReadyMs > 0 ? ` for ${minReadyMs / 1000} s` : '';
+      return finish('Progressing', REASON.updating, `${updated} of ${live.length} pods at revision ${target.hash}; waiting for ${waitingFor.join(', ')} to be Ready${forHowLong}`, 'True');
+    }
     const scope = partition > 0 ? ` (partition ${partition}: ${live.length - inScope.size} pods keep their revision)` : '';
     return finish('Succeeded', REASON.complete, `${updated} of ${live.length} pods at revision ${target.hash}${scope}`, 'False');
   }

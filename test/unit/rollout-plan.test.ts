@@ -236,6 +236,20 @@ describe('rollout planner', () => {
     assert.equal(all.status.phase, 'Succeeded');
   });
 
+  it('all pods updated but the last not Ready yet (or not for minReadySeconds): Progressing until it is', () => {
+    const notReady = planRollout(input({ pods: [0, 1, 2, 3, 4].map((i) => updatedPod(i)).concat([updatedPod(5, { ready: false })]) }));
+    assert.equal(notReady.status.phase, 'Progressing');
+    assert.match(notReady.status.message ?? '', /6 of 6 pods at revision web-b; waiting for web-5 to be Ready$/);
+    assert.deepEqual(kinds(notReady), []);
+    const minReady = ipr({ strategy: { minReadySeconds: 2 } });
+    const early = planRollout(input({ rollout: minReady, pods: [0, 1, 2, 3, 4].map((i) => updatedPod(i)).concat([updatedPod(5, { readySinceMs: NOW - 500 })]) }));
+    assert.equal(early.status.phase, 'Progressing');
+    assert.match(early.status.message ?? '', /waiting for web-5 to be Ready for 2 s/);
+    assert.equal(early.wakeAtMs, NOW + 1500);
+    const late = planRollout(input({ rollout: minReady, pods: [0, 1, 2, 3, 4].map((i) => updatedPod(i)).concat([updatedPod(5, { readySinceMs: NOW - 2000 })]) }));
+    assert.equal(late.status.phase, 'Succeeded');
+  });
+
   it('all pods updated and ready: Succeeded with updatedReplicas', () => {
     const p = planRollout(input({ pods: [0, 1, 2, 3, 4, 5].map((i) => updatedPod(i)) }));
     assert.equal(p.status.phase, 'Succeeded');
