@@ -1,6 +1,8 @@
 // The composition root: builds every component from the options, starts them in order (runtime, journal
 // recovery, API, metrics) and stops them in reverse on shutdown. A setting or start-up step that fails
 // rejects startDaemon with its error.
+// First: a stand-in for the OpenTelemetry API, before prom-client is loaded (see without-otel.ts).
+import './without-otel.js';
 import { readFileSync } from 'node:fs';
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { AgentError } from '../errors.js';

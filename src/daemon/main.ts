@@ -6,6 +6,8 @@
 // V8 favours memory over speed (--optimize-for-size: about 3 MiB; the agent waits on runtimes, not on its JS).
 // Launchers that run `node main.js` themselves read these flags from this line (scripts/kube-deploy-agent,
 // bench/agent-launch.ts).
+// First: a stand-in for the OpenTelemetry API, before prom-client is loaded (see without-otel.ts).
+import './without-otel.js';
 import { readFileSync } from 'node:fs';
 import { createLogger } from '../log.js';
 import { asAgentError } from '../errors.js';
