@@ -51,9 +51,37 @@ export async function ownAgentIdentity(kc: k8s.KubeConfig, namespace: string, ru
     }
   }
   const created = await createObjects(kc, objects);
+  const username = `system:serviceaccount:${namespace}:${sa.name}`;
+  await bindingsInEffect(kc, username, namespace, objects);
   return {
     kubeconfig: await agentKubeconfig(kc, sa),
-    username: `system:serviceaccount:${namespace}:${sa.name}`,
+    username,
     remove: () => deleteObjects(kc, created),
   };
+}
+
+/**
+ * Waits until the API server's RBAC authorizer answers with every new binding (it learns of them through its
+ * watch, a moment after they are created): the first rule of each bound role is allowed for the user.
+ */
+async function bindingsInEffect(kc: k8s.KubeConfig, user: string, namespace: string, objects: k8s.KubernetesObject[]): Promise<void> {
+  const authz = kc.makeApiClient(k8s.AuthorizationV1Api);
+  const groups = ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'];
+  const probes = objects
+    .filter((o) => o.kind === 'ClusterRole' || o.kind === 'Role')
+    .map((o) => {
+      const rule = ((o as k8s.V1Role).rules ?? [])[0];
+      const [resource, subresource] = (rule?.resources?.[0] ?? '').split('/');
+      return { what: `${o.kind} ${o.metadata?.name}`, namespace: o.kind === 'Role' ? namespace : undefined, group: rule?.apiGroups?.[0] ?? '', resource, subresource, verb: rule?.verbs?.[0] ?? '' };
+    })
+    .filter((p) => p.resource && p.resource !== '*' && p.verb && p.verb !== '*');
+  const deadline = Date.now() + 30_000;
+  for (const p of probes) {
+    for (;;) {
+      const res = await authz.createSubjectAccessReview({ body: { spec: { user, groups, resourceAttributes: { group: p.group, resource: p.resource, subresource: p.subresource, verb: p.verb, namespace: p.namespace } } } });
+      if (res.status?.allowed === true) break;
+      if (Date.now() > deadline) throw new Error(`${p.what}: the API server's authorizer still refuses ${p.verb} ${p.group}/${p.resource} to ${user} 30 s after the binding was created`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
