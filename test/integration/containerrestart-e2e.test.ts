@@ -3,9 +3,11 @@
 // sandbox's real containerd, and a pod made through the CRI (a standalone pod: the engine recreates its
 // containers itself). Also `inplacectl --kubeconfig restart`, which never touches the agent's socket.
 import assert from 'node:assert/strict';
-import type { KubernetesObject } from '@kubernetes/client-node';
+import { AuthorizationV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { claimedStatus } from '../../src/kube/container-restart/status.js';
+import { CR_GROUP, CR_PLURAL } from '../../src/kube/container-restart/types.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';
@@ -14,6 +16,7 @@ import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js'
 import { containerRestart, waitForDeletion, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace, testCluster, type TestCluster } from '../support/kube-cluster.js';
 import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { until, userWithRules } from '../support/kube-users.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const env = sandboxEnv();
@@ -193,6 +196,42 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     const ops = (await ctl(agent.socket, '-o', 'json', 'ops')).stdout;
     const mine = (JSON.parse(ops) as { id: string }[]).filter((o) => o.id === done.metadata.uid);
     assert.equal(mine.length, 1);
+  });
+
+  it('a claim the journal never got (the agent stopped in between) is checked again: a requester whose rights were revoked meanwhile is refused, nothing touched', async () => {
+    const p = await pod('revoked');
+    const before = await running(p.podId);
+    const stateDir = agent?.stateDir as string;
+    await agent?.stop();
+    agent = undefined;
+    // A user who may create the request and patch pods, as admission requires; recorded as its requester.
+    const user = await userWithRules(cluster.kc, ns, 'revoked', [
+      { apiGroups: [CR_GROUP], resources: [CR_PLURAL], verbs: ['create'] },
+      { apiGroups: [''], resources: ['pods'], verbs: ['patch'] },
+    ]);
+    const requester = { username: user.username, groups: ['system:serviceaccounts', `system:serviceaccounts:${ns}`, 'system:authenticated'] };
+    const created = await new ContainerRestartApi(user.kc).create(containerRestart(ns, 'revoked', { podName: 'revoked', containers: [{ name: 'app', image: env.images.appV2 }], requester }));
+    assert.equal(created.spec.requester?.username, user.username);
+    // Claimed by this node's agent, as if it had stopped between its claim and its journal record.
+    const uid = created.metadata.uid ?? '';
+    await api.replaceStatus(created, claimedStatus(created, uid, node, '', new Date().toISOString()));
+    // The user's patch right is taken away while the agent is down.
+    const rbac = cluster.kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.deleteNamespacedRoleBinding({ name: 'revoked', namespace: ns });
+    const authz = cluster.kc.makeApiClient(AuthorizationV1Api);
+    await until('the revocation in effect', 30_000, async () => {
+      const r = await authz.createSubjectAccessReview({ body: { spec: { user: user.username, groups: requester.groups, resourceAttributes: { verb: 'patch', resource: 'pods', name: 'revoked', namespace: ns } } } });
+      return r.status?.allowed ? undefined : true;
+    });
+    agent = await startAgent(agentArgs(), { stateDir });
+    const done = await waitForStatus(api, ns, 'revoked', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
+    assert.equal(done.status?.phase, 'Failed', JSON.stringify(done.status));
+    assert.equal(done.status?.conditions?.find((c) => c.type === 'Succeeded')?.reason, 'Forbidden', JSON.stringify(done.status));
+    assert.match(done.status?.message ?? '', /may not patch pods\/revoked/);
+    assert.equal(done.status?.operationId, undefined, `the claim taken back, no operation: ${JSON.stringify(done.status)}`);
+    const after = await running(p.podId);
+    assert.equal(after.app.id, before.app.id, 'the container was not touched');
+    assert.equal(after.app.image, before.app.image);
   });
 
   it('inplacectl --kubeconfig restart: follows the object to the end with the RPC path\'s output and exit codes', async () => {

@@ -228,21 +228,21 @@ export class ContainerRestartController {
         if (AgentError.is(refused, 'Unavailable')) throw refused;
         return this.refuse(cr, refused ?? err);
       }
-      // The requester's check, then the claim, are made while the engine plans the request (which only reads);
-      // the engine records and runs it only once the claim holds. A request its creator could not make
-      // themselves is refused before it is claimed, nothing touched (the operation id is in the status before
-      // the journal has it, as ever).
+      // The requester's check and the claim are made at once, while the engine plans the request (which only
+      // reads); the engine records and runs it only once both are through. A request its creator could not make
+      // themselves is refused before anything is touched: a claim written meanwhile is taken back by the refusal,
+      // which leaves no operation in the status (the operation id is in the status before the journal has it, as
+      // ever).
       const seen = cr;
-      const claiming: Promise<{ written: ContainerRestart } | { err: unknown } | { refused: unknown }> = checkRequester(seen, this.d.access, this.d.selfPod).then(
-        () => {
-          trace.mark(uid, 'requester checked');
-          return this.write(seen, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
-            (written) => (trace.mark(uid, 'claim written'), { written }),
-            (err: unknown) => ({ err }),
-          );
-        },
+      const checked: Promise<{ refused: unknown } | undefined> = checkRequester(seen, this.d.access, this.d.selfPod).then(
+        () => void trace.mark(uid, 'requester checked'),
         (refused: unknown) => ({ refused }),
       );
+      const writing: Promise<{ written: ContainerRestart } | { err: unknown }> = this.write(seen, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
+        (written) => (trace.mark(uid, 'claim written'), { written }),
+        (err: unknown) => ({ err }),
+      );
+      const claiming = Promise.all([checked, writing]).then(([refusal, claim]) => (refusal ? { ...refusal, claim } : claim));
       const holds = (c: ContainerRestart) => c.status?.operationId === uid && this.mine(c);
       this.keyByOp.set(uid, key);
       let planError: unknown;
@@ -256,7 +256,8 @@ export class ContainerRestartController {
         this.keyByOp.delete(uid);
         trace.drop(uid);
         if (AgentError.is(claim.refused, 'Unavailable')) throw claim.refused;
-        return this.refuse(cr, claim.refused);
+        // A claim that landed meanwhile is taken back by the refusal: no operation is left in the status.
+        return this.refuse('written' in claim.claim ? claim.claim.written : cr, claim.refused, uid);
       }
       if ('err' in claim) throw claim.err;
       cr = claim.written;
@@ -277,6 +278,13 @@ export class ContainerRestartController {
     if (!this.d.engine.has(opId)) {
       if (cr.status?.phase !== 'Pending') {
         return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`, { reason: RefusalReasons.JournalLost }));
+      }
+      // Claimed, but not journaled (the agent stopped in between, or the requester's check, made beside the
+      // claim, could not be made): the check is made again before the request is recorded.
+      const refused = await checkRequester(cr, this.d.access, this.d.selfPod).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
+      if (refused !== undefined) {
+        if (AgentError.is(refused, 'Unavailable')) throw refused;
+        return this.refuse(cr, refused, opId);
       }
       try {
         await this.d.engine.restart(restartRequestFor(cr, this.d.defaults), { id: opId });
@@ -311,14 +319,19 @@ export class ContainerRestartController {
     return !st?.agentId || st.agentId === this.d.agentId;
   }
 
-  private async refuse(cr: ContainerRestart, err: unknown): Promise<void> {
+  /**
+   * Writes the final status of a request refused before anything was touched. claimedAs: the operation id of a
+   * claim this agent wrote for it (the claim and the requester's check are made at once); the refusal takes that
+   * claim back, so that no operation is left in the status.
+   */
+  private async refuse(cr: ContainerRestart, err: unknown, claimedAs?: string): Promise<void> {
     const message = err instanceof Error ? err.message : String(err);
     // The refusal's own reason, set where it was refused; a request the agent cannot read is InvalidRequest.
     const reason = (err instanceof AgentError && err.reason) || (AgentError.is(err, 'InvalidArgument') ? RefusalReasons.InvalidRequest : REASON_REFUSED);
     this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason, message });
     const uid = cr.metadata.uid;
     // Never over another agent's claim that landed meanwhile (the write re-reads after a conflict).
-    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
+    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(claimedAs ? unclaimed(cur, claimedAs) : cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
     if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === reason)) this.report(written, RESULT_REFUSED, reason);
   }
 
@@ -351,6 +364,13 @@ export class ContainerRestartController {
     }
     this.forget(key);
   }
+}
+
+/** cr without the claim of operation opId in its status (as it was before the claim), if its status holds that claim. */
+function unclaimed(cr: ContainerRestart, opId: string): ContainerRestart {
+  if (cr.status?.operationId !== opId) return cr;
+  const { operationId: _id, operationState: _state, summary: _summary, startTime: _start, conditions: _conditions, phase: _phase, ...rest } = cr.status;
+  return { ...cr, status: rest };
 }
 
 /** Whether a is a newer version of the same object than b (resource versions compared as numbers when they are). */
