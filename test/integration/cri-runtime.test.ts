@@ -216,6 +216,39 @@ for (const target of criTargets()) {
       assert.ok(order.indexOf(`${newId}:created`) < order.indexOf(`${newId}:started`));
     });
 
+    it('a container it created is inspected from the config it was created with: the same detail the verbose status gives', async () => {
+      // pod.containerIds.app was created by rt (the test above); a runtime object of its own has not seen it.
+      const fresh = new CriRuntime(env.criEndpoint);
+      try {
+        const id = pod.containerIds.app;
+        const [remembered, verbose] = await Promise.all([rt.inspectContainer(id), fresh.inspectContainer(id)]);
+        // Proto3 leaves out defaults on the wire: compare with empty and zero values dropped, keys sorted.
+        const normal = (v: unknown): unknown => {
+          if (Array.isArray(v)) return v.map(normal);
+          if (v && typeof v === 'object' && !(v instanceof Date)) {
+            const out: Record<string, unknown> = {};
+            for (const k of Object.keys(v).sort()) {
+              const x = normal((v as Record<string, unknown>)[k]);
+              const empty = x === undefined || x === null || x === '' || x === 0 || x === '0' || x === false || (Array.isArray(x) && x.length === 0) || (typeof x === 'object' && !(x instanceof Date) && Object.keys(x as object).length === 0);
+              if (!empty) out[k] = x;
+            }
+            return out;
+          }
+          return v;
+        };
+        assert.equal(remembered.id, id);
+        assert.deepEqual(normal(remembered), normal(verbose));
+        assert.ok((remembered.spec.command ?? []).length > 0, 'the spec carries the command it was created with');
+        // Removed: forgotten, and NotFound as before.
+        const other = await rt.createContainer(pod.podId, { ...remembered.spec, attempt: remembered.attempt + 1 });
+        assert.equal((await rt.inspectContainer(other)).attempt, remembered.attempt + 1);
+        await rt.removeContainer(other);
+        await rejectsWith(rt.inspectContainer(other), 'NotFound', other);
+      } finally {
+        fresh.close();
+      }
+    });
+
     if (target.major === 2) {
       // containerd 2.x queues the events that happen while nobody subscribes (up to 5 minutes) and hands them
       // to the next subscriber, once. A subscriber that went away still takes the next event (containerd

@@ -5,10 +5,11 @@ import { AgentError } from '../../errors.js';
 import type { ContainerSpec } from '../types.js';
 import type { CriClient } from './client.js';
 import { isCriNative, toContainerConfig } from './convert.js';
+import type { CreatedConfigs } from './inspect-container.js';
 import { readSandboxConfig } from './verbose-info.js';
 
-/** Creates the container described by spec in pod podId; returns its id. */
-export async function createContainer(client: CriClient, podId: string, spec: ContainerSpec): Promise<string> {
+/** Creates the container described by spec in pod podId; returns its id. The config is remembered in created. */
+export async function createContainer(client: CriClient, podId: string, spec: ContainerSpec, created?: CreatedConfigs): Promise<string> {
   const native = spec.native;
   if (!isCriNative(native)) {
     throw new AgentError('InvalidArgument', `container "${spec.name}": spec was not inspected from a CRI runtime (no CRI config in it)`);
@@ -16,5 +17,8 @@ export async function createContainer(client: CriClient, podId: string, spec: Co
   // The sandbox config belongs to the sandbox; read it again when the container goes into another one.
   const sandboxConfig =
     native.podId === podId ? native.sandboxConfig : readSandboxConfig((await client.podSandboxStatus(podId, true)).info, podId);
-  return client.createContainer({ podSandboxId: podId, config: toContainerConfig(spec, native), sandboxConfig });
+  const config = toContainerConfig(spec, native);
+  const id = await client.createContainer({ podSandboxId: podId, config, sandboxConfig });
+  created?.set(id, podId, config);
+  return id;
 }

@@ -23,7 +23,7 @@ import { toContainerState, toImage } from './convert.js';
 import { createContainer } from './create-container.js';
 import { criEvents } from './events.js';
 import { imageFsUsage } from './image-fs.js';
-import { inspectContainer, SandboxConfigCache } from './inspect-container.js';
+import { CreatedConfigs, inspectContainer, SandboxConfigCache } from './inspect-container.js';
 import { listContainers } from './list-containers.js';
 import { getPod, listPods } from './list-pods.js';
 import { pinImage } from './pin-image.js';
@@ -51,6 +51,8 @@ export class CriRuntime implements Runtime {
   readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false, maxContainerName: 63 };
   private readonly client: CriClient;
   private readonly sandboxConfigs = new SandboxConfigCache();
+  /** The configs of the containers this runtime object created (inspect then skips the verbose status). */
+  private readonly createdConfigs = new CreatedConfigs();
   /** containerd's images service on the same socket; connected on the first pinImage. */
   private containerdImages?: ContainerdClient;
   private pinSupport?: Promise<PinnedLabelSupport>;
@@ -86,12 +88,12 @@ export class CriRuntime implements Runtime {
   }
 
   inspectContainer(containerId: string): Promise<ContainerDetail> {
-    return inspectContainer(this.client, containerId, this.sandboxConfigs);
+    return inspectContainer(this.client, containerId, this.sandboxConfigs, this.createdConfigs);
   }
 
   /** The name argument is Docker's; CRI names containers by metadata (spec.name, spec.attempt). */
   createContainer(podId: string, spec: ContainerSpec, _name?: string): Promise<string> {
-    return createContainer(this.client, podId, spec);
+    return createContainer(this.client, podId, spec, this.createdConfigs);
   }
 
   /** A start already under way (its caller may have died) is waited for; see start-container.ts. */
@@ -111,6 +113,7 @@ export class CriRuntime implements Runtime {
     } catch (err) {
       if (!AgentError.is(err, 'NotFound')) throw err;
     }
+    this.createdConfigs.delete(containerId);
   }
 
   /** CRI names are no unique keys: (name, attempt) metadata identifies a container, so no name is needed. */
