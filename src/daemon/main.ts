@@ -1,9 +1,11 @@
-#!/usr/bin/env -S node --max-semi-space-size=1 --v8-pool-size=1 --optimize-for-size
+#!/usr/bin/env -S node --max-semi-space-size=1 --v8-pool-size=1 --optimize-for-size --no-opt
 // inplace-agent: the node daemon's entry point. Parses flags, starts the daemon, drains on SIGTERM/SIGINT.
 // Node flags for a small, mostly idle daemon (bench:rss, bench:soak; docs/benchmarks.md): V8's young generation
 // is kept at 1 MiB per semi-space (16 by default; idle RSS about 6 MiB lower, and a burst of 200 requests peaks
 // no higher, for more frequent minor GCs), V8 gets one worker thread instead of one per core (about 1 MiB), and
-// V8 favours memory over speed (--optimize-for-size: about 3 MiB; the agent waits on runtimes, not on its JS).
+// V8 favours memory over speed (--optimize-for-size: about 3 MiB; the agent waits on runtimes, not on its JS), and
+// V8's optimizing compiler (TurboFan) is off (--no-opt: about 6 MiB idle; the baseline compiler still runs hot
+// code, and bench:restart measured the same a/b with and without it).
 // Launchers that run `node main.js` themselves read these flags from this line (scripts/kube-deploy-agent,
 // bench/agent-launch.ts).
 // First: a stand-in for the OpenTelemetry API, before prom-client is loaded (see without-otel.ts).
