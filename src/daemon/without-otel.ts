@@ -4,10 +4,8 @@
 // enables exemplars, and no tracer is installed in the process). Imported before prom-client, this module puts
 // a stand-in for @opentelemetry/api in the CommonJS module cache, so prom-client finds that instead; it answers
 // as the real API does when no tracer is registered (no active span).
-import { createRequire, Module } from 'node:module';
-
-const fromPromClient = createRequire(createRequire(import.meta.url).resolve('prom-client'));
-const otelPath = fromPromClient.resolve('@opentelemetry/api');
+import { createRequire } from 'node:module';
+import { putStandIn } from '../module-stand-in.js';
 
 /** What prom-client asks of the API (only with exemplars on): the active context's span, of which there is none. */
 export const otelStandIn = {
@@ -15,10 +13,4 @@ export const otelStandIn = {
   trace: { getSpan: (): undefined => undefined },
 };
 
-if (!fromPromClient.cache[otelPath]) {
-  const m = new Module(otelPath);
-  m.filename = otelPath;
-  m.loaded = true;
-  m.exports = otelStandIn;
-  fromPromClient.cache[otelPath] = m;
-}
+putStandIn(createRequire(createRequire(import.meta.url).resolve('prom-client')), '@opentelemetry/api', otelStandIn);

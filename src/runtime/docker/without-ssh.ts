@@ -2,11 +2,11 @@
 // WebAssembly poly1305 with 16 MiB of memory as it loads: about 18 MiB of an idle agent's RSS for a transport
 // the agent refuses (endpoint.ts takes unix, tcp and http only). Imported before dockerode, this module puts a
 // stand-in for ssh2 in the CommonJS module cache, so docker-modem finds that instead of the real one.
-import { createRequire, Module } from 'node:module';
+import { createRequire } from 'node:module';
+import { putStandIn } from '../../module-stand-in.js';
 
 const fromDockerode = createRequire(createRequire(import.meta.url).resolve('dockerode'));
 const fromModem = createRequire(fromDockerode.resolve('docker-modem'));
-const ssh2Path = fromModem.resolve('ssh2');
 
 /** The ssh2 module as docker-modem will see it: a Client that refuses, since no ssh:// endpoint gets this far. */
 export const ssh2StandIn = {
@@ -17,10 +17,4 @@ export const ssh2StandIn = {
   },
 };
 
-if (!fromModem.cache[ssh2Path]) {
-  const m = new Module(ssh2Path);
-  m.filename = ssh2Path;
-  m.loaded = true;
-  m.exports = ssh2StandIn;
-  fromModem.cache[ssh2Path] = m;
-}
+putStandIn(fromModem, 'ssh2', ssh2StandIn);
