@@ -121,11 +121,19 @@ export class Engine extends EventEmitter {
   /** Loads the journal and resumes every unfinished operation, in the order they were submitted. */
   async start(): Promise<void> {
     await this.d.journal.open();
-    const all = await this.d.journal.readAll((file, err, movedTo) => {
+    let all = await this.d.journal.readAll((file, err, movedTo) => {
       const reason = err instanceof Error ? err.message : String(err);
       this.d.log.error('journal record is not a readable operation; set aside', { file, movedTo: movedTo ?? '(could not be moved)', error: reason });
       this.d.onCorruptRecord?.(file, reason, movedTo);
     });
+    // A record written while its request was still being confirmed, and never written again: nothing was touched
+    // (see record). Its caller submits it again if it still holds (a ContainerRestart claimed but not journaled
+    // is reviewed again); it is dropped, never resumed unconfirmed.
+    for (const op of all.filter((o) => o.awaitingAdmission)) {
+      this.d.log.info('dropping an operation recorded before its request was confirmed; nothing was touched', { op: op.id, pod: op.podName });
+      await this.d.journal.remove(op.id);
+    }
+    all = all.filter((o) => !o.awaitingAdmission);
     for (const op of all) this.ops.set(op.id, op);
     const unfinished = all.filter((op) => !isTerminal(op.state));
     // Before anything resumes (and creates containers of its own).
@@ -223,21 +231,44 @@ export class Engine extends EventEmitter {
       updatedAt: now,
     };
     if (opts.dryRun) return { ...op, id: '' };
-    if (opts.admit && !(await opts.admit())) throw new AgentError('Aborted', `operation ${op.id} was not admitted; nothing was recorded or touched`);
+    if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
+    const runsNow = this.queue.depth(pod.id) === 0;
+    // The first reads (the old containers, the pod's IP), and whether each new image is present already, go on
+    // while the request is confirmed and recorded: they only read (a pull follows the record). An operation that
+    // will wait behind another on its pod reads them at its turn.
+    if (runsNow) {
+      this.executor.reads.prefetch(op);
+      for (const t of containers) if (t.newImage !== t.oldImage) this.d.puller.lookAhead?.(t.newImage);
+    }
+    // A request its caller is still confirming (admit: a ContainerRestart's claim and its requester's review) is
+    // recorded meanwhile, marked as awaiting admission, when its strategies touch nothing before their first
+    // journaled step: the record is then off the path between the confirmation and the first step. A crash
+    // before that step leaves a record the next start drops (see start), and the caller submits it again.
+    const early = opts.admit && containers.every((t) => this.strategyFor(t)?.journalsBeforeTouching) ? this.recordEarly(op) : undefined;
+    // Not admitted: the reads are dropped, and so is the record (unless a call with the same id recorded it since).
+    const drop = async () => {
+      this.executor.reads.forget(op.id);
+      if (early) await early.then(() => (this.ops.has(op.id) ? undefined : this.d.journal.remove(op.id)), () => undefined);
+    };
+    const admitted = opts.admit ? await opts.admit().catch(async (err: unknown) => (await drop(), Promise.reject(err))) : true;
+    if (!admitted) {
+      await drop();
+      throw new AgentError('Aborted', `operation ${op.id} was not admitted; nothing was recorded or touched`);
+    }
     if (opts.admit) this.trace.mark(id, 'admitted');
     if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
-    // The first reads (the old containers, the pod's IP) go on while the record is written; an operation
-    // that will wait behind another on its pod reads them at its turn.
-    if (this.queue.depth(pod.id) === 0) {
-      this.executor.reads.prefetch(op);
-      // Whether each new image is present already is looked up meanwhile too (a read; a pull follows the record).
-      for (const t of containers) if (t.newImage !== t.oldImage) this.d.puller.lookAhead?.(t.newImage);
-      for (const s of this.strategies) if (containers.some((t) => t.strategy === s.name)) s.admitted?.(op);
-    }
+    if (runsNow) for (const s of this.strategies) if (containers.some((t) => t.strategy === s.name)) s.admitted?.(op);
     try {
-      // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
-      // before the operation's first step can be journaled (so before anything is touched).
-      await this.persist(op, 'after');
+      if (early) {
+        // Admitted: the in-memory record says so, and the first step's record writes it (it comes after this one).
+        await early;
+        this.ops.set(op.id, op);
+        this.announce(op);
+      } else {
+        // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
+        // before the operation's first step can be journaled (so before anything is touched).
+        await this.persist(op, 'after');
+      }
     } catch (err) {
       this.executor.reads.forget(op.id);
       throw err;
@@ -245,6 +276,18 @@ export class Engine extends EventEmitter {
     this.trace.mark(id, 'journaled Pending');
     this.schedule(op);
     return op;
+  }
+
+  /** Writes op's Pending record marked as awaiting admission (a copy: the operation itself is not marked). */
+  private recordEarly(op: Operation): Promise<void> {
+    const p = this.d.journal.write({ ...structuredClone(op), awaitingAdmission: true }, 'after');
+    p.then(() => this.trace.mark(op.id, 'journaled Pending (awaiting admission)'), () => undefined);
+    return p;
+  }
+
+  /** The strategy that handles a planned container. */
+  private strategyFor(t: { strategy?: string }): RestartStrategy | undefined {
+    return this.strategies.find((s) => s.name === (t.strategy ?? 'standalone'));
   }
 
   /** One operation; NotFound when unknown. */

@@ -59,6 +59,12 @@ export interface RestartStrategy {
    */
   readonly needsOldConfig?: boolean;
   /**
+   * True when advance() touches nothing before its first ctx.step() is journaled (reads, pulls and Events
+   * aside): a record still Pending then proves nothing was done, and an operation waiting to be admitted may be
+   * recorded while it waits (the standalone strategy creates the replacement before its first step).
+   */
+  readonly journalsBeforeTouching?: boolean;
+  /**
    * Whether this strategy handles a planned container. Throws an AgentError (touching nothing) for a container
    * it must handle but cannot restart, saying why. May rewrite the target's images to the references its
    * owner uses (the kubelet's pod spec rather than the runtime's resolved id).

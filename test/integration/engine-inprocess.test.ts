@@ -11,9 +11,10 @@ import path from 'node:path';
 import { Registry } from 'prom-client';
 import { Engine } from '../../src/engine/engine.js';
 import { Journal } from '../../src/engine/journal.js';
-import { isTerminal, type ContainerStep, type ContainerTarget, type Operation, type RestartRequest } from '../../src/engine/operation.js';
+import { CommonSteps, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type RestartRequest } from '../../src/engine/operation.js';
 import { Reasons, RefusalReasons } from '../../src/engine/reasons.js';
 import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
+import type { RestartStrategy } from '../../src/engine/restart-strategy.js';
 import { AgentError } from '../../src/errors.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
@@ -37,6 +38,8 @@ class Harness {
   readonly log = memoryLogger();
   /** Called after a container step is journaled (or marked), by step name. */
   readonly hooks = new Map<ContainerStep, StepHook>();
+  /** Strategies tried before the standalone one. */
+  strategies: RestartStrategy[] = [];
   engine!: Engine;
 
   constructor(
@@ -55,6 +58,7 @@ class Harness {
       clock: this.clock,
       log: this.log.logger,
       retention,
+      strategies: this.strategies,
       afterStep: (op, t, step) => this.hooks.get(step)?.(op, t),
     });
     await this.engine.start();
@@ -131,6 +135,35 @@ async function exists(rt: Runtime, id: string): Promise<boolean> {
   } catch (err) {
     if (AgentError.is(err, 'NotFound')) return false;
     throw err;
+  }
+}
+
+/**
+ * A strategy that journals every step before its side effect, as the kubelet's does: for the container named
+ * `name` it journals Stopping, then stops the container through the runtime (nobody starts the next instance).
+ */
+function stopFirst(rt: Runtime, name: string): RestartStrategy {
+  return {
+    name: 'kubelet',
+    steps: [...CommonSteps, 'Stopping'],
+    needsOldConfig: false,
+    journalsBeforeTouching: true,
+    claim: async (_pod, target) => target.name === name,
+    advance: async (_op, t, ctx) => {
+      if (t.step === 'Waiting') await ctx.step('Stopping');
+      await rt.stopContainer(t.oldId, 1);
+      ctx.mark('Done');
+      return true;
+    },
+  };
+}
+
+/** Polls (real time) until check() is true. */
+async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 5));
   }
 }
 
@@ -435,6 +468,51 @@ for (const f of flavours) {
       await h.start(1);
       assert.deepEqual(h.journalIds(), [ids[2]]);
       assert.deepEqual(h.engine.list().map((o) => o.id), [ids[2]]);
+    });
+
+    it('a request its caller still confirms is recorded meanwhile, marked so, when its strategy journals before touching; not admitted, the record goes; a start meanwhile drops it unrun', async () => {
+      const p = await pod('admit', ['app', 'sidecar']);
+      const h = new Harness(rt);
+      harnesses.push(h);
+      h.strategies = [stopFirst(rt, 'app')];
+      await h.start();
+      const first = h.engine;
+      let answer: (ok: boolean) => void = () => undefined;
+      const confirmed = new Promise<boolean>((r) => (answer = r));
+      const id = randomUUID();
+      const refused = first.restart(request(p, 'app', undefined, 0), { id, admit: () => confirmed });
+      await until('the record awaiting admission', () => h.journalIds().includes(id));
+      assert.equal(h.record(id).awaitingAdmission, true);
+      assert.equal(h.record(id).state, 'Pending');
+      assert.equal(first.has(id), false, 'not an operation of the engine before it is admitted');
+      // The standalone strategy creates the replacement before its first step: its request is recorded only once admitted.
+      const standaloneId = randomUUID();
+      let answerStandalone: (ok: boolean) => void = () => undefined;
+      const standalone = first.restart(request(p, 'sidecar', undefined, 0), { id: standaloneId, admit: () => new Promise<boolean>((r) => (answerStandalone = r)) });
+      await new Promise((r) => setTimeout(r, 200));
+      assert.ok(!h.journalIds().includes(standaloneId), 'no record of the standalone request before its admission');
+      answerStandalone(false);
+      await assert.rejects(standalone, /was not admitted; nothing was recorded or touched/);
+      // The agent restarted meanwhile: the new engine drops the unconfirmed record and runs nothing.
+      await h.start();
+      assert.ok(!h.journalIds().includes(id), 'the record was dropped');
+      assert.equal(h.engine.has(id), false);
+      assert.ok(h.log.lines.some((l) => l.includes('dropping an operation recorded before its request was confirmed') && l.includes(id)));
+      answer(false);
+      await assert.rejects(refused, /was not admitted; nothing was recorded or touched/);
+      assert.ok(!h.journalIds().includes(id));
+      await first.drain();
+      assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }], 'the container was not touched');
+      // Admitted: it runs, and its first step's record is no longer marked.
+      const okId = randomUUID();
+      const steps: string[] = [];
+      h.hooks.set('Stopping', () => steps.push(h.record(okId).containers[0].step + (h.record(okId).awaitingAdmission ? ' (awaiting)' : '')));
+      const op = await h.engine.restart(request(p, 'app', undefined, 0), { id: okId, admit: async () => true });
+      const end = await h.runToEnd(op.id);
+      assert.equal(end.state, 'Succeeded', end.error);
+      assert.deepEqual(steps, ['Stopping'], 'Stopping was journaled, unmarked, before the stop');
+      assert.equal(h.record(okId).awaitingAdmission, undefined);
+      await exitedOnRuntime(rt, p.containerIds.app);
     });
 
     it('a failed replan: an operation queued behind another fails when its container went away meanwhile; nothing is touched', async () => {

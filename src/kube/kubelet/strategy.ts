@@ -69,6 +69,8 @@ export class KubeletStrategy implements RestartStrategy {
   readonly steps = KubeletSteps;
   /** The kubelet recreates the container from the pod spec: the old one's config is never read. */
   readonly needsOldConfig = false;
+  /** Every side effect follows a journaled step (Draining, PreStop, Stopping or Patching). */
+  readonly journalsBeforeTouching = true;
   private readonly cache: PodCache;
   private readonly claims: KubeletClaims;
   private readonly report: RestartReport;
