@@ -80,6 +80,8 @@ export class Engine extends EventEmitter {
   private readonly announcing = new Map<string, NodeJS.Immediate>();
   /** Ids of the operations executing now (holding a slot). */
   private readonly executing = new Set<string>();
+  /** Operations known and admitted but not yet written to the journal (see record). */
+  private readonly unrecorded = new Set<string>();
   private readonly executor: RestartExecutor;
   private isDraining = false;
   private readonly retention: number;
@@ -121,19 +123,11 @@ export class Engine extends EventEmitter {
   /** Loads the journal and resumes every unfinished operation, in the order they were submitted. */
   async start(): Promise<void> {
     await this.d.journal.open();
-    let all = await this.d.journal.readAll((file, err, movedTo) => {
+    const all = await this.d.journal.readAll((file, err, movedTo) => {
       const reason = err instanceof Error ? err.message : String(err);
       this.d.log.error('journal record is not a readable operation; set aside', { file, movedTo: movedTo ?? '(could not be moved)', error: reason });
       this.d.onCorruptRecord?.(file, reason, movedTo);
     });
-    // A record written while its request was still being confirmed, and never written again: nothing was touched
-    // (see record). Its caller submits it again if it still holds (a ContainerRestart claimed but not journaled
-    // is reviewed again); it is dropped, never resumed unconfirmed.
-    for (const op of all.filter((o) => o.awaitingAdmission)) {
-      this.d.log.info('dropping an operation recorded before its request was confirmed; nothing was touched', { op: op.id, pod: op.podName });
-      await this.d.journal.remove(op.id);
-    }
-    all = all.filter((o) => !o.awaitingAdmission);
     for (const op of all) this.ops.set(op.id, op);
     const unfinished = all.filter((op) => !isTerminal(op.state));
     // Before anything resumes (and creates containers of its own).
@@ -240,35 +234,31 @@ export class Engine extends EventEmitter {
       this.executor.reads.prefetch(op);
       for (const t of containers) if (t.newImage !== t.oldImage) this.d.puller.lookAhead?.(t.newImage);
     }
-    // A request its caller is still confirming (admit: a ContainerRestart's claim and its requester's review) is
-    // recorded meanwhile, marked as awaiting admission, when its strategies touch nothing before their first
-    // journaled step: the record is then off the path between the confirmation and the first step. A crash
-    // before that step leaves a record the next start drops (see start), and the caller submits it again.
-    const early = opts.admit && containers.every((t) => this.strategyFor(t)?.journalsBeforeTouching) ? this.recordEarly(op) : undefined;
-    // Not admitted: the reads are dropped, and so is the record (unless a call with the same id recorded it since).
-    const drop = async () => {
-      this.executor.reads.forget(op.id);
-      if (early) await early.then(() => (this.ops.has(op.id) ? undefined : this.d.journal.remove(op.id)), () => undefined);
-    };
-    const admitted = opts.admit ? await opts.admit().catch(async (err: unknown) => (await drop(), Promise.reject(err))) : true;
+    // A request its caller confirms (admit: a ContainerRestart's claim and its requester's review) whose strategies
+    // touch nothing before their first journaled step gets no Pending record: its first record is that step's (or
+    // its image download's, see pullImages), and no write sits between the confirmation and the first step. A
+    // crash before then leaves nothing recorded and nothing touched; the caller submits it again (a ContainerRestart
+    // claimed but not journaled is reviewed again) and shows it Pending until then (recorded()).
+    const unrecorded = opts.admit !== undefined && containers.every((t) => this.strategyFor(t)?.journalsBeforeTouching);
+    const admitted = opts.admit ? await opts.admit().catch((err: unknown) => (this.executor.reads.forget(op.id), Promise.reject(err))) : true;
     if (!admitted) {
-      await drop();
+      this.executor.reads.forget(op.id);
       throw new AgentError('Aborted', `operation ${op.id} was not admitted; nothing was recorded or touched`);
     }
     if (opts.admit) this.trace.mark(id, 'admitted');
     if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
     if (runsNow) for (const s of this.strategies) if (containers.some((t) => t.strategy === s.name)) s.admitted?.(op);
+    if (unrecorded) {
+      this.unrecorded.add(op.id);
+      this.ops.set(op.id, op);
+      this.announce(op);
+      this.schedule(op);
+      return op;
+    }
     try {
-      if (early) {
-        // Admitted: the in-memory record says so, and the first step's record writes it (it comes after this one).
-        await early;
-        this.ops.set(op.id, op);
-        this.announce(op);
-      } else {
-        // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
-        // before the operation's first step can be journaled (so before anything is touched).
-        await this.persist(op, 'after');
-      }
+      // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
+      // before the operation's first step can be journaled (so before anything is touched).
+      await this.persist(op, 'after');
     } catch (err) {
       this.executor.reads.forget(op.id);
       throw err;
@@ -276,13 +266,6 @@ export class Engine extends EventEmitter {
     this.trace.mark(id, 'journaled Pending');
     this.schedule(op);
     return op;
-  }
-
-  /** Writes op's Pending record marked as awaiting admission (a copy: the operation itself is not marked). */
-  private recordEarly(op: Operation): Promise<void> {
-    const p = this.d.journal.write({ ...structuredClone(op), awaitingAdmission: true }, 'after');
-    p.then(() => this.trace.mark(op.id, 'journaled Pending (awaiting admission)'), () => undefined);
-    return p;
   }
 
   /** The strategy that handles a planned container. */
@@ -310,7 +293,15 @@ export class Engine extends EventEmitter {
     return byPrefix[0];
   }
 
-  /** Whether an operation with this exact id is recorded. */
+  /**
+   * Whether an operation the engine knows has a record in the journal: false only between the admission of an
+   * operation that gets no Pending record (see record) and its first journal write.
+   */
+  recorded(id: string): boolean {
+    return this.ops.has(id) && !this.unrecorded.has(id);
+  }
+
+  /** Whether an operation with this exact id is known (recorded, or admitted and about to be). */
   has(id: string): boolean {
     return this.ops.has(id);
   }
@@ -415,6 +406,7 @@ export class Engine extends EventEmitter {
 
   private async persist(op: Operation, sync: boolean | 'after' = true): Promise<void> {
     await this.d.journal.write(op, sync);
+    this.unrecorded.delete(op.id);
     this.ops.set(op.id, op);
     this.announce(op);
   }
@@ -534,6 +526,7 @@ export class Engine extends EventEmitter {
     const excess = done.length - this.retention;
     for (let i = 0; i < excess; i++) {
       this.ops.delete(done[i].id);
+      this.unrecorded.delete(done[i].id);
       await this.d.journal.remove(done[i].id);
     }
   }

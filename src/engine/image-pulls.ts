@@ -26,6 +26,8 @@ export interface ImagePullsDeps {
   signals: AbortSignal[];
   /** Told as each container's new image begins to be made present (the strategy's pulling hook). */
   pulling(t: ContainerTarget, result: Promise<{ pulled: boolean }>): void;
+  /** Told once, as the first image of the operation is found missing and its download reports progress. */
+  downloading?(): void;
 }
 
 /**
@@ -45,6 +47,7 @@ export async function pullImages(op: Operation, deadline: number, d: ImagePullsD
   );
   op.pulls = images.map((image) => ({ image, bytesDone: 0, bytesTotal: 0, done: false, pulled: false }));
   let lastPublish = 0;
+  let downloading = false;
   const signal = AbortSignal.any([abort.signal, ...d.signals]);
   try {
     await Promise.all(
@@ -53,6 +56,10 @@ export async function pullImages(op: Operation, deadline: number, d: ImagePullsD
           const ensured = d.puller.ensure(p.image, {
             signal,
             onProgress: (pr) => {
+              if (!downloading) {
+                downloading = true;
+                d.downloading?.();
+              }
               p.bytesDone = pr.bytesDone;
               p.bytesTotal = pr.bytesTotal;
               if (d.clock.now() - lastPublish >= PULL_PUBLISH_MS) {

@@ -69,7 +69,6 @@ const operation = loose({
   error: z.string().optional(),
   errorKind: z.string().optional(),
   cancelRequested: z.boolean().optional(),
-  awaitingAdmission: z.boolean().optional(),
 });
 
 /** The record as an Operation; throws an Error listing what is wrong (first few issues) otherwise. */

@@ -137,12 +137,6 @@ export interface Operation {
   /** Why the operation did not succeed (a constant of reasons.ts). */
   reason?: string;
   cancelRequested?: boolean;
-  /**
-   * Only ever true on disk, in a record written while its caller was still confirming the request (a
-   * ContainerRestart's claim and its requester's review, made beside the write): such a record proves that
-   * nothing was touched, and the agent's start drops it. The next write of the record leaves it out.
-   */
-  awaitingAdmission?: boolean;
   /** The settings the caller gave; the others in `request` are the agent's defaults. */
   requested?: RequestedSettings;
   /** The pod read again after success: its sandbox id and IP then (absent when not read). */

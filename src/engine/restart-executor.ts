@@ -111,6 +111,10 @@ export class RestartExecutor {
           ...this.d,
           signals: [this.d.drainSignal, this.d.cancelSignal?.(op)].filter((x): x is AbortSignal => x !== undefined),
           pulling: (t, result) => this.strategyOf(t).pulling?.(op, t, result),
+          // A download may take minutes: the operation is journaled as it begins (an operation admitted without a
+          // Pending record has its first record then), so that a crash meanwhile resumes it. Not awaited: the next
+          // write of the record comes after it, and a write that fails is fatal (see EngineDeps.onFatal).
+          downloading: () => void this.save(op, true, 'journaled as its image downloads').catch(() => undefined),
         });
         this.note(op, 'images present');
         this.safePoint(op, deadline);

@@ -3,8 +3,6 @@
 // sandbox's real containerd, and a pod made through the CRI (a standalone pod: the engine recreates its
 // containers itself). Also `inplacectl --kubeconfig restart`, which never touches the agent's socket.
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import path from 'node:path';
 import { AuthorizationV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
@@ -217,23 +215,6 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     // Claimed by this node's agent, as if it had stopped between its claim and its journal record.
     const uid = created.metadata.uid ?? '';
     await api.replaceStatus(created, claimedStatus(created, uid, node, '', new Date().toISOString()));
-    // ...and as if it had written the request's record while the requester's check was still being made (a record
-    // marked as awaiting admission): the next start drops it, and never runs it unchecked.
-    const at = new Date().toISOString();
-    const unconfirmed = {
-      id: uid,
-      podId: p.podId,
-      podName: `${ns}/revoked`,
-      podIp: '',
-      state: 'Pending',
-      request: { pod: `${ns}/revoked`, containers: ['app'], images: { app: env.images.appV2 }, graceSeconds: 10, minReadyMs: 0, timeoutMs: 300_000 },
-      containers: [{ name: 'app', strategy: 'standalone', oldId: before.app.id, oldRuntimeName: 'app', oldImage: before.app.image, newImage: env.images.appV2, newAttempt: 1, newId: '', rollbackId: '', step: 'Waiting', steps: [{ step: 'Waiting', at }] }],
-      createdAt: at,
-      updatedAt: at,
-      awaitingAdmission: true,
-    };
-    fs.mkdirSync(path.join(stateDir, 'operations'), { recursive: true });
-    fs.writeFileSync(path.join(stateDir, 'operations', `${uid}.json`), JSON.stringify(unconfirmed));
     // The user's patch right is taken away while the agent is down.
     const rbac = cluster.kc.makeApiClient(RbacAuthorizationV1Api);
     await rbac.deleteNamespacedRoleBinding({ name: 'revoked', namespace: ns });
@@ -248,8 +229,6 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     assert.equal(done.status?.conditions?.find((c) => c.type === 'Succeeded')?.reason, 'Forbidden', JSON.stringify(done.status));
     assert.match(done.status?.message ?? '', /may not patch pods\/revoked/);
     assert.equal(done.status?.operationId, undefined, `the claim taken back, no operation: ${JSON.stringify(done.status)}`);
-    assert.match((agent as AgentProcess).log(), new RegExp(`dropping an operation recorded before its request was confirmed.*\\bop=${uid}`));
-    assert.ok(!fs.existsSync(path.join(stateDir, 'operations', `${uid}.json`)), 'the unconfirmed record is gone');
     const after = await running(p.podId);
     assert.equal(after.app.id, before.app.id, 'the container was not touched');
     assert.equal(after.app.image, before.app.image);

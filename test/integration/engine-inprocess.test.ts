@@ -142,14 +142,15 @@ async function exists(rt: Runtime, id: string): Promise<boolean> {
  * A strategy that journals every step before its side effect, as the kubelet's does: for the container named
  * `name` it journals Stopping, then stops the container through the runtime (nobody starts the next instance).
  */
-function stopFirst(rt: Runtime, name: string): RestartStrategy {
+function stopFirst(rt: Runtime, name: string, began?: (op: Operation) => void): RestartStrategy {
   return {
     name: 'kubelet',
     steps: [...CommonSteps, 'Stopping'],
     needsOldConfig: false,
     journalsBeforeTouching: true,
     claim: async (_pod, target) => target.name === name,
-    advance: async (_op, t, ctx) => {
+    advance: async (op, t, ctx) => {
+      began?.(op);
       if (t.step === 'Waiting') await ctx.step('Stopping');
       await rt.stopContainer(t.oldId, 1);
       ctx.mark('Done');
@@ -470,49 +471,51 @@ for (const f of flavours) {
       assert.deepEqual(h.engine.list().map((o) => o.id), [ids[2]]);
     });
 
-    it('a request its caller still confirms is recorded meanwhile, marked so, when its strategy journals before touching; not admitted, the record goes; a start meanwhile drops it unrun', async () => {
+    it('a request its caller confirms, whose strategy journals before touching, has no Pending record: its first record is its first step\'s; refused, nothing is recorded', async () => {
       const p = await pod('admit', ['app', 'sidecar']);
       const h = new Harness(rt);
       harnesses.push(h);
-      h.strategies = [stopFirst(rt, 'app')];
+      const onDisk: string[] = [];
+      h.strategies = [stopFirst(rt, 'app', (op) => onDisk.push(h.journalIds().includes(op.id) ? h.record(op.id).containers[0].step : 'none'))];
       await h.start();
-      const first = h.engine;
+      // Not admitted: nothing recorded, nothing touched.
       let answer: (ok: boolean) => void = () => undefined;
-      const confirmed = new Promise<boolean>((r) => (answer = r));
       const id = randomUUID();
-      const refused = first.restart(request(p, 'app', undefined, 0), { id, admit: () => confirmed });
-      await until('the record awaiting admission', () => h.journalIds().includes(id));
-      assert.equal(h.record(id).awaitingAdmission, true);
-      assert.equal(h.record(id).state, 'Pending');
-      assert.equal(first.has(id), false, 'not an operation of the engine before it is admitted');
-      // The standalone strategy creates the replacement before its first step: its request is recorded only once admitted.
-      const standaloneId = randomUUID();
-      let answerStandalone: (ok: boolean) => void = () => undefined;
-      const standalone = first.restart(request(p, 'sidecar', undefined, 0), { id: standaloneId, admit: () => new Promise<boolean>((r) => (answerStandalone = r)) });
-      await new Promise((r) => setTimeout(r, 200));
-      assert.ok(!h.journalIds().includes(standaloneId), 'no record of the standalone request before its admission');
-      answerStandalone(false);
-      await assert.rejects(standalone, /was not admitted; nothing was recorded or touched/);
-      // The agent restarted meanwhile: the new engine drops the unconfirmed record and runs nothing.
-      await h.start();
-      assert.ok(!h.journalIds().includes(id), 'the record was dropped');
-      assert.equal(h.engine.has(id), false);
-      assert.ok(h.log.lines.some((l) => l.includes('dropping an operation recorded before its request was confirmed') && l.includes(id)));
+      let asked = false;
+      const refused = h.engine.restart(request(p, 'app', undefined, 0), {
+        id,
+        admit: () => {
+          asked = true;
+          return new Promise<boolean>((r) => (answer = r));
+        },
+      });
+      await until('the admission asked', () => asked);
+      await new Promise((r) => setTimeout(r, 100));
+      assert.ok(!h.journalIds().includes(id), 'no record while the request is confirmed');
       answer(false);
       await assert.rejects(refused, /was not admitted; nothing was recorded or touched/);
       assert.ok(!h.journalIds().includes(id));
-      await first.drain();
-      assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }], 'the container was not touched');
-      // Admitted: it runs, and its first step's record is no longer marked.
+      assert.equal(h.engine.has(id), false);
+      // Admitted: no Pending record; the first record is the Stopping step's, written before the stop.
       const okId = randomUUID();
-      const steps: string[] = [];
-      h.hooks.set('Stopping', () => steps.push(h.record(okId).containers[0].step + (h.record(okId).awaitingAdmission ? ' (awaiting)' : '')));
+      const stepped: string[] = [];
+      h.hooks.set('Stopping', () => stepped.push(h.record(okId).containers[0].step));
       const op = await h.engine.restart(request(p, 'app', undefined, 0), { id: okId, admit: async () => true });
+      assert.equal(op.state, 'Pending');
       const end = await h.runToEnd(op.id);
       assert.equal(end.state, 'Succeeded', end.error);
-      assert.deepEqual(steps, ['Stopping'], 'Stopping was journaled, unmarked, before the stop');
-      assert.equal(h.record(okId).awaitingAdmission, undefined);
+      assert.deepEqual(onDisk, ['none'], 'nothing on disk as the strategy began');
+      assert.deepEqual(stepped, ['Stopping'], 'Stopping journaled before the stop');
+      assert.ok(h.engine.recorded(okId));
+      await until('the success journaled', () => h.record(okId).state === 'Succeeded');
       await exitedOnRuntime(rt, p.containerIds.app);
+      // The standalone strategy creates the replacement before its first step: its request gets a Pending record
+      // before the caller hears of it, admitted or not.
+      const sid = randomUUID();
+      await h.engine.restart(request(p, 'sidecar', undefined, 0), { id: sid, admit: async () => true });
+      assert.ok(h.journalIds().includes(sid), 'recorded before the answer');
+      assert.ok(h.engine.recorded(sid));
+      assert.equal((await h.runToEnd(sid)).state, 'Succeeded');
     });
 
     it('a failed replan: an operation queued behind another fails when its container went away meanwhile; nothing is touched', async () => {

@@ -40,7 +40,7 @@ const STATUS_COALESCE_MS = 250;
 export interface ContainerRestartControllerDeps {
   kc: KubeConfig;
   api: ContainerRestartApi;
-  engine: Pick<Engine, 'restart' | 'has' | 'get' | 'on' | 'off' | 'trace'>;
+  engine: Pick<Engine, 'restart' | 'has' | 'recorded' | 'get' | 'on' | 'off' | 'trace'>;
   /** This node's name, written to the status of every request it takes. */
   nodeName: string;
   /** This agent's identity, stable across its restarts (see agentIdentity): two agents never run one request. */
@@ -294,12 +294,22 @@ export class ContainerRestartController {
         return this.refuse(cr, err);
       }
     }
-    const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
+    const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.shown(opId), this.d.nodeName, this.now()) : undefined));
     if (isFinished(written.status?.phase)) {
       const op = this.d.engine.get(opId);
       this.report(written, op.state, op.reason ?? '');
       await this.expire(written);
     }
+  }
+
+  /**
+   * The operation as the object shows it: Pending until the journal has it (an operation admitted without a
+   * Pending record, see Engine.record), so that an agent that stops before then finds the object claimed, Pending
+   * and not journaled, reviews its requester again and submits it again, instead of taking it for a lost journal.
+   */
+  private shown(opId: string): Operation {
+    const op = this.d.engine.get(opId);
+    return this.d.engine.recorded(opId) || isTerminal(op.state) ? op : { ...op, state: 'Pending' };
   }
 
   /** Reports a request whose status is final to the metrics, once per request. */
