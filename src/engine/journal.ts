@@ -1,10 +1,14 @@
 // The operation journal: one JSON file per operation under <state-dir>/operations, written atomically
 // (temp file, fsync, rename, fsync of the directory) so that a record on disk is always whole.
+import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { AgentError } from '../errors.js';
 import type { Operation } from './operation.js';
 import { parseOperationRecord } from './operation-schema.js';
+
+const fsync = promisify(fsSync.fsync);
 
 /** The error for a failed journal write: it says what is wrong with the state directory when it can. */
 function journalError(dir: string, err: NodeJS.ErrnoException): AgentError {
@@ -71,20 +75,26 @@ export class Journal {
     return next;
   }
 
+  /**
+   * Writes the record through a temp file. Only the fsyncs wait for the disk, and only they leave the event loop:
+   * opening, writing and renaming a small file are page-cache work, done in place, where five asynchronous calls
+   * (open, write, sync, close, rename) each waited for a turn of a busy event loop (19.5 ms for a record on a
+   * loaded node against 0.4-0.8 ms of file work; docs/restart.md).
+   */
   private async writeNow(op: Operation, sync: boolean): Promise<void> {
     const file = path.join(this.dir, `${op.id}.json`);
     const tmp = `${file}.tmp-${process.pid}`;
-    const fh = await fs.open(tmp, 'w', 0o600);
     try {
+      const fd = fsSync.openSync(tmp, 'w', 0o600);
       try {
-        await fh.writeFile(JSON.stringify(op));
+        fsSync.writeFileSync(fd, JSON.stringify(op));
         // The file's content is always on disk before the rename, so a rename that survives a power loss
         // never points at an empty file; only the directory fsync (the rename's own durability) is optional.
-        await fh.sync();
+        await fsync(fd);
       } finally {
-        await fh.close();
+        fsSync.closeSync(fd);
       }
-      await fs.rename(tmp, file);
+      fsSync.renameSync(tmp, file);
     } catch (err) {
       // A full disk leaves a partial temp file: it must not take the space the next write needs.
       await fs.rm(tmp, { force: true }).catch(() => undefined);
@@ -95,11 +105,11 @@ export class Journal {
 
   /** fsyncs the journal's directory: the renames into it survive a power loss. */
   private async syncDir(): Promise<void> {
-    const dh = await fs.open(this.dir, 'r');
+    const dh = fsSync.openSync(this.dir, 'r');
     try {
-      await dh.sync();
+      await fsync(dh);
     } finally {
-      await dh.close();
+      fsSync.closeSync(dh);
     }
   }
 

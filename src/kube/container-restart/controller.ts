@@ -294,22 +294,17 @@ export class ContainerRestartController {
         return this.refuse(cr, err);
       }
     }
-    const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.shown(opId), this.d.nodeName, this.now()) : undefined));
+    // An operation admitted without a Pending record (Engine.record) shows as its claim does, Pending, until the
+    // journal has it: an agent that stops before then finds the object claimed, Pending and not journaled, and
+    // reviews its requester again and submits it again (not a lost journal). The write its first record's change
+    // brings is made then, and none is sent beside the restart's own calls between the claim and that record.
+    if (!this.d.engine.recorded(opId) && !isTerminal(this.d.engine.get(opId).state)) return;
+    const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
     if (isFinished(written.status?.phase)) {
       const op = this.d.engine.get(opId);
       this.report(written, op.state, op.reason ?? '');
       await this.expire(written);
     }
-  }
-
-  /**
-   * The operation as the object shows it: Pending until the journal has it (an operation admitted without a
-   * Pending record, see Engine.record), so that an agent that stops before then finds the object claimed, Pending
-   * and not journaled, reviews its requester again and submits it again, instead of taking it for a lost journal.
-   */
-  private shown(opId: string): Operation {
-    const op = this.d.engine.get(opId);
-    return this.d.engine.recorded(opId) || isTerminal(op.state) ? op : { ...op, state: 'Pending' };
   }
 
   /** Reports a request whose status is final to the metrics, once per request. */
