@@ -200,6 +200,9 @@ export class Engine extends EventEmitter {
 
   private async record(id: string, req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> }): Promise<Operation> {
     if (this.isDraining) throw new AgentError('Unavailable', 'agent is shutting down and takes no new operations', { reason: RefusalReasons.ShuttingDown });
+    // Whether the images the request names are present is looked up at once (a read), beside the planning: the
+    // look is the one the operation's pull check takes (the plan's own lookAhead keeps it).
+    if (!opts.dryRun) for (const image of Object.values(req.images)) this.d.puller.lookAhead?.(image);
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
     const pods = await this.podsFor(req.pod);
     this.trace.mark(id, 'pods listed');
@@ -247,7 +250,7 @@ export class Engine extends EventEmitter {
     }
     if (opts.admit) this.trace.mark(id, 'admitted');
     if (opts.id && this.ops.has(opts.id)) return this.ops.get(opts.id) as Operation;
-    if (runsNow) for (const s of this.strategies) if (containers.some((t) => t.strategy === s.name)) s.admitted?.(op);
+    if (runsNow) for (const s of this.strategies) if (containers.some((t) => t.strategy === s.name)) s.admitted?.(op, (image) => this.d.puller.present?.(image));
     if (unrecorded) {
       this.unrecorded.add(op.id);
       this.ops.set(op.id, op);

@@ -18,4 +18,9 @@ export interface ImagePuller {
    * so that the look is off that ensure's path.
    */
   lookAhead?(ref: string): void;
+  /**
+   * Whether the look lookAhead() began for ref (within its time) found the image present, without taking the look
+   * from the ensure() it is for; undefined when no such look is under way.
+   */
+  present?(ref: string): Promise<boolean> | undefined;
 }

@@ -60,8 +60,8 @@ export interface RestartStrategy {
   readonly needsOldConfig?: boolean;
   /**
    * True when advance() touches nothing before its first ctx.step() is journaled (reads, pulls and Events
-   * aside): a record still Pending then proves nothing was done, and an operation waiting to be admitted may be
-   * recorded while it waits (the standalone strategy creates the replacement before its first step).
+   * aside): an operation its caller confirms (admit) then gets no Pending record, its first step's being the
+   * first (the standalone strategy creates the replacement before its first step: its operations always get one).
    */
   readonly journalsBeforeTouching?: boolean;
   /**
@@ -87,10 +87,11 @@ export interface RestartStrategy {
    */
   pulling?(op: Operation, t: ContainerTarget, result: Promise<{ pulled: boolean }>): void;
   /**
-   * Told (not awaited) once a new operation is admitted, while its Pending record is written and before anything
-   * is touched: what only reads or announces may begin (the kubelet strategy's Pulled event for an image present).
+   * Told (not awaited) once a new operation is admitted, before anything is touched: what only reads or announces
+   * may begin (the kubelet strategy's Pulled event for an image present). present(image) says whether the look
+   * begun for the image found it (undefined when none is under way).
    */
-  admitted?(op: Operation): void;
+  admitted?(op: Operation, present?: (image: string) => Promise<boolean> | undefined): void;
   /** Told once an operation that had containers of this strategy reached a terminal state. */
   finished?(op: Operation): Promise<void>;
   /**

@@ -167,7 +167,16 @@ export class ImagePullService implements PullService {
     const now = this.clock.now();
     // Never kept past its use: looks not taken in time are dropped.
     for (const [k, v] of this.looks) if (now - v.at > LOOK_AHEAD_MS) this.looks.delete(k);
+    // A look begun for the same reference a moment ago (the request's image as it arrived, then the plan's) stands.
+    if (this.looks.has(parsed.original.trim())) return;
     this.looks.set(parsed.original.trim(), { at: now, found: this.findPresent(parsed) });
+  }
+
+  /** See ImagePuller.present. */
+  present(ref: string): Promise<boolean> | undefined {
+    const look = this.looks.get(ref.trim());
+    if (!look || this.clock.now() - look.at > LOOK_AHEAD_MS) return undefined;
+    return look.found.then((i) => i !== undefined);
   }
 
   /** A look lookAhead() began for ref no longer than LOOK_AHEAD_MS ago, taken (once). */

@@ -52,4 +52,27 @@ describe('ImagePullService.lookAhead', () => {
     svc.lookAhead('not a reference!');
     assert.equal(looks(), 0);
   });
+
+  it('a second look-ahead of the same reference within 1 s keeps the first look: one look in the store', async () => {
+    const { svc, looks } = counted();
+    svc.lookAhead(IMG);
+    svc.lookAhead(IMG);
+    assert.equal(looks(), 1);
+    await svc.ensure(IMG);
+    assert.equal(looks(), 1);
+  });
+
+  it('present() tells what the look found without taking it from the ensure; undefined with no look under way', async () => {
+    const { svc, clock, looks } = counted();
+    assert.equal(svc.present(IMG), undefined);
+    svc.lookAhead(IMG);
+    svc.lookAhead('127.0.0.1:5000/inplace/app:absent');
+    assert.equal(await svc.present(IMG), true);
+    assert.equal(await svc.present('127.0.0.1:5000/inplace/app:absent'), false);
+    const got = await svc.ensure(IMG);
+    assert.equal(got.pulled, false);
+    assert.equal(looks(), 2, 'one look each, shared by present() and the ensure');
+    await clock.advance(1001);
+    assert.equal(svc.present('127.0.0.1:5000/inplace/app:absent'), undefined, 'a look older than 1 s is not told');
+  });
 });

@@ -100,20 +100,22 @@ export class KubeletClaims {
   }
 
   /**
-   * As the operation is admitted (its Pending record being written, nothing touched), the Pulled event ("already
+   * As the operation is admitted (nothing touched yet), the Pulled event ("already
    * present on machine") of each new image the node has: the image-change path does not wait for that event after
    * its Patching record (it took 34-72 ms at load 12 when begun with the pull check). An image the node lacks
    * gets its Pulling and Pulled events from pulling(), as before.
    */
-  admitted(op: Operation): void {
+  admitted(op: Operation, present?: (image: string) => Promise<boolean> | undefined): void {
     const [ns, name] = splitName(op.podName);
     const pod = this.d.cache.recentOf(ns, name);
     if (!pod) return;
     for (const t of op.containers) {
       if (t.strategy !== 'kubelet' || t.newImage === t.oldImage) continue;
-      const recorded = this.d.runtime.inspectImage(t.newImage).then(
-        async (i) => {
-          if (i === undefined) return false;
+      // The look the engine began as the request arrived, when there is one: no second read of the runtime.
+      const found = present?.(t.newImage) ?? this.d.runtime.inspectImage(t.newImage).then((i) => i !== undefined);
+      const recorded = found.then(
+        async (have) => {
+          if (!have) return false;
           await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, false));
           return true;
         },

@@ -101,8 +101,8 @@ export class KubeletStrategy implements RestartStrategy {
     this.claims.pulling(op, t, result);
   }
 
-  admitted(op: Operation): void {
-    this.claims.admitted(op);
+  admitted(op: Operation, present?: (image: string) => Promise<boolean> | undefined): void {
+    this.claims.admitted(op, present);
   }
 
   async advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean> {
