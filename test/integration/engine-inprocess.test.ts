@@ -26,6 +26,7 @@ import type { PodFixture, TestPod, TestPodSpec } from '../testbed/pod-fixture.js
 import { sandboxEnv, type SandboxEnv } from '../testbed/sandbox-env.js';
 import { ManualClock, type ManualTimer } from '../support/manual-timers.js';
 import { memoryLogger } from '../support/memory-logger.js';
+import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
 
@@ -516,6 +517,23 @@ for (const f of flavours) {
       assert.ok(h.journalIds().includes(sid), 'recorded before the answer');
       assert.ok(h.engine.recorded(sid));
       assert.equal((await h.runToEnd(sid)).state, 'Succeeded');
+    });
+
+    it('an operation admitted without a Pending record whose image must be downloaded is journaled as the download begins', async () => {
+      const p = await pod('download', ['app']);
+      const h = new Harness(rt);
+      harnesses.push(h);
+      const onDisk: string[] = [];
+      h.strategies = [stopFirst(rt, 'app', (op) => onDisk.push(h.journalIds().includes(op.id) ? h.record(op.id).state : 'none'))];
+      await h.start();
+      // A tag the node has never seen: a real pull (of layers it has).
+      const image = await retag(f.env.registry, f.env.images.appV2, `dl-${randomUUID().slice(0, 8)}`);
+      const op = await h.engine.restart(request(p, 'app', image, 0), { id: randomUUID(), admit: async () => true });
+      assert.equal(h.engine.recorded(op.id), false, 'no record as the caller hears of it');
+      const end = await h.runToEnd(op.id);
+      assert.equal(end.state, 'Succeeded', end.error);
+      assert.equal(end.pulls?.[0]?.pulled, true, 'the image was downloaded');
+      assert.deepEqual(onDisk, ['Pulling'], 'journaled (as Pulling) before the strategy began');
     });
 
     it('a failed replan: an operation queued behind another fails when its container went away meanwhile; nothing is touched', async () => {
