@@ -183,7 +183,8 @@ export class Engine extends EventEmitter {
    * dryRun, returns the planned operation (no id) without recording or running it. With id, the operation
    * gets that id, and a request whose id is already recorded returns that record instead of running twice.
    * With admit, the planned operation is recorded only once admit() resolves true (the caller may, meanwhile,
-   * make sure nobody else runs it); false ends it with an Aborted error, nothing recorded or touched.
+   * make sure nobody else runs it); false ends it with an Aborted error, nothing recorded or touched. Admitted, an
+   * operation whose strategies journal before touching is queued without a Pending record (see recorded()).
    */
   async restart(req: RestartRequest, opts: { dryRun?: boolean; id?: string; requested?: RequestedSettings; admit?: () => Promise<boolean> } = {}): Promise<Operation> {
     const known = opts.id ? this.ops.get(opts.id) : undefined;

@@ -1,6 +1,6 @@
 // The reads a restart starts with: each old container (its state, and its creation config where the strategy
-// needs it) and the pod's IP. A new operation's reads begin while its Pending record is written, so that they are
-// off the caller's path; they only read, so nothing is touched before the record is on disk.
+// needs it) and the pod's IP. A new operation's reads begin once it is planned, while it is confirmed and recorded,
+// so that they are off the caller's path; they only read, so nothing is touched before a record is on disk.
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -34,12 +34,12 @@ export interface FirstReadDeps {
 
 /** Begins, keeps and hands over the first reads of operations. */
 export class FirstReader {
-  /** The first reads of new operations, begun while their Pending records were written (see prefetch). */
+  /** The first reads of new operations, begun as they were planned (see prefetch). */
   private readonly early = new Map<string, FirstReads>();
 
   constructor(private readonly d: FirstReadDeps) {}
 
-  /** Begins the first reads of a new operation while its Pending record is being written; its run takes them. */
+  /** Begins the first reads of a new operation as it is planned; its run takes them. */
   prefetch(op: Operation): void {
     this.early.set(op.id, this.begin(op, Date.parse(op.createdAt) + op.request.timeoutMs));
   }

@@ -100,7 +100,7 @@ export class RestartExecutor {
       }
     }
     // The old containers are read (their creation configs, for strategies that need them) and the pod's IP
-    // while images are checked or pulled; a new operation's reads began while its Pending record was written.
+    // while images are checked or pulled; a new operation's reads began as it was planned.
     const first = this.reads.take(op, deadline, opts.replan === true);
     const podIp = first.podIp.then((ip) => (op.podIp = ip));
     try {
