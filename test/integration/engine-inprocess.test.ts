@@ -26,7 +26,8 @@ import type { PodFixture, TestPod, TestPodSpec } from '../testbed/pod-fixture.js
 import { sandboxEnv, type SandboxEnv } from '../testbed/sandbox-env.js';
 import { ManualClock, type ManualTimer } from '../support/manual-timers.js';
 import { memoryLogger } from '../support/memory-logger.js';
-import { retag } from '../support/registry-retag.js';
+import { extendImage } from '../support/registry-extend.js';
+import { buildLayer } from '../support/registry-images.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { criTargets } from '../support/runtime-matrix.js';
 
@@ -526,8 +527,10 @@ for (const f of flavours) {
       const onDisk: string[] = [];
       h.strategies = [stopFirst(rt, 'app', (op) => onDisk.push(h.journalIds().includes(op.id) ? h.record(op.id).state : 'none'))];
       await h.start();
-      // A tag the node has never seen: a real pull (of layers it has).
-      const image = await retag(f.env.registry, f.env.images.appV2, `dl-${randomUUID().slice(0, 8)}`);
+      // An image of its own (app:v2 plus one small layer, under a new tag): a real download, and no other image of
+      // the store gets another name.
+      const tag = `dl-${randomUUID().slice(0, 8)}`;
+      const image = await extendImage(f.env.registry, f.env.images.appV2, tag, buildLayer([{ path: 'download-probe', data: Buffer.from(tag) }]));
       const op = await h.engine.restart(request(p, 'app', image, 0), { id: randomUUID(), admit: async () => true });
       assert.equal(h.engine.recorded(op.id), false, 'no record as the caller hears of it');
       const end = await h.runToEnd(op.id);
