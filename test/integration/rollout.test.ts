@@ -14,6 +14,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Container, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
+import { apiStatusCode } from '../../src/kube/api-error.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm, type NodePrewarmEntry } from '../../src/fleet/types.js';
@@ -359,7 +360,15 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       await kubectl('set', 'image', 'statefulset/web', `app=${V2}`);
       const rev = await newRevision();
       await until('the rollout under way', 60_000, async () => ((await ofRevision(rev)).length > 0 ? true : undefined));
-      const lease = await coordinationLease();
+      // The coordinator now: the Lease and its holder (absent for a moment while it changes hands, after an agent
+      // gave it back on its way out).
+      const lease = await until('the coordination Lease held', 30_000, async () => {
+        const l = await coordinationLease().catch((err: unknown) => {
+          if (apiStatusCode(err) === 404) return undefined;
+          throw err;
+        });
+        return l?.spec?.holderIdentity ? l : undefined;
+      });
       const holder = lease.spec?.holderIdentity ?? '';
       const leaseMs = (lease.spec?.leaseDurationSeconds ?? 15) * 1000;
       const node = holder.split('/')[0];
@@ -368,7 +377,11 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       await killAgent(node);
       // Handed over: the Lease renewed after the kill (by another node's agent, or by the restarted one).
       const renewed = await until('the Lease renewed after the kill', leaseMs + 30_000, async () => {
-        const l = await coordinationLease();
+        const l = await coordinationLease().catch((err: unknown) => {
+          if (apiStatusCode(err) === 404) return undefined; // given back on the way out, not yet taken again
+          throw err;
+        });
+        if (!l) return undefined;
         const t = l.spec?.renewTime ? new Date(l.spec.renewTime as unknown as string).getTime() : 0;
         return t > killedAt ? { at: Date.now(), holder: l.spec?.holderIdentity } : undefined;
       });
