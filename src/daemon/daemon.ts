@@ -18,6 +18,7 @@ import { detectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
+import { agentIdentity } from './agent-identity.js';
 import { recoveryMetrics } from './recovery-metrics.js';
 import { Prewarmer } from './prewarm.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
@@ -100,8 +101,15 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, { proxyMetricsUrl: opts.proxyMetricsUrl, settleMs: opts.drainSettleMs }, kubeMetrics?.drain) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
+  // Put on the replacements it creates, so that its next start removes the one an operation left before its first
+  // record was written (Engine.start). Without it (a state directory it cannot write) they are only reported.
+  const agentId = await agentIdentity(opts.stateDir).catch((err: unknown) => {
+    log.warn('cannot read or create this agent\'s identity in its state directory', { stateDir: opts.stateDir, error: String(err) });
+    return undefined;
+  });
   const engine = new Engine({
     runtime,
+    agentId,
     puller: pulls,
     journal: new Journal(opts.stateDir),
     clock,

@@ -16,7 +16,7 @@ import { isTerminal, type ContainerTarget, type Operation, type RequestedSetting
 import { resolvePod } from './pod-resolver.js';
 import { MIN_ID_PREFIX } from '../id-prefix.js';
 import { RefusalReasons, Reasons } from './reasons.js';
-import { OPERATION_LABEL, planRestart } from './restart-plan.js';
+import { AGENT_LABEL, OPERATION_LABEL, planRestart } from './restart-plan.js';
 import { Paused } from './paused.js';
 import { RestartExecutor, type ExecutorDeps } from './restart-executor.js';
 import type { RestartStrategy } from './restart-strategy.js';
@@ -24,6 +24,9 @@ import { StandaloneStrategy } from './standalone-strategy.js';
 import { StepTrace } from './step-trace.js';
 
 /** Construction parameters of the engine. */
+/** How many pod arguments record() remembers the sandbox of. */
+const LAST_PODS = 256;
+
 export interface EngineDeps {
   runtime: Runtime;
   puller: ImagePuller;
@@ -38,8 +41,13 @@ export interface EngineDeps {
   maxUnfinished?: number;
   /** Called for each journal record set aside at start (not readable as an operation). */
   onCorruptRecord?: (file: string, reason: string, movedTo: string | undefined) => void;
-  /** Called at start with the containers an operation labelled that no journal record explains. */
+  /**
+   * Called at start with the containers an operation labelled that no journal record explains (those this agent
+   * removes itself are not among them, see findOrphans).
+   */
   onOrphans?: (orphans: Container[]) => void;
+  /** This agent's identity (its state directory's agent-id), put on the replacements it creates (AGENT_LABEL). */
+  agentId?: string;
   /**
    * Strategies tried, in order, for each planned container before the standalone one (Kubernetes mode: the
    * kubelet strategy, which claims every kubelet-managed container). With any, the plan may name
@@ -82,6 +90,12 @@ export class Engine extends EventEmitter {
   private readonly executing = new Set<string>();
   /** Operations known and admitted but not yet written to the journal (see record). */
   private readonly unrecorded = new Set<string>();
+  /** The first record's write of each operation that began beside it (see record and ExecutorDeps.firstRecord). */
+  private readonly firstWrites = new Map<string, Promise<void>>();
+  /** The sandbox id each pod argument of a recent request resolved to, oldest first (see record). */
+  private readonly lastPodOf = new Map<string, string>();
+  /** Operations whose first record failed before they began to execute: they never will (see record). */
+  private readonly abandoned = new Set<string>();
   private readonly executor: RestartExecutor;
   private isDraining = false;
   private readonly retention: number;
@@ -102,13 +116,14 @@ export class Engine extends EventEmitter {
     this.slots = new OperationSlots(d.maxParallel ?? 4);
     this.maxUnfinished = d.maxUnfinished ?? 256;
     const draining = () => this.isDraining;
-    this.strategies = [...(d.strategies ?? []), new StandaloneStrategy({ runtime: d.runtime, clock: d.clock, log: d.log, draining, drainSignal: this.drainAbort.signal })];
+    this.strategies = [...(d.strategies ?? []), new StandaloneStrategy({ runtime: d.runtime, clock: d.clock, log: d.log, draining, drainSignal: this.drainAbort.signal, agentId: d.agentId })];
     this.executor = new RestartExecutor({
       runtime: d.runtime,
       puller: d.puller,
       clock: d.clock,
       log: d.log,
       save: (op, sync) => this.persistOrDie(op, sync),
+      firstRecord: (op) => this.firstWrites.get(op.id),
       publish: (op) => this.announce(op),
       draining,
       drainSignal: this.drainAbort.signal,
@@ -123,7 +138,9 @@ export class Engine extends EventEmitter {
   /** Loads the journal and resumes every unfinished operation, in the order they were submitted. */
   async start(): Promise<void> {
     await this.d.journal.open();
+    const setAside = new Set<string>();
     const all = await this.d.journal.readAll((file, err, movedTo) => {
+      setAside.add(file.replace(/\.json$/, ''));
       const reason = err instanceof Error ? err.message : String(err);
       this.d.log.error('journal record is not a readable operation; set aside', { file, movedTo: movedTo ?? '(could not be moved)', error: reason });
       this.d.onCorruptRecord?.(file, reason, movedTo);
@@ -131,7 +148,7 @@ export class Engine extends EventEmitter {
     for (const op of all) this.ops.set(op.id, op);
     const unfinished = all.filter((op) => !isTerminal(op.state));
     // Before anything resumes (and creates containers of its own).
-    await this.reportOrphans().catch((err: unknown) => this.d.log.warn('cannot look for orphaned containers', { error: String(err) }));
+    await this.reportOrphans(setAside).catch((err: unknown) => this.d.log.warn('cannot look for orphaned containers', { error: String(err) }));
     for (const op of unfinished) {
       this.d.log.info('resuming operation from journal', { op: op.id, pod: op.podName, state: op.state });
       this.schedule(op, true);
@@ -159,8 +176,27 @@ export class Engine extends EventEmitter {
     });
   }
 
-  private async reportOrphans(): Promise<void> {
-    const orphans = await this.findOrphans();
+  /**
+   * Reports the orphans (findOrphans), but removes those this agent made for an operation of which no record was
+   * ever written, not even one set aside (setAside: the ids of records that could not be read): an operation
+   * begins beside its first record (see record), so an agent that died in between leaves its replacement,
+   * created and never started, and nothing else. Another agent's, or one whose record was lost, is reported.
+   */
+  private async reportOrphans(setAside: Set<string>): Promise<void> {
+    const orphans: Container[] = [];
+    for (const c of await this.findOrphans()) {
+      const opId = c.labels[OPERATION_LABEL];
+      if (!this.d.agentId || c.labels[AGENT_LABEL] !== this.d.agentId || this.ops.has(opId) || setAside.has(opId)) {
+        orphans.push(c);
+        continue;
+      }
+      try {
+        await this.d.runtime.removeContainer(c.id);
+        this.d.log.info('removed the replacement of an operation that ended before its first record was written', { container: c.id, name: c.name, pod: c.podId, operation: opId });
+      } catch (err) {
+        if (!AgentError.is(err, 'NotFound')) orphans.push(c);
+      }
+    }
     for (const c of orphans) {
       this.d.log.warn('orphaned container: created by an operation that no journal record explains; remove it when you are sure', {
         container: c.id,
@@ -205,6 +241,12 @@ export class Engine extends EventEmitter {
     // look is the one the operation's pull check takes (the plan's own lookAhead keeps it).
     if (!opts.dryRun) for (const image of Object.values(req.images)) this.d.puller.lookAhead?.(image);
     // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
+    // The pod this argument named last time: its containers are listed beside the pods, and that list is taken
+    // when the pods still resolve to it (an answer as fresh as a list made after them).
+    const key = req.pod.trim();
+    const guess = this.lastPodOf.get(key);
+    const early = guess === undefined ? undefined : this.d.runtime.listContainers({ podId: guess, brief: true });
+    early?.catch(() => undefined);
     const pods = await this.podsFor(req.pod);
     this.trace.mark(id, 'pods listed');
     const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;
@@ -212,8 +254,11 @@ export class Engine extends EventEmitter {
       throw new AgentError('ResourceExhausted', `${unfinished} operations are unfinished on this node, the most it queues; try again when some have ended`);
     }
     const pod = resolvePod(pods, req.pod);
+    this.lastPodOf.delete(key);
+    this.lastPodOf.set(key, pod.id);
+    if (this.lastPodOf.size > LAST_PODS) this.lastPodOf.delete(this.lastPodOf.keys().next().value as string);
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
-    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id);
+    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id, pod.id === guess ? early : undefined);
     this.trace.mark(id, 'planned');
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
@@ -259,16 +304,37 @@ export class Engine extends EventEmitter {
       this.schedule(op);
       return op;
     }
+    // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
+    // before the operation's first step can be journaled (so before anything is touched). An operation that runs
+    // now begins beside the write: what it does before its first journaled step only reads or creates an inert
+    // replacement (nothing is stopped before a step is on record), and its every write waits for this one.
+    if (!runsNow) {
+      try {
+        await this.persist(op, 'after');
+      } catch (err) {
+        this.executor.reads.forget(op.id);
+        throw err;
+      }
+      this.trace.mark(id, 'journaled Pending');
+      this.schedule(op);
+      return op;
+    }
+    const written = this.persist(op, 'after');
+    this.firstWrites.set(op.id, written);
+    const ran = this.schedule(op);
     try {
-      // The record is whole on disk when the caller hears of it; its directory fsync finishes behind the reply,
-      // before the operation's first step can be journaled (so before anything is touched).
-      await this.persist(op, 'after');
+      await written;
     } catch (err) {
+      // The operation is abandoned: one not executing yet never will, and one executing stops at its first write
+      // and removes what it created (RestartExecutor.abandon), before the caller hears the journal's error.
+      if (this.executing.has(op.id)) await ran;
+      else this.abandoned.add(op.id);
       this.executor.reads.forget(op.id);
       throw err;
+    } finally {
+      this.firstWrites.delete(op.id);
     }
     this.trace.mark(id, 'journaled Pending');
-    this.schedule(op);
     return op;
   }
 
@@ -368,7 +434,8 @@ export class Engine extends EventEmitter {
     return this.isDraining;
   }
 
-  private schedule(op: Operation, resumed = false): void {
+  /** Runs op in its turn; resolves when it has run (or paused), never rejecting. */
+  private schedule(op: Operation, resumed = false): Promise<void> {
     // An operation that waits behind another on its pod is planned again when its turn comes.
     const replan = resumed || this.queue.depth(op.podId) > 0;
     const p = this.queue
@@ -379,6 +446,7 @@ export class Engine extends EventEmitter {
         const release = await this.slots.acquire(this.drainAbort.signal).catch(() => {
           throw new Paused();
         });
+        if (this.abandoned.delete(op.id)) return release();
         this.executing.add(op.id);
         try {
           if (isTerminal(op.state)) return; // cancelled while it waited
@@ -400,6 +468,7 @@ export class Engine extends EventEmitter {
         this.prune().catch((err: unknown) => this.d.log.warn('pruning old operations failed', { error: String(err) }));
       });
     this.running.add(p);
+    return p;
   }
 
   private cancelController(id: string): AbortController {
@@ -422,6 +491,8 @@ export class Engine extends EventEmitter {
    * on the way between a stop and a start. An end (a terminal state) is told at once.
    */
   private announce(op: Operation): void {
+    // Begun beside its first record: told once that record is written (persist), never when it is abandoned.
+    if (this.firstWrites.has(op.id) && !this.ops.has(op.id)) return;
     const queued = this.announcing.get(op.id);
     if (isTerminal(op.state)) {
       if (queued) clearImmediate(queued);
@@ -487,11 +558,12 @@ export class Engine extends EventEmitter {
    * against the request (restart-plan.ts), each claimed by the first strategy that takes it, and each checked
    * by its strategy. Refusals throw, touching nothing.
    */
-  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = ''): Promise<ContainerTarget[]> {
+  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = '', listed?: Promise<Container[]>): Promise<ContainerTarget[]> {
     // Only this pod's containers, and only what the list says (names, attempts, states, labels, the image as
     // created): on CRI each container's status would cost a call. The old containers are read in full next.
-    // Listed by the pod's id, never the node's every container (a refusal names them all).
-    const containers = await this.d.runtime.listContainers({ podId: pod.id, brief: true });
+    // Listed by the pod's id, never the node's every container (a refusal names them all); listed already when
+    // the request named the pod it named last time (record).
+    const containers = await (listed ?? this.d.runtime.listContainers({ podId: pod.id, brief: true }));
     this.trace.mark(id, 'containers listed');
     const planned = planRestart(pod, containers, req, { allowKubelet: (this.d.strategies?.length ?? 0) > 0, busy });
     const now = new Date(this.d.clock.now()).toISOString();

@@ -18,6 +18,11 @@ export interface ExecutorDeps {
    * survives a power loss; without, it survives any crash of the agent process.
    */
   save(op: Operation, sync: boolean): Promise<void>;
+  /**
+   * The write of the operation's first record while it is under way (Engine.record begins the operation beside
+   * it): every later write waits for it, and none is made when it failed (see Unrecorded).
+   */
+  firstRecord?: (op: Operation) => Promise<void> | undefined;
   /** Publishes a change to watchers without journaling it (the next save carries it). */
   publish(op: Operation): void;
   /** True once the agent is draining. */

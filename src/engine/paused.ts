@@ -9,6 +9,17 @@ export class Paused extends Error {
   }
 }
 
+/**
+ * Thrown where an operation would journal a step while its first record (written beside its first runtime call,
+ * see Engine.record) could not be written: the operation is abandoned, what it created is removed, and its
+ * caller hears the journal's error.
+ */
+export class Unrecorded extends Error {
+  constructor(readonly why: unknown) {
+    super(`the operation's first record could not be written: ${why instanceof Error ? why.message : String(why)}`);
+  }
+}
+
 /** What a pausable runtime call needs besides the wait's own options. */
 export interface PausableWait extends RuntimeWaitOptions {
   /** True once the agent is draining. */

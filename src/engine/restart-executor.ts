@@ -9,13 +9,13 @@ import type { ExecutorDeps } from './executor-deps.js';
 import { FirstReader, type OldRead } from './first-reads.js';
 import { pullImages } from './image-pulls.js';
 import { canTransition, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type OperationState } from './operation.js';
-import { Paused, pausable } from './paused.js';
+import { Paused, Unrecorded, pausable } from './paused.js';
 import { podReadableAtStart, readPodAfter } from './pod-after.js';
 import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
 import { isTransient } from './runtime-wait.js';
 
-export { Reasons, Paused };
+export { Reasons, Paused, Unrecorded };
 export type { ExecutorDeps };
 
 /** A read of the old containers older than this is taken again before they are touched. */
@@ -56,10 +56,28 @@ export class RestartExecutor {
     try {
       await this.drive(op, opts);
       if (isTerminal(op.state)) await this.cleanup(op);
+    } catch (err) {
+      if (!(err instanceof Unrecorded)) throw err;
+      await this.abandon(op);
     } finally {
       this.resumed.delete(op.id);
       this.d.trace?.end(op.id, { pod: op.podName, state: op.state });
     }
+  }
+
+  /**
+   * Undoes what an operation whose first record could not be written did before its first journal write: the
+   * replacements it created (inert: nothing is stopped before a step is on record). Its caller hears the
+   * journal's error once this is done (Engine.record).
+   */
+  private async abandon(op: Operation): Promise<void> {
+    for (const t of op.containers) {
+      if (!t.newId) continue;
+      await this.d.runtime.removeContainer(t.newId).catch((err: unknown) => {
+        if (!AgentError.is(err, 'NotFound')) this.d.log.warn('cannot remove the replacement of an operation that was not recorded', { op: op.id, container: t.name, id: t.newId, error: asAgentError(err).message });
+      });
+    }
+    this.note(op, 'abandoned: not recorded');
   }
 
   /** Whether an ended operation still owes work to its containers (see RestartStrategy.pending). */
@@ -138,7 +156,7 @@ export class RestartExecutor {
       this.note(op, 'pod read after');
       await this.finish(op, 'Succeeded');
     } catch (err) {
-      if (err instanceof Paused) throw err;
+      if (err instanceof Paused || err instanceof Unrecorded) throw err;
       const e = asAgentError(err);
       // Stopped at a safe point: containers already replaced stay replaced, the others were not touched.
       await this.finish(op, e.kind === 'Cancelled' ? 'Cancelled' : 'Failed', e.message + this.replacedNote(op), e.kind, e.reason);
@@ -248,6 +266,8 @@ export class RestartExecutor {
   }
 
   private async save(op: Operation, sync = true, what = `${op.state} journaled`): Promise<void> {
+    const first = this.d.firstRecord?.(op);
+    if (first) await first.catch((err: unknown) => Promise.reject(new Unrecorded(err)));
     op.updatedAt = this.nowIso();
     await this.d.save(op, sync);
     this.note(op, `${what}${sync ? ' (directory synced)' : ''}`);

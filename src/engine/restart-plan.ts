@@ -14,6 +14,11 @@ export const KUBELET_POD_UID_LABEL = 'io.kubernetes.pod.uid';
 export const PRE_STOP_KEY = 'inplace-agent.io/pre-stop';
 /** Label the agent puts on a replacement: the operation that created it. */
 export const OPERATION_LABEL = 'inplace-agent.io/operation';
+/**
+ * Label the agent puts on a replacement beside OPERATION_LABEL: the identity of the agent that created it (its
+ * state directory's agent-id), so that its next start can tell its own leftovers from another agent's.
+ */
+export const AGENT_LABEL = 'inplace-agent.io/agent';
 
 /** One container to replace. */
 export interface PlannedTarget {

@@ -24,8 +24,8 @@ import type { Logger } from '../log.js';
 import type { NameSwap, Runtime } from '../runtime/runtime.js';
 import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import { CommonSteps, type ContainerTarget, type Operation, type RestartRequest } from './operation.js';
-import { Paused, pausable } from './paused.js';
-import { OPERATION_LABEL, preStopCommand, remainingGrace, type PlannedTarget } from './restart-plan.js';
+import { Paused, Unrecorded, pausable } from './paused.js';
+import { AGENT_LABEL, OPERATION_LABEL, preStopCommand, remainingGrace, type PlannedTarget } from './restart-plan.js';
 import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
 import { isTransient, retryDelay } from './runtime-wait.js';
@@ -58,6 +58,8 @@ export interface StandaloneDeps {
   draining(): boolean;
   /** Aborts when the agent starts draining (cuts waits for the runtime short). */
   drainSignal?: AbortSignal;
+  /** This agent's identity, put on its replacements (AGENT_LABEL). */
+  agentId?: string;
 }
 
 /** Recreates a container through the runtime, rolling back to the old config when the replacement fails. */
@@ -203,7 +205,7 @@ export class StandaloneStrategy implements RestartStrategy {
         }
       }
     } catch (err) {
-      if (err instanceof Paused) throw err;
+      if (err instanceof Paused || err instanceof Unrecorded) throw err;
       const e = asAgentError(err);
       this.d.log.warn('container replacement failed; rolling back', { op: op.id, container: t.name, step: t.step, error: e.message });
       if (!t.error || t.step !== 'RollingBack') {
@@ -281,7 +283,9 @@ export class StandaloneStrategy implements RestartStrategy {
 
   /** The old container's spec with the new image and attempt, labelled with this operation. */
   private replacementSpec(op: Operation, t: ContainerTarget, old: ContainerSpec): ContainerSpec {
-    return { ...old, image: t.newImage, attempt: t.newAttempt, labels: { ...old.labels, [OPERATION_LABEL]: op.id } };
+    const labels: Record<string, string> = { ...old.labels, [OPERATION_LABEL]: op.id };
+    if (this.d.agentId) labels[AGENT_LABEL] = this.d.agentId;
+    return { ...old, image: t.newImage, attempt: t.newAttempt, labels };
   }
 
   /** The replacement's name while the old container still holds its own, where names are unique keys (Docker). */
@@ -365,7 +369,7 @@ export class StandaloneStrategy implements RestartStrategy {
         this.d.log.info('rolled back', { op: op.id, container: t.name, running: t.rollbackId });
         return;
       } catch (err) {
-        if (err instanceof Paused) throw err;
+        if (err instanceof Paused || err instanceof Unrecorded) throw err;
         const e = asAgentError(err);
         // Other failures that can heal are tried again a few times (a runtime that stayed away was waited for).
         if (attempt < ROLLBACK_TRIES && !isTransient(e) && e.kind !== 'NotFound' && e.kind !== 'InvalidArgument' && e.kind !== 'FailedPrecondition') {

@@ -13,7 +13,7 @@ import { Engine } from '../../src/engine/engine.js';
 import { Journal } from '../../src/engine/journal.js';
 import { CommonSteps, isTerminal, type ContainerStep, type ContainerTarget, type Operation, type RestartRequest } from '../../src/engine/operation.js';
 import { Reasons, RefusalReasons } from '../../src/engine/reasons.js';
-import { OPERATION_LABEL } from '../../src/engine/restart-plan.js';
+import { AGENT_LABEL, OPERATION_LABEL } from '../../src/engine/restart-plan.js';
 import type { RestartStrategy } from '../../src/engine/restart-strategy.js';
 import { AgentError } from '../../src/errors.js';
 import { ImagePullService } from '../../src/pull/pull-service.js';
@@ -44,6 +44,9 @@ class Harness {
   strategies: RestartStrategy[] = [];
   engine!: Engine;
 
+  /** The agent identity the engine puts on its replacements (none unless set). */
+  agentId?: string;
+
   constructor(
     readonly rt: Runtime,
     private readonly retention?: number,
@@ -62,6 +65,7 @@ class Harness {
       retention,
       strategies: this.strategies,
       afterStep: (op, t, step) => this.hooks.get(step)?.(op, t),
+      agentId: this.agentId,
     });
     await this.engine.start();
     return this.engine;
@@ -159,6 +163,30 @@ function stopFirst(rt: Runtime, name: string, began?: (op: Operation) => void): 
       return true;
     },
   };
+}
+
+/** A journal whose first write of each record waits for hold (when set) to settle: its outcome is the write's. */
+class HeldJournal extends Journal {
+  hold?: Promise<void>;
+  private readonly seen = new Set<string>();
+
+  override async write(op: Operation, sync: boolean | 'after' = true): Promise<void> {
+    if (!this.seen.has(op.id)) {
+      this.seen.add(op.id);
+      await this.hold;
+    }
+    return super.write(op, sync);
+  }
+}
+
+/** Whether a line the engine logged holds both message and id. */
+function logged(h: Harness, message: string, id: string): boolean {
+  return h.log.lines.some((l) => l.includes(message) && l.includes(id));
+}
+
+/** The containers the runtime has that an operation labelled. */
+async function labelled(rt: Runtime, opId: string): Promise<{ id: string; state: string }[]> {
+  return (await rt.listContainers()).filter((c) => c.labels[OPERATION_LABEL] === opId).map((c) => ({ id: c.id, state: c.state }));
 }
 
 /** Polls (real time) until check() is true. */
@@ -518,6 +546,84 @@ for (const f of flavours) {
       assert.ok(h.journalIds().includes(sid), 'recorded before the answer');
       assert.ok(h.engine.recorded(sid));
       assert.equal((await h.runToEnd(sid)).state, 'Succeeded');
+    });
+
+    it('a standalone operation begins beside its Pending record: the replacement is created while the record is written, nothing is stopped before it, and the caller hears of it once it is on disk', async () => {
+      const p = await pod('beside', ['app']);
+      let journal!: HeldJournal;
+      const h = new Harness(rt, undefined, (dir) => (journal = new HeldJournal(dir)));
+      harnesses.push(h);
+      await h.start();
+      let release!: () => void;
+      journal.hold = new Promise<void>((r) => (release = r));
+      const id = randomUUID();
+      let answered = false;
+      const answer = h.engine.restart(request(p, 'app', f.env.images.appV2, 0), { id }).finally(() => (answered = true));
+      let created: { id: string; state: string }[] = [];
+      for (const end = Date.now() + 20_000; created.length === 0; ) {
+        if (Date.now() > end) throw new Error('no replacement was created while the record was held');
+        created = await labelled(rt, id);
+      }
+      assert.deepEqual(created.map((c) => c.state), ['created'], 'the replacement is created, not started');
+      assert.equal(answered, false, 'the caller has not heard of the operation');
+      assert.ok(!h.journalIds().includes(id), 'the record is not written yet');
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(await instances(rt, p.podId, 'app').then((xs) => xs.filter((x) => x.id === p.containerIds.app)), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }], 'nothing is stopped while the record is held');
+      release();
+      const op = await answer;
+      assert.ok(h.journalIds().includes(id), 'on disk as the caller hears of it');
+      const end = await h.runToEnd(op.id);
+      assert.equal(end.state, 'Succeeded', end.error);
+      assert.equal(end.containers[0].newId, created[0].id, 'the replacement created beside the record is the one that runs');
+    });
+
+    it('a Pending record that cannot be written: the caller hears the journal\'s error once the replacement created beside it is removed; nothing else was touched, nothing is recorded', async () => {
+      const p = await pod('unrecorded', ['app']);
+      let journal!: HeldJournal;
+      const h = new Harness(rt, undefined, (dir) => (journal = new HeldJournal(dir)));
+      harnesses.push(h);
+      await h.start();
+      let fail!: (err: Error) => void;
+      journal.hold = new Promise<void>((_, reject) => (fail = reject));
+      journal.hold.catch(() => undefined);
+      const id = randomUUID();
+      const answer = h.engine.restart(request(p, 'app', undefined, 0), { id });
+      for (const end = Date.now() + 20_000; (await labelled(rt, id)).length === 0; ) {
+        if (Date.now() > end) throw new Error('no replacement was created while the record was held');
+      }
+      fail(new AgentError('ResourceExhausted', 'cannot write the operation journal: the state directory\'s filesystem is full (ENOSPC)'));
+      await assert.rejects(answer, /filesystem is full \(ENOSPC\)/);
+      assert.deepEqual(await labelled(rt, id), [], 'the replacement is gone when the caller hears the error');
+      assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }], 'the old container, and only it, runs');
+      assert.equal(h.engine.has(id), false, 'the engine does not know the operation');
+      assert.ok(!h.journalIds().includes(id), 'nothing is recorded');
+      // The next request goes on as ever.
+      journal.hold = undefined;
+      const next = await h.engine.restart(request(p, 'app', undefined, 0));
+      assert.equal((await h.runToEnd(next.id)).state, 'Succeeded');
+    });
+
+    it('at start, a replacement this agent created for an operation with no record at all is removed; another agent\'s, or one whose record was set aside, is reported and kept', async () => {
+      const p = await pod('leftover', ['app']);
+      const app = await rt.inspectContainer(p.containerIds.app);
+      const h = new Harness(rt);
+      harnesses.push(h);
+      h.agentId = randomUUID();
+      const make = (opId: string, agent: string, attempt: number) => rt.createContainer(p.podId, { ...app.spec, attempt, labels: { ...app.spec.labels, [OPERATION_LABEL]: opId, [AGENT_LABEL]: agent } }, `app-leftover-${attempt}-${run}`);
+      const [mineId, theirsId, setAsideId] = [randomUUID(), randomUUID(), randomUUID()];
+      const mine = await make(mineId, h.agentId, 21);
+      const theirs = await make(theirsId, randomUUID(), 22);
+      const setAside = await make(setAsideId, h.agentId, 23);
+      fs.mkdirSync(path.join(h.stateDir, 'operations'), { recursive: true });
+      fs.writeFileSync(path.join(h.stateDir, 'operations', `${setAsideId}.json`), '{"id":');
+      await h.start();
+      assert.equal(await exists(rt, mine), false, 'its own leftover, of an operation never recorded, is removed');
+      assert.ok(logged(h, 'removed the replacement of an operation that ended before its first record was written', mine), h.log.lines.join('\n'));
+      assert.equal(await rt.containerState(theirs), 'created', "another agent's is kept");
+      assert.equal(await rt.containerState(setAside), 'created', 'one whose record was set aside is kept');
+      assert.ok(logged(h, 'orphaned container', theirs), h.log.lines.join('\n'));
+      assert.ok(logged(h, 'orphaned container', setAside), h.log.lines.join('\n'));
+      for (const c of [theirs, setAside]) await rt.removeContainer(c);
     });
 
     it('an operation admitted without a Pending record whose image must be downloaded is journaled as the download begins', async () => {

@@ -16,6 +16,7 @@ import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
+import { Unrecorded } from '../../engine/paused.js';
 import { remainingGrace, type PlannedTarget } from '../../engine/restart-plan.js';
 import type { RestartStrategy, StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
@@ -246,6 +247,8 @@ export class KubeletStrategy implements RestartStrategy {
         }
       }
     } catch (err) {
+      // Nothing was touched before the first record (the operation is abandoned, see Unrecorded).
+      if (err instanceof Unrecorded) throw err;
       const e = asAgentError(err);
       this.d.log.warn('kubelet restart failed', { op: op.id, container: t.name, step: t.step, error: e.message });
       t.error = t.error ? `${t.error}; ${e.message}` : e.message;
