@@ -7,7 +7,7 @@ import { quote } from '../quote.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Container, Pod } from '../runtime/types.js';
+import type { Container, ContainerState, Pod } from '../runtime/types.js';
 import type { ImagePuller } from './image-puller.js';
 import { Journal } from './journal.js';
 import { KeyedQueue } from './keyed-queue.js';
@@ -258,7 +258,8 @@ export class Engine extends EventEmitter {
     this.lastPodOf.set(key, pod.id);
     if (this.lastPodOf.size > LAST_PODS) this.lastPodOf.delete(this.lastPodOf.keys().next().value as string);
     // Behind another operation on the pod, a container may be between instances; it is checked again at its turn.
-    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id, pod.id === guess ? early : undefined);
+    const listedStates = new Map<string, ContainerState>();
+    const containers = await this.plan(pod, req, this.queue.depth(pod.id) > 0, id, pod.id === guess ? early : undefined, listedStates);
     this.trace.mark(id, 'planned');
     const now = new Date(this.d.clock.now()).toISOString();
     const op: Operation = {
@@ -280,7 +281,7 @@ export class Engine extends EventEmitter {
     // while the request is confirmed and recorded: they only read (a pull follows the record). An operation that
     // will wait behind another on its pod reads them at its turn.
     if (runsNow) {
-      this.executor.reads.prefetch(op);
+      this.executor.reads.prefetch(op, listedStates);
       for (const t of containers) if (t.newImage !== t.oldImage) this.d.puller.lookAhead?.(t.newImage);
     }
     // A request its caller confirms (admit: a ContainerRestart's claim and its requester's review) whose strategies
@@ -558,7 +559,7 @@ export class Engine extends EventEmitter {
    * against the request (restart-plan.ts), each claimed by the first strategy that takes it, and each checked
    * by its strategy. Refusals throw, touching nothing.
    */
-  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = '', listed?: Promise<Container[]>): Promise<ContainerTarget[]> {
+  private async plan(pod: Pod, req: RestartRequest, busy: boolean, id = '', listed?: Promise<Container[]>, states?: Map<string, ContainerState>): Promise<ContainerTarget[]> {
     // Only this pod's containers, and only what the list says (names, attempts, states, labels, the image as
     // created): on CRI each container's status would cost a call. The old containers are read in full next.
     // Listed by the pod's id, never the node's every container (a refusal names them all); listed already when
@@ -592,6 +593,7 @@ export class Engine extends EventEmitter {
         steps: [{ step: 'Waiting', at: now }],
       });
       chosen.check?.(p, req);
+      states?.set(p.current.id, p.current.state);
     }
     return out;
   }

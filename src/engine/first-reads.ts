@@ -1,5 +1,5 @@
 // The reads a restart starts with: each old container (its state, and its creation config where the strategy
-// needs it) and the pod's IP. A new operation's reads begin once it is planned, while it is confirmed and recorded,
+// needs it; a state alone comes from the plan's own list) and the pod's IP. A new operation's reads begin once it is planned, while it is confirmed and recorded,
 // so that they are off the caller's path; they only read, so nothing is touched before a record is on disk.
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
@@ -39,9 +39,13 @@ export class FirstReader {
 
   constructor(private readonly d: FirstReadDeps) {}
 
-  /** Begins the first reads of a new operation as it is planned; its run takes them. */
-  prefetch(op: Operation): void {
-    this.early.set(op.id, this.begin(op, Date.parse(op.createdAt) + op.request.timeoutMs));
+  /**
+   * Begins the first reads of a new operation as it is planned; its run takes them. listed: the old containers'
+   * states as the plan's list (made just before) gave them, which is all a strategy that needs no creation config
+   * reads: no status call is made for those.
+   */
+  prefetch(op: Operation, listed?: Map<string, ContainerState>): void {
+    this.early.set(op.id, this.begin(op, Date.parse(op.createdAt) + op.request.timeoutMs, listed));
   }
 
   /** Forgets the first reads of an operation that will not run (its record could not be written). */
@@ -56,10 +60,12 @@ export class FirstReader {
     return early && !replan ? early : this.begin(op, deadline);
   }
 
-  private begin(op: Operation, deadline: number): FirstReads {
+  private begin(op: Operation, deadline: number, listed?: Map<string, ContainerState>): FirstReads {
     const olds = new Map(
       op.containers.map((t) => {
-        const p = this.readOld(op, t, deadline);
+        const state = this.d.needsOldConfig(t) ? undefined : listed?.get(t.oldId);
+        if (state !== undefined) this.d.note(op, `state of ${t.name} listed`);
+        const p = state !== undefined ? Promise.resolve<OldRead>({ state }) : this.readOld(op, t, deadline);
         p.catch(() => undefined); // awaited (and its error seen) only if that container is reached
         return [t.oldId, p];
       }),

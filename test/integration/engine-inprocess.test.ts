@@ -626,6 +626,28 @@ for (const f of flavours) {
       for (const c of [theirs, setAside]) await rt.removeContainer(c);
     });
 
+    it('a strategy that needs only the old container\'s state takes it from the plan\'s list: no status call is made for it', async () => {
+      const p = await pod('listed-state', ['app', 'sidecar']);
+      const asked: string[] = [];
+      const counting = new Proxy(rt, {
+        get(target, prop, receiver) {
+          const v = Reflect.get(target, prop, receiver) as unknown;
+          if (typeof v !== 'function') return v;
+          return (...args: unknown[]) => {
+            if (prop === 'containerState' || prop === 'inspectContainer') asked.push(`${String(prop)} ${String(args[0])}`);
+            return (v as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const h = new Harness(counting);
+      harnesses.push(h);
+      h.strategies = [stopFirst(rt, 'app')];
+      await h.start();
+      const op = await h.engine.restart(request(p, 'app', undefined, 0), { id: randomUUID(), admit: async () => true });
+      assert.equal((await h.runToEnd(op.id)).state, 'Succeeded');
+      assert.deepEqual(asked.filter((a) => a.endsWith(p.containerIds.app)), [], 'the old container was not read again');
+    });
+
     it('an operation admitted without a Pending record whose image must be downloaded is journaled as the download begins', async () => {
       const p = await pod('download', ['app']);
       const h = new Harness(rt);
