@@ -23,10 +23,10 @@ import type { RestartStrategy } from './restart-strategy.js';
 import { StandaloneStrategy } from './standalone-strategy.js';
 import { StepTrace } from './step-trace.js';
 
-/** Construction parameters of the engine. */
 /** How many pod arguments record() remembers the sandbox of. */
 const LAST_PODS = 256;
 
+/** Construction parameters of the engine. */
 export interface EngineDeps {
   runtime: Runtime;
   puller: ImagePuller;
@@ -240,13 +240,13 @@ export class Engine extends EventEmitter {
     // Whether the images the request names are present is looked up at once (a read), beside the planning: the
     // look is the one the operation's pull check takes (the plan's own lookAhead keeps it).
     if (!opts.dryRun) for (const image of Object.values(req.images)) this.d.puller.lookAhead?.(image);
-    // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
     // The pod this argument named last time: its containers are listed beside the pods, and that list is taken
     // when the pods still resolve to it (an answer as fresh as a list made after them).
     const key = req.pod.trim();
     const guess = this.lastPodOf.get(key);
     const early = guess === undefined ? undefined : this.d.runtime.listContainers({ podId: guess, brief: true });
     early?.catch(() => undefined);
+    // The pod's IP (a call per pod on CRI) is read by the executor, alongside its other first reads.
     const pods = await this.podsFor(req.pod);
     this.trace.mark(id, 'pods listed');
     const unfinished = [...this.ops.values()].filter((o) => !isTerminal(o.state)).length;

@@ -1,6 +1,7 @@
 // The reads a restart starts with: each old container (its state, and its creation config where the strategy
-// needs it; a state alone comes from the plan's own list) and the pod's IP. A new operation's reads begin once it is planned, while it is confirmed and recorded,
-// so that they are off the caller's path; they only read, so nothing is touched before a record is on disk.
+// needs it; a state alone comes from the plan's own list) and the pod's IP. A new operation's reads begin once it
+// is planned, while it is confirmed and recorded, so that they are off the caller's path; they only read, so
+// nothing is touched before a record is on disk.
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Runtime } from '../runtime/runtime.js';
