@@ -189,6 +189,15 @@ async function labelled(rt: Runtime, opId: string): Promise<{ id: string; state:
   return (await rt.listContainers()).filter((c) => c.labels[OPERATION_LABEL] === opId).map((c) => ({ id: c.id, state: c.state }));
 }
 
+/** Polls (real time) until the operation's replacement exists (its first record held meanwhile); returns it. */
+async function createdWhileHeld(rt: Runtime, opId: string): Promise<{ id: string; state: string }[]> {
+  for (const end = Date.now() + 20_000; ; ) {
+    const found = await labelled(rt, opId);
+    if (found.length > 0) return found;
+    if (Date.now() > end) throw new Error('no replacement was created while the record was held');
+  }
+}
+
 /** Polls (real time) until check() is true. */
 async function until(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -255,6 +264,15 @@ for (const f of flavours) {
       const p = await fixture.create({ name: `${name}-${run}`, namespace: 'engine', containers: containers.map((c) => ({ name: c, image: f.env.images.appV1 })), volume });
       pods.push(p);
       return p;
+    };
+
+    /** A started engine whose journal holds each record's first write while its hold is set. */
+    const heldHarness = async (): Promise<{ h: Harness; journal: HeldJournal }> => {
+      let journal!: HeldJournal;
+      const h = new Harness(rt, undefined, (dir) => (journal = new HeldJournal(dir)));
+      harnesses.push(h);
+      await h.start();
+      return { h, journal };
     };
 
     const harness = async (retention?: number): Promise<Harness> => {
@@ -550,20 +568,13 @@ for (const f of flavours) {
 
     it('a standalone operation begins beside its Pending record: the replacement is created while the record is written, nothing is stopped before it, and the caller hears of it once it is on disk', async () => {
       const p = await pod('beside', ['app']);
-      let journal!: HeldJournal;
-      const h = new Harness(rt, undefined, (dir) => (journal = new HeldJournal(dir)));
-      harnesses.push(h);
-      await h.start();
+      const { h, journal } = await heldHarness();
       let release!: () => void;
       journal.hold = new Promise<void>((r) => (release = r));
       const id = randomUUID();
       let answered = false;
       const answer = h.engine.restart(request(p, 'app', f.env.images.appV2, 0), { id }).finally(() => (answered = true));
-      let created: { id: string; state: string }[] = [];
-      for (const end = Date.now() + 20_000; created.length === 0; ) {
-        if (Date.now() > end) throw new Error('no replacement was created while the record was held');
-        created = await labelled(rt, id);
-      }
+      const created = await createdWhileHeld(rt, id);
       assert.deepEqual(created.map((c) => c.state), ['created'], 'the replacement is created, not started');
       assert.equal(answered, false, 'the caller has not heard of the operation');
       assert.ok(!h.journalIds().includes(id), 'the record is not written yet');
@@ -579,18 +590,13 @@ for (const f of flavours) {
 
     it('a Pending record that cannot be written: the caller hears the journal\'s error once the replacement created beside it is removed; nothing else was touched, nothing is recorded', async () => {
       const p = await pod('unrecorded', ['app']);
-      let journal!: HeldJournal;
-      const h = new Harness(rt, undefined, (dir) => (journal = new HeldJournal(dir)));
-      harnesses.push(h);
-      await h.start();
+      const { h, journal } = await heldHarness();
       let fail!: (err: Error) => void;
       journal.hold = new Promise<void>((_, reject) => (fail = reject));
       journal.hold.catch(() => undefined);
       const id = randomUUID();
       const answer = h.engine.restart(request(p, 'app', undefined, 0), { id });
-      for (const end = Date.now() + 20_000; (await labelled(rt, id)).length === 0; ) {
-        if (Date.now() > end) throw new Error('no replacement was created while the record was held');
-      }
+      await createdWhileHeld(rt, id);
       fail(new AgentError('ResourceExhausted', 'cannot write the operation journal: the state directory\'s filesystem is full (ENOSPC)'));
       await assert.rejects(answer, /filesystem is full \(ENOSPC\)/);
       assert.deepEqual(await labelled(rt, id), [], 'the replacement is gone when the caller hears the error');
