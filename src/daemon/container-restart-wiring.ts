@@ -11,11 +11,11 @@ import { podIsHere } from '../kube/container-restart/pod-here.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
 import { selfPod } from '../kube/self-pod.js';
 import type { DaemonOptions } from './options.js';
-import { agentIdentity } from './agent-identity.js';
 
 /** The started controller for this node. */
 export async function startContainerRestarts(
   kube: KubeMode,
+  agentId: string,
   opts: DaemonOptions,
   engine: Engine,
   runtime: Runtime,
@@ -24,7 +24,7 @@ export async function startContainerRestarts(
   metrics?: ContainerRestartMetrics,
 ): Promise<ContainerRestartController> {
   const controller = new ContainerRestartController({
-    agentId: await agentIdentity(opts.stateDir),
+    agentId,
     kc: kube.kc,
     api: new ContainerRestartApi(kube.kc),
     engine,

@@ -101,9 +101,12 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, { proxyMetricsUrl: opts.proxyMetricsUrl, settleMs: opts.drainSettleMs }, kubeMetrics?.drain) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
-  // Put on the replacements it creates, so that its next start removes the one an operation left before its first
-  // record was written (Engine.start). Without it (a state directory it cannot write) they are only reported.
+  // Read once: it names this agent in ContainerRestart claims and rollout Leases (Kubernetes mode, where it is
+  // required), and it is put on the replacements it creates, so that its next start removes the one an operation
+  // left before its first record was written (Engine.start). Without it outside Kubernetes (a state directory it
+  // cannot write) those are only reported.
   const agentId = await agentIdentity(opts.stateDir).catch((err: unknown) => {
+    if (kube) throw err;
     log.warn('cannot read or create this agent\'s identity in its state directory', { stateDir: opts.stateDir, error: String(err) });
     return undefined;
   });
@@ -149,14 +152,14 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   });
   log.info('agent API listening', { address: api.address, ...access.describe() });
 
-  const restarts = k8s && kube ? await k8s.startContainerRestarts(kube, opts, engine, runtime, clock, log, kubeMetrics?.restarts) : undefined;
+  const restarts = k8s && kube && agentId ? await k8s.startContainerRestarts(kube, agentId, opts, engine, runtime, clock, log, kubeMetrics?.restarts) : undefined;
 
   const prewarm = opts.prewarmFile
     ? new Prewarmer(pulls, { file: opts.prewarmFile, intervalMs: opts.prewarmIntervalMs, pin: opts.prewarmPin }, clock, log.child({ component: 'prewarm' }))
     : undefined;
   prewarm?.start();
   const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log, kubeMetrics?.prewarm) : undefined;
-  const rollouts = k8s && kc && opts.nodeName ? await k8s.startRollouts(kc, opts.nodeName, opts, clock, log) : undefined;
+  const rollouts = k8s && kc && opts.nodeName && agentId ? await k8s.startRollouts(kc, opts.nodeName, agentId, opts, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {

@@ -8,12 +8,12 @@ import { KubeRolloutApi } from '../rollout/rollout-api.js';
 import { kubeLists, RolloutCache } from '../rollout/rollout-cache.js';
 import { followerDeps } from '../kube/list-follower.js';
 import type { DaemonOptions } from './options.js';
-import { agentIdentity } from './agent-identity.js';
 
 /** The started coordinator for this node; undefined when rollouts are turned off. */
-export async function startRollouts(kc: KubeConfig, nodeName: string, opts: DaemonOptions, clock: Clock, log: Logger): Promise<RolloutCoordinator | undefined> {
+/** agentId: this agent's identity (its state directory's agent-id), which names it in the coordination Lease. */
+export async function startRollouts(kc: KubeConfig, nodeName: string, agentId: string, opts: DaemonOptions, clock: Clock, log: Logger): Promise<RolloutCoordinator | undefined> {
   if (!opts.rollouts) return undefined;
-  const holder = `${nodeName}/${await agentIdentity(opts.stateDir)}`;
+  const holder = `${nodeName}/${agentId}`;
   const rlog = log.child({ component: 'rollout' });
   const c = new RolloutCoordinator(
     new KubeRolloutApi(kc),

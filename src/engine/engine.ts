@@ -327,9 +327,12 @@ export class Engine extends EventEmitter {
       await written;
     } catch (err) {
       // The operation is abandoned: one not executing yet never will, and one executing stops at its first write
-      // and removes what it created (RestartExecutor.abandon), before the caller hears the journal's error.
-      if (this.executing.has(op.id)) await ran;
-      else this.abandoned.add(op.id);
+      // and removes what it created (RestartExecutor.abandon), before the caller hears the journal's error. A pull
+      // it waits on is cut short (unless another caller waits on it too), so that the answer does not wait for it.
+      if (this.executing.has(op.id)) {
+        this.cancelController(op.id).abort(new AgentError('Aborted', `operation ${op.id} could not be recorded`));
+        await ran;
+      } else this.abandoned.add(op.id);
       this.executor.reads.forget(op.id);
       throw err;
     } finally {

@@ -609,6 +609,36 @@ for (const f of flavours) {
       assert.equal((await h.runToEnd(next.id)).state, 'Succeeded');
     });
 
+    it('a Pending record that cannot be written while the operation\'s pull hangs: the pull is cut short and the caller hears the error at once; nothing is touched', async () => {
+      // A registry that accepts connections and never answers.
+      const held: net.Socket[] = [];
+      const server = net.createServer((sock) => held.push(sock));
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      try {
+        const port = (server.address() as net.AddressInfo).port;
+        const p = await pod('unrecorded-pull', ['app']);
+        const { h, journal } = await heldHarness();
+        let fail!: (err: Error) => void;
+        journal.hold = new Promise<void>((_, reject) => (fail = reject));
+        journal.hold.catch(() => undefined);
+        const id = randomUUID();
+        const answer = h.engine.restart({ ...request(p, 'app', `127.0.0.1:${port}/inplace/hangs:2`, 0), timeoutMs: 600_000 }, { id });
+        answer.catch(() => undefined);
+        await until('the pull reached the registry', () => held.length > 0, 20_000);
+        fail(new AgentError('ResourceExhausted', 'cannot write the operation journal: the state directory\'s filesystem is full (ENOSPC)'));
+        const began = Date.now();
+        await assert.rejects(answer, /filesystem is full \(ENOSPC\)/);
+        assert.ok(Date.now() - began < 10_000, `answered after ${Date.now() - began} ms, not after the pull`);
+        assert.deepEqual(await labelled(rt, id), []);
+        assert.deepEqual(await instances(rt, p.podId, 'app'), [{ id: p.containerIds.app, state: 'running', image: f.env.images.appV1 }]);
+        assert.equal(h.engine.has(id), false);
+        assert.ok(!h.journalIds().includes(id), 'nothing is recorded');
+      } finally {
+        for (const sock of held) sock.destroy();
+        server.close();
+      }
+    });
+
     it('at start, a replacement this agent created for an operation with no record at all is removed; another agent\'s, or one whose record was set aside, is reported and kept', async () => {
       const p = await pod('leftover', ['app']);
       const app = await rt.inspectContainer(p.containerIds.app);
