@@ -3,38 +3,76 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
-/** An adapter folder of src/runtime: only the daemon's wiring (runtime-factories.ts) may name one. */
-const ADAPTER = String.raw`(^|/)runtime/(containerd|cri|docker)(/|$)`;
+/**
+ * The rooms of src/ (docs/development.md, "Rooms and what each may import") and the rooms each may import
+ * besides its own and the foundation (the files at the top of src/, and src/gen/). This table is the truth.
+ */
+export const ROOMS = {
+  runtime: { may: [], owns: 'the Runtime interface and its domain types; its adapter folders are rooms of their own' },
+  'runtime/containerd': { may: ['runtime'], owns: "containerd's own API beside CRI (pins, ingests, leases)" },
+  'runtime/cri': { may: ['runtime', 'runtime/containerd'], owns: 'the CRI adapter' },
+  'runtime/docker': { may: ['runtime'], owns: 'the Docker Engine adapter' },
+  engine: { may: ['runtime'], owns: 'restarts: plan, journal, executor, strategies, and the ports it needs (ImagePuller)' },
+  pull: { may: ['runtime', 'engine'], owns: "the pull service; it implements the engine's ImagePuller port" },
+  api: { may: ['runtime', 'engine', 'pull'], owns: 'the gRPC API: server, handlers, wire conversion, client' },
+  kube: { may: ['runtime', 'engine'], owns: "Kubernetes mode, the engine's plug-in, and the Kubernetes platform (client, follower, reviews)" },
+  fleet: { may: ['runtime', 'pull', 'kube'], owns: 'fleet pre-warm: ImagePrewarm and NodePrewarm' },
+  rollout: { may: ['kube', 'fleet'], owns: 'InPlaceRollout: the planner and the elected coordinator' },
+  cli: { may: ['api', 'pull', 'kube', 'fleet', 'rollout'], owns: 'inplacectl and the kubectl plugin' },
+  daemon: { may: ['runtime', 'runtime/containerd', 'runtime/cri', 'runtime/docker', 'engine', 'pull', 'api', 'kube', 'fleet', 'rollout'], owns: 'the composition root' },
+};
+
+/** A regex over a relative import path that reaches into `room` (not a room nested in it) from anywhere under src/ (`../engine/x.js`, `../../kube/y.js`). */
+function into(room) {
+  const inner = Object.keys(ROOMS).filter((r) => r.startsWith(room + '/')).map((r) => r.slice(room.length + 1));
+  return String.raw`^(\.\./)+${room}` + (inner.length ? String.raw`(/(?!(${inner.join('|')})(/|$))|$)` : '(/|$)');
+}
+
+/** Rooms nested in another (runtime's adapters): a file of the outer room reaches them by `./cri/...`, too. */
+function nestedInto(outer, room) {
+  return String.raw`^\./${room.slice(outer.length + 1)}(/|$)`;
+}
+
+/** Whether two rooms are nested in the same outer room (runtime's adapters), so one reaches the other by `../x/`. */
+function siblingOf(a, b) {
+  const outer = (r) => (r.includes('/') ? r.slice(0, r.lastIndexOf('/')) : undefined);
+  return outer(a) !== undefined && outer(a) === outer(b);
+}
+
+/** A regex over a relative import path from a sibling room into `room` (`../docker/x.js` from runtime/cri). */
+function siblingInto(room) {
+  return String.raw`^\.\./${room.slice(room.lastIndexOf('/') + 1)}(/|$)`;
+}
 
 /**
- * Imports a directory of src/ must not make: static imports, re-exports and `import()` alike.
- * Each entry: the files, and what they must not import (a regex over the import path) with why.
+ * Imports a room of src/ must not make (static imports, re-exports and `import()` alike), derived from ROOMS,
+ * plus the sibling rule: a controller room that may import kube/ (not the composition root) reaches the ContainerRestart controller's room only
+ * through its types.ts. Each entry: the files, and what they must not import (a regex) with why.
  */
-export const LAYER_RULES = [
-  {
-    files: ['src/pull/**/*.ts'],
-    banned: [{ regex: ADAPTER, message: 'pull/ must not import a runtime adapter: it uses the Runtime interface, and the daemon wires adapters (daemon/runtime-factories.ts).' }],
-  },
-  {
-    files: ['src/cli/**/*.ts'],
-    banned: [
-      { regex: String.raw`(^|/)engine(/|$)`, message: 'cli/ must not import engine/: the client speaks the API\'s types (src/api/operation-states.ts, src/api/convert.ts).' },
-      { regex: String.raw`(^|/)runtime(/|$)`, message: 'cli/ must not import runtime/: the client speaks the API\'s types; shared values live at the bottom of src/.' },
-    ],
-  },
-  {
-    files: ['src/engine/**/*.ts'],
-    banned: [
-      { regex: String.raw`(^|/)kube(/|$)`, message: 'engine/ must not import kube/: Kubernetes mode plugs into the engine as a strategy, wired by the daemon.' },
-      { regex: ADAPTER, message: 'engine/ must not import a runtime adapter: it drives the Runtime interface (runtime/runtime.ts).' },
-    ],
-  },
-];
+export const LAYER_RULES = Object.entries(ROOMS).map(([room, { may }]) => {
+  const nested = Object.keys(ROOMS).filter((r) => r.startsWith(room + '/'));
+  const files = [`src/${room}/**/*.ts`, ...nested.map((r) => `!src/${r}/**/*.ts`)];
+  const banned = Object.keys(ROOMS)
+    .filter((r) => r !== room && !may.includes(r))
+    .map((r) => ({
+      regex: [into(r), ...(nested.includes(r) ? [nestedInto(room, r)] : []), ...(siblingOf(room, r) ? [siblingInto(r)] : [])].join('|'),
+      message: `${room}/ must not import ${r}/: ${room}/ may import only ${may.length ? may.map((m) => m + '/').join(', ') + ' and ' : ''}the foundation (docs/development.md, "Rooms").`,
+    }));
+  if (may.includes('kube') && room !== 'daemon') {
+    banned.push({
+      regex: String.raw`^(\.\./)+kube/container-restart/(?!types\.js$|api\.js$|operation-view\.js$)`,
+      message: `${room}/ reaches the ContainerRestart controller only through kube/container-restart/types.ts (and, for cli/, its api.ts and operation-view.ts).`,
+    });
+  }
+  if (room === 'rollout') banned.push({ regex: String.raw`^(\.\./)+kube/(kubelet|drain)/`, message: 'rollout/ must not import the kubelet strategy or the drain (kube/kubelet, kube/drain): shared rules live at the bottom of src/.' });
+  return { files, banned };
+});
 
 /** The config objects enforcing LAYER_RULES: no-restricted-imports, and no-restricted-syntax for `import()`. */
 function layerConfigs() {
   return LAYER_RULES.map(({ files, banned }) => ({
-    files,
+    files: files.filter((f) => !f.startsWith('!')),
+    ignores: files.filter((f) => f.startsWith('!')).map((f) => f.slice(1)),
     rules: {
       'no-restricted-imports': ['error', { patterns: banned.map((b) => ({ regex: b.regex, message: b.message })) }],
       'no-restricted-syntax': [

@@ -74,3 +74,10 @@ export function sameImage(a: string, b: string): boolean {
     return a === b;
   }
 }
+
+/** Whether the image a status reports is the one asked for (the kubelet may report it normalized). */
+export function imageMatches(reported: string, wanted: string): boolean {
+  if (reported === wanted) return true;
+  const norm = (s: string) => s.replace(/^docker\.io\/(library\/)?/, '');
+  return norm(reported) === norm(wanted);
+}

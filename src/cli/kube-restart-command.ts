@@ -4,7 +4,7 @@ import { systemClock } from '../clock.js';
 import { AgentError } from '../errors.js';
 import { loadTarget, namespaceOf } from './kube-target.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
-import { followContainerRestart } from '../kube/container-restart/follow.js';
+import { followContainerRestart } from './follow-container-restart.js';
 import { operationView, refusal } from '../kube/container-restart/operation-view.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
 import { restartSummary } from './render.js';

@@ -1,4 +1,5 @@
 // What the restart engine needs from the image service: make sure an image is in the runtime's store.
+import type { AgentError } from '../errors.js';
 import type { PullProgress } from '../runtime/types.js';
 
 /** Result of ensuring an image is present. */
@@ -23,4 +24,18 @@ export interface ImagePuller {
    * from the ensure() it is for; undefined when no such look is under way.
    */
   present?(ref: string): Promise<boolean> | undefined;
+}
+
+/**
+ * A failed ensure() rejects with an AgentError whose message begins `pull of IMAGE` (the pull service words it so).
+ * What went wrong in a failed pull, in a few words and without the image's name (the caller's sentence names
+ * it once): "not found in its registry", "the registry requires credentials and none were given for it",
+ * else the message without its leading "pull of IMAGE".
+ */
+export function pullFailureCause(err: AgentError, image: string): string {
+  if (err.kind === 'NotFound') return 'not found in its registry';
+  const rest = err.message.startsWith(`pull of ${image}`) ? err.message.slice(`pull of ${image}`.length).replace(/^:? /, '') : err.message;
+  // The classified forms end with the runtime's own words in parentheses, which repeat the image.
+  if (err.kind === 'Unauthenticated') return rest.replace(/ \(.*\)$/s, '');
+  return rest;
 }

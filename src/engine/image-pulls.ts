@@ -8,7 +8,7 @@ import type { ImagePuller } from './image-puller.js';
 import type { ContainerTarget, Operation } from './operation.js';
 import { Paused } from './paused.js';
 import { Reasons } from './reasons.js';
-import { pullFailureCause } from '../pull/pull-errors.js';
+import { pullFailureCause } from './image-puller.js';
 
 /** Least time between two published pull-progress updates of one operation. */
 const PULL_PUBLISH_MS = 500;

@@ -18,12 +18,6 @@ export const Reasons = {
   ReplacementFailed: 'ReplacementFailed',
 } as const;
 
-/** Why an image of a pre-warm could not be made present on a node. */
-export const PrewarmReasons = {
-  PullFailed: Reasons.PullFailed,
-  Deadline: Reasons.Deadline,
-} as const;
-
 /** Why a request was refused before anything was touched. */
 export const RefusalReasons = {
   InvalidRequest: 'InvalidRequest',

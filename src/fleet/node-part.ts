@@ -25,7 +25,7 @@ import { chainMove, chainPlace, type ChainState } from './slot-chain.js';
 import type { SlotLease } from './fleet-api.js';
 import type { TargetCache } from './targets.js';
 import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
-import { PrewarmReasons } from '../engine/reasons.js';
+import { PrewarmReasons } from './reasons.js';
 
 /** The longest back-off between two failed attempts at an image, ms. */
 const MAX_ATTEMPT_BACKOFF_MS = 300_000;

@@ -1,7 +1,7 @@
 // ImagePrewarm.status, summed up from the per-node records. Any agent could compute it; to keep the API load
 // O(1) per node, only the agent of the first node in the prewarm's stable order writes it (one list of the
 // NodePrewarm objects per interval), and the second one takes over when the summary has gone stale.
-import { PrewarmReasons } from '../engine/reasons.js';
+import { PrewarmReasons } from './reasons.js';
 import type { ImagePrewarm, ImagePrewarmStatus, NodePrewarm } from './types.js';
 
 /** The status of a prewarm over its targeted nodes (in stable order), from their NodePrewarm objects. */

@@ -46,7 +46,7 @@ export interface ImagePrewarmSpec {
 /** A failed node in the summary. */
 export interface FailedNode {
   node: string;
-  /** Why, a constant of engine/reasons.ts (PrewarmReasons): the first failed image's. */
+  /** Why, a constant of fleet/reasons.ts (PrewarmReasons): the first failed image's. */
   reason: string;
   /** Each failed image with its message. */
   message?: string;
@@ -89,7 +89,7 @@ export interface NodeImageStatus {
   digest?: string;
   pinned?: boolean;
   message?: string;
-  /** Why the last attempt failed, a constant of engine/reasons.ts (PrewarmReasons). */
+  /** Why the last attempt failed, a constant of fleet/reasons.ts (PrewarmReasons). */
   reason?: string;
   attempts: number;
   startTime?: string;

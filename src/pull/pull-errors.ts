@@ -56,16 +56,3 @@ function classify(e: AgentError, image: string, auth: RegistryAuth | undefined):
       return new AgentError(kind, `pull of ${image} failed: ${reason}`, opts);
   }
 }
-
-/**
- * What went wrong in a failed pull, in a few words and without the image's name (the caller's sentence names
- * it once): "not found in its registry", "the registry requires credentials and none were given for it",
- * else the message without its leading "pull of IMAGE".
- */
-export function pullFailureCause(err: AgentError, image: string): string {
-  if (err.kind === 'NotFound') return 'not found in its registry';
-  const rest = err.message.startsWith(`pull of ${image}`) ? err.message.slice(`pull of ${image}`.length).replace(/^:? /, '') : err.message;
-  // The classified forms end with the runtime's own words in parentheses, which repeat the image.
-  if (err.kind === 'Unauthenticated') return rest.replace(/ \(.*\)$/s, '');
-  return rest;
-}

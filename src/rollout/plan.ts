@@ -12,7 +12,7 @@
 //     spec already at the target (restart succeeded, or labels alone changed)          -> relabel (in flight until)
 //     template differs beyond images/labels/annotations                                -> fallback (Pause | Recreate)
 //     otherwise, within maxUnavailable, not paused, pre-warmed                         -> start a ContainerRestart
-import { imageMatches } from '../kube/kubelet/verify.js';
+import { imageMatches } from '../image-ref.js';
 import { diffTemplates, mapChanges, type PodTemplate } from './template-diff.js';
 import type { InPlaceRollout, InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
 

@@ -7,6 +7,8 @@ import { seedCheckEvery, waitsForSeeds } from '../../src/fleet/node-part.js';
 import { chainMove, chainPlace, type ChainState } from '../../src/fleet/slot-chain.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { nodePhase } from '../../src/fleet/types.js';
+import { PrewarmReasons } from '../../src/fleet/reasons.js';
+import { Reasons } from '../../src/engine/reasons.js';
 
 const pw: ImagePrewarm = { metadata: { name: 'web', generation: 3 }, spec: { images: ['r/a:1'] } };
 const entry = (phase: NodePrewarmEntry['phase'], generation = 3, message?: string): NodePrewarmEntry => ({
@@ -16,6 +18,12 @@ const entry = (phase: NodePrewarmEntry['phase'], generation = 3, message?: strin
   images: [{ image: 'r/a:1', phase, bytesDone: 0, bytesTotal: 0, attempts: 1, message }],
 });
 const record = (node: string, e?: NodePrewarmEntry): NodePrewarm => ({ metadata: { name: node }, spec: { nodeName: node }, status: { prewarms: e ? { web: e } : {} } });
+
+describe('fleet pre-warm: reasons', () => {
+  it('words a failed or late image as the restart engine words the same failure', () => {
+    assert.deepEqual(PrewarmReasons, { PullFailed: Reasons.PullFailed, Deadline: Reasons.Deadline });
+  });
+});
 
 describe('fleet pre-warm: stable node order', () => {
   it('is the same whatever order the nodes are listed in, and differs between prewarms', () => {

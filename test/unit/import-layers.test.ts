@@ -2,11 +2,14 @@
 // banned from, fails `npm run lint` with that rule's message; the allowed imports beside them pass.
 import assert from 'node:assert/strict';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { ESLint } from 'eslint';
 
 /** The repository's root (this file runs as dist/test/unit/import-layers.test.js). */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+/** The room table of eslint.config.js (plain JavaScript at the root, read as the lint reads it). */
+const { ROOMS } = (await import(pathToFileURL(path.join(root, 'eslint.config.js')).href)) as { ROOMS: Record<string, { may: string[] }> };
 
 /** The messages of the layering rules for `code` as if it were the file `file` of the repository. */
 async function layerErrors(eslint: ESLint, file: string, code: string): Promise<string[]> {
@@ -19,14 +22,21 @@ describe('import layering lint', function () {
   const eslint = new ESLint({ cwd: root });
 
   const banned: { file: string; code: string; says: RegExp }[] = [
-    { file: 'src/pull/fixture.ts', code: "import { CriRuntime } from '../runtime/cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /pull\/ must not import a runtime adapter/ },
-    { file: 'src/pull/fixture.ts', code: "export const x = () => import('../runtime/containerd/client.js');\n", says: /pull\/ must not import a runtime adapter/ },
-    { file: 'src/pull/fixture.ts', code: "export { DockerRuntime } from '../runtime/docker/docker-runtime.js';\n", says: /pull\/ must not import a runtime adapter/ },
+    { file: 'src/pull/fixture.ts', code: "import { CriRuntime } from '../runtime/cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /pull\/ must not import runtime\/cri\// },
+    { file: 'src/pull/fixture.ts', code: "export const x = () => import('../runtime/containerd/client.js');\n", says: /pull\/ must not import runtime\/containerd\// },
+    { file: 'src/pull/fixture.ts', code: "export { DockerRuntime } from '../runtime/docker/docker-runtime.js';\n", says: /pull\/ must not import runtime\/docker\// },
     { file: 'src/cli/fixture.ts', code: "import type { Operation } from '../engine/operation.js';\nexport type X = Operation;\n", says: /cli\/ must not import engine\// },
     { file: 'src/cli/fixture.ts', code: "import type { Runtime } from '../runtime/runtime.js';\nexport type X = Runtime;\n", says: /cli\/ must not import runtime\// },
     { file: 'src/engine/fixture.ts', code: "import { NodePods } from '../kube/node-pods.js';\nexport const x = NodePods;\n", says: /engine\/ must not import kube\// },
     { file: 'src/engine/fixture.ts', code: "export const x = () => import('../kube/kube-mode.js');\n", says: /engine\/ must not import kube\// },
-    { file: 'src/engine/fixture.ts', code: "import { DockerRuntime } from '../runtime/docker/docker-runtime.js';\nexport const x = DockerRuntime;\n", says: /engine\/ must not import a runtime adapter/ },
+    { file: 'src/engine/fixture.ts', code: "import { DockerRuntime } from '../runtime/docker/docker-runtime.js';\nexport const x = DockerRuntime;\n", says: /engine\/ must not import runtime\/docker\// },
+    { file: 'src/engine/fixture.ts', code: "import { PullService } from '../pull/pull-service.js';\nexport const x = PullService;\n", says: /engine\/ must not import pull\// },
+    { file: 'src/runtime/cri/fixture.ts', code: "import { DockerRuntime } from '../docker/docker-runtime.js';\nexport const x = DockerRuntime;\n", says: /runtime\/cri\/ must not import runtime\/docker\// },
+    { file: 'src/runtime/docker/fixture.ts', code: "import { CriRuntime } from '../cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /runtime\/docker\/ must not import runtime\/cri\// },
+    { file: 'src/runtime/fixture.ts', code: "import { CriRuntime } from './cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /runtime\/ must not import runtime\/cri\// },
+    { file: 'src/rollout/fixture.ts', code: "import { imageMatches } from '../kube/kubelet/verify.js';\nexport const x = imageMatches;\n", says: /rollout\/ must not import the kubelet strategy/ },
+    { file: 'src/rollout/fixture.ts', code: "import { ContainerRestartController } from '../kube/container-restart/controller.js';\nexport const x = ContainerRestartController;\n", says: /reaches the ContainerRestart controller only through/ },
+    { file: 'src/fleet/fixture.ts', code: "import { Reasons } from '../engine/reasons.js';\nexport const x = Reasons;\n", says: /fleet\/ must not import engine\// },
   ];
   for (const b of banned) {
     it(`fails ${b.file}: ${b.code.split('\n')[0]}`, async () => {
@@ -34,6 +44,24 @@ describe('import layering lint', function () {
       assert.equal(errors.length, 1, JSON.stringify(errors));
       assert.match(errors[0], b.says);
     });
+  }
+
+  // One planted import for every room and every room it may not import, the table of eslint.config.js read back.
+  for (const [room, { may }] of Object.entries(ROOMS)) {
+    const depth = room.split('/').length;
+    for (const other of Object.keys(ROOMS).filter((r) => r !== room && !may.includes(r))) {
+      const spec = `${'../'.repeat(depth)}${other}/planted.js`;
+      it(`fails src/${room}/ importing ${other}/`, async () => {
+        const errors = await layerErrors(eslint, `src/${room}/fixture.ts`, `import { x } from '${spec}';\nexport const y = x;\n`);
+        assert.equal(errors.length, 1, JSON.stringify(errors));
+        assert.match(errors[0], new RegExp(`${room}/ must not import ${other}/:`));
+      });
+    }
+    for (const other of may) {
+      it(`passes src/${room}/ importing ${other}/`, async () => {
+        assert.deepEqual(await layerErrors(eslint, `src/${room}/fixture.ts`, `import { x } from '${'../'.repeat(depth)}${other}/types.js';\nexport const y = x;\n`), []);
+      });
+    }
   }
 
   it('passes the imports the layers allow', async () => {

@@ -15,6 +15,7 @@ import { EventReasons, type PodEvents } from '../pod-events.js';
 import { specContainer } from '../restart-policy.js';
 import type { PodCache } from './pod-cache.js';
 import { splitName } from './pod-name.js';
+import { imageMatches } from '../../image-ref.js';
 
 /** Thrown by verification when the next instance failed; carries its reason and what the API server showed. */
 export class VerifyFailed extends Error {
@@ -154,9 +155,3 @@ function hasReadinessProbe(c: V1Container | undefined): boolean {
   return Boolean(c?.readinessProbe);
 }
 
-/** Whether the image a status reports is the one asked for (the kubelet may report it normalized). */
-export function imageMatches(reported: string, wanted: string): boolean {
-  if (reported === wanted) return true;
-  const norm = (s: string) => s.replace(/^docker\.io\/(library\/)?/, '');
-  return norm(reported) === norm(wanted);
-}
