@@ -16,7 +16,7 @@ export interface Row {
   label: string;
   kind: 'StatefulSet' | 'Deployment';
   /** In place through an InPlaceRollout, with this budget. */
-  inPlace?: { maxUnavailable: number };
+  inPlace?: { maxUnavailable: number | string };
   /** The zero-downtime recipe of the stock update: a preStop sleep, seconds. */
   preStopSleepSeconds?: number;
 }
@@ -28,6 +28,7 @@ export const ROWS: Row[] = [
   { key: "b'", label: 'stock, preStop sleep 2 s', kind: 'StatefulSet', preStopSleepSeconds: 2 },
   { key: 'c', label: 'in place, maxUnavailable 3', kind: 'StatefulSet', inPlace: { maxUnavailable: 3 } },
   { key: 'd', label: 'Deployment, 25% surge', kind: 'Deployment' },
+  { key: 'e', label: 'in place, maxUnavailable 25%', kind: 'StatefulSet', inPlace: { maxUnavailable: '25%' } },
 ];
 
 /** The pod template: the HTTP server (the changed container) and a sidecar, spread over the given nodes. */

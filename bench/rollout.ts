@@ -2,15 +2,17 @@
 // from the template change until every pod is updated and ready, in the ways of bench/rollout-rows.ts:
 //   (a) in place through the agents, maxUnavailable 1;  (b) the stock StatefulSet RollingUpdate;
 //   (b') the same with a preStop sleep of 2 s;           (c) in place, maxUnavailable 3;
-//   (d) a Deployment's rolling update (25% surge).
+//   (d) a Deployment's rolling update (25% surge);   (e) in place, maxUnavailable 25%.
+// `--n 6,30` adds the scale rows (30 pods: 10 a node); the report prints how time grows with N.
 // The pods run a small HTTP server (the agent's image, which every node holds) and a sidecar. The new version adds
 // a 30 MB layer to that image, fresh for every run, so each run pulls it. Two settings: the cluster's loopback
 // registry, and the same through a proxy throttled per connection (--rate MiB/s) like a remote registry. Per run:
 // the time, the failed requests of two clients through the Service (a new connection every 20 ms, and two
 // keep-alive lanes), the pods created (each one a scheduler decision), the new pod IPs, and the API server's
-// write requests (apiserver_request_total, before and after) per pod.
+// write requests per pod by resource and verb (apiserver_request_total, before and after), less what the idle
+// cluster writes over the same time (measured over --idle-ms just before each run).
 //
-// Usage: node dist/bench/rollout.js [--n 6,12] [--rows a,b,b',c,d] [--settings local,remote] [--rate 4]
+// Usage: node dist/bench/rollout.js [--n 6,12] [--rows a,b,b',c,d] [--settings local,remote] [--rate 4] [--idle-ms 10000]
 // Needs scripts/kube-sandbox up --nodes 3 and scripts/kube-deploy-agent. It installs the optional fleet RBAC of
 // deploy/ (for the pre-warm) and removes it again if it was not there. Traffic goes only to the cluster's Service.
 import { execFile } from 'node:child_process';
@@ -26,7 +28,7 @@ import { extendImage } from '../test/support/registry-extend.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
 import { agentImage, createService, waitReadyEndpoints, type ServiceAddress } from '../test/support/traffic-fixture.js';
 import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../test/support/traffic.js';
-import { apiserverCounts, writesBetween } from './apiserver-writes.js';
+import { netOfIdle, perPod, readWrites, writesBetween, type Writes } from './apiserver-writes.js';
 import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
 import { StockTimeline } from './stock-timeline.js';
@@ -50,6 +52,8 @@ const SIZES = arg('n', '6,12').split(',').map(Number).filter((n) => n > 0);
 const ROW_KEYS = arg('rows', ROWS.map((r) => r.key).join(',')).split(',');
 const SETTINGS = arg('settings', 'local,remote').split(',');
 const RATE_MIB = Number(arg('rate', '4'));
+/** How long the idle cluster is watched before each run, for the background writes taken off. */
+const IDLE_MS = Number(arg('idle-ms', '10000'));
 
 /** What one run measured. */
 interface Result {
@@ -58,8 +62,8 @@ interface Result {
   tallies: Record<string, Tally>;
   podsCreated: number;
   newIps: number;
-  writes: number;
-  writesByVerb: Record<string, number>;
+  /** The API server's writes during the run, less the idle cluster's over the same time. */
+  writes: Writes & { background: number };
 }
 
 const isReady = (p: V1Pod) => !p.metadata?.deletionTimestamp && (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
@@ -139,7 +143,11 @@ async function main(): Promise<void> {
     const watch = await new Watch(kc).watch(`/api/v1/namespaces/${NS}/pods`, { labelSelector: `app=${APP}`, resourceVersion: '0' }, (_t, p: KubernetesObject) => {
       if (!uids.has(p.metadata?.uid ?? '')) created.add(p.metadata?.uid ?? '');
     }, () => undefined);
-    const counts0 = await apiserverCounts(KUBECTL, env.kubeconfig);
+    // The idle cluster's own writes (heartbeats, leases), over a window of its own just before, to subtract.
+    const idle0 = await readWrites(KUBECTL, env.kubeconfig);
+    await sleep(IDLE_MS);
+    const counts0 = await readWrites(KUBECTL, env.kubeconfig);
+    const idle = writesBetween(idle0, counts0);
     const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
     await timeline.start(before);
     let ms = 0;
@@ -160,27 +168,30 @@ async function main(): Promise<void> {
       });
       ms = performance.now() - began;
     });
-    const counts1 = await apiserverCounts(KUBECTL, env.kubeconfig);
+    const counts1 = await readWrites(KUBECTL, env.kubeconfig);
     watch.abort();
     timeline.stop();
     console.log(timeline.summary().join('\n'));
     const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
     if (failures.length > 0) console.log(timeline.detail(failures).join('\n'));
     const after = await podsNow();
-    const writes = writesBetween(counts0, counts1);
-    return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes: writes.total, writesByVerb: writes.byVerb };
+    const writes = netOfIdle(writesBetween(counts0, counts1), counts1.at - counts0.at, idle, counts0.at - idle0.at);
+    return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes };
   }
 
   const report = (setting: string, n: number, results: Result[]) => {
     const ref = results.find((r) => r.row.key === "b'");
     console.log(`\n${setting}, N=${n}:`);
-    console.log('| row | time | vs (b\') | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod |');
-    console.log('|---|---|---|---|---|---|---|');
+    const stock = results.find((r) => r.row.key === 'b');
+    console.log('| row | time | vs (b\') | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod, net of idle | vs (b) |');
+    console.log('|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       const f = `${r.tallies.newConnection?.failed ?? '?'} / ${r.tallies.keepAlive?.failed ?? '?'}`;
-      const verbs = Object.entries(r.writesByVerb).map(([v, k]) => `${v} ${k}`).join(', ');
-      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${(r.writes / n).toFixed(1)} (${verbs}) |`);
+      const w = r.writes.total / n;
+      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${w.toFixed(1)} (idle's ${(r.writes.background / n).toFixed(1)} taken off) | ${stock ? (r.writes.total / stock.writes.total).toFixed(2) : '-'} |`);
     }
+    console.log(`\nwhere the writes go, per pod (${setting}, N=${n}; RESOURCE[/SUBRESOURCE] VERB, most first):`);
+    for (const r of results) console.log(`  (${r.row.key}) ${perPod(r.writes, n, 12)}`);
   };
 
   try {
@@ -188,6 +199,7 @@ async function main(): Promise<void> {
       proxy.setRate(setting === 'remote' ? RATE_MIB * MiB : 0);
       const registry = setting === 'remote' ? proxy.host : env.sandbox.registry;
       const v1 = setting === 'remote' ? base.replace(env.sandbox.registry, proxy.host) : base;
+      const growth = new Map<string, string[]>();
       for (const n of SIZES) {
         const results: Result[] = [];
         for (const row of rows) {
@@ -195,10 +207,15 @@ async function main(): Promise<void> {
           const layer = buildLayer([{ path: `bench/${seed}`, data: seededBytes(seed, LAYER_MIB * MiB) }]);
           const v2 = (await extendImage(env.sandbox.registry, base, `bench-rollout-${seed}`, layer)).replace(env.sandbox.registry, registry);
           const r = await runOnce(row, n, v1, v2);
-          console.log(`  ${setting} N=${n} (${r.row.key}): ${(r.ms / 1000).toFixed(1)} s, failed ${r.tallies.newConnection?.failed}/${r.tallies.keepAlive?.failed}, pods created ${r.podsCreated}, new IPs ${r.newIps}, writes ${r.writes}`);
+          console.log(`  ${setting} N=${n} (${r.row.key}): ${(r.ms / 1000).toFixed(1)} s, failed ${r.tallies.newConnection?.failed}/${r.tallies.keepAlive?.failed}, pods created ${r.podsCreated}, new IPs ${r.newIps}, writes ${r.writes.total.toFixed(0)} net`);
           results.push(r);
         }
         report(setting, n, results);
+        for (const r of results) growth.set(r.row.key, [...(growth.get(r.row.key) ?? []), `N=${n} ${(r.ms / 1000).toFixed(1)} s (${(r.ms / 1000 / n).toFixed(2)} s a pod)`]);
+      }
+      if (SIZES.length > 1) {
+        console.log(`\nhow time grows with N (${setting}):`);
+        for (const [key, cells] of growth) console.log(`  (${key}) ${cells.join(', ')}`);
       }
     }
   } finally {
