@@ -28,7 +28,7 @@ import { extendImage } from '../test/support/registry-extend.js';
 import { startRegistryProxy, type RegistryProxy } from '../test/support/registry-proxy.js';
 import { agentImage, createService, waitReadyEndpoints, type ServiceAddress } from '../test/support/traffic-fixture.js';
 import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../test/support/traffic.js';
-import { netOfIdle, perPod, readWrites, writesBetween, type Writes } from './apiserver-writes.js';
+import { netOfIdle, perPod, readWrites, stored, writesBetween, type Writes } from './apiserver-writes.js';
 import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
 import { StockTimeline } from './stock-timeline.js';
@@ -183,12 +183,13 @@ async function main(): Promise<void> {
     const ref = results.find((r) => r.row.key === "b'");
     console.log(`\n${setting}, N=${n}:`);
     const stock = results.find((r) => r.row.key === 'b');
-    console.log('| row | time | vs (b\') | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod, net of idle | vs (b) |');
-    console.log('|---|---|---|---|---|---|---|---|');
+    console.log('| row | time | vs (b\') | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod, net of idle | stored writes per pod | stored vs (b) |');
+    console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       const f = `${r.tallies.newConnection?.failed ?? '?'} / ${r.tallies.keepAlive?.failed ?? '?'}`;
       const w = r.writes.total / n;
-      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${w.toFixed(1)} (idle's ${(r.writes.background / n).toFixed(1)} taken off) | ${stock ? (r.writes.total / stock.writes.total).toFixed(2) : '-'} |`);
+      const st = stored(r.writes).total;
+      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${w.toFixed(1)} (idle's ${(r.writes.background / n).toFixed(1)} taken off) | ${(st / n).toFixed(1)} | ${stock ? (st / stored(stock.writes).total).toFixed(2) : '-'} |`);
     }
     console.log(`\nwhere the writes go, per pod (${setting}, N=${n}; RESOURCE[/SUBRESOURCE] VERB, most first):`);
     for (const r of results) console.log(`  (${r.row.key}) ${perPod(r.writes, n, 12)}`);

@@ -1,7 +1,7 @@
 // bench:rollout's write accounting: apiserver_request_total's write verbs by resource, subresource and verb, and
 // the idle cluster's background taken off in proportion to the measured window.
 import assert from 'node:assert/strict';
-import { netOfIdle, perPod, writeCounts, writesBetween } from '../../bench/apiserver-writes.js';
+import { netOfIdle, perPod, stored, writeCounts, writesBetween } from '../../bench/apiserver-writes.js';
 
 const metrics = (podsPatch: number, leasesPut: number) => [
   '# HELP apiserver_request_total Counter of apiserver requests',
@@ -26,5 +26,10 @@ describe('bench: API server write accounting', () => {
     const net = netOfIdle(run, 20_000, idle, 10_000);
     assert.deepEqual(net, { total: 12, byKey: { 'pods/status PATCH': 12 }, background: 15 });
     assert.equal(perPod(net, 6), 'pods/status PATCH 2.0');
+  });
+
+  it('tells stored writes from reviews and token requests, which store nothing', () => {
+    const w = { total: 9, byKey: { 'subjectaccessreviews POST': 4, 'serviceaccounts/token POST': 1, 'serviceaccounts POST': 1, 'pods/status PATCH': 3 } };
+    assert.deepEqual(stored(w), { total: 4, byKey: { 'serviceaccounts POST': 1, 'pods/status PATCH': 3 } });
   });
 });
