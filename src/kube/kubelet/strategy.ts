@@ -26,6 +26,7 @@ import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from '../drain/data-plane.js';
 import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
 import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
+import { once, sightNewInstance } from './runtime-sight.js';
 import type { KubeApi } from '../kube-api.js';
 import type { PodEvents } from '../pod-events.js';
 import { preStopHandler, runPreStop } from '../pre-stop.js';
@@ -198,8 +199,15 @@ export class KubeletStrategy implements RestartStrategy {
             try {
               // With min-ready 0 the condition goes True as the new instance starts: the kubelet's Ready then
               // follows the readiness probe in one pod sync (way-back.ts, opensAtStart).
-              const early = opensAtStart(op, t, this.name) ? () => openAtStart(this.way, op, t, ns, name, this.name) : undefined;
-              await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
+              // The gate opens at the first sight of the new instance: in the runtime (at once) or in the API
+              // server's status (after the kubelet's relist), whichever comes first (runtime-sight.ts).
+              const early = opensAtStart(op, t, this.name) ? once(() => openAtStart(this.way, op, t, ns, name, this.name)) : undefined;
+              const sight = early && op.podId ? sightNewInstance(this.d.runtime, this.d.clock, op.podId, t.name, [t.oldId], () => (ctx.trace('new instance seen in the runtime'), early())) : undefined;
+              try {
+                await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
+              } finally {
+                sight?.stop();
+              }
             } catch (err) {
               if (!(err instanceof VerifyFailed)) throw err;
               await this.closeEarly(op, t, ns, name, err.reason);
