@@ -13,7 +13,7 @@ export function outputOption(description: string): Option {
   return new Option('-o, --output <format>', description).choices(OUTPUT_FORMATS).default('text');
 }
 
-let dumpYaml: ((value: unknown) => string) | undefined;
+let dumpYaml: ((value: unknown, opts?: { lineWidth?: number }) => string) | undefined;
 
 /** Loads the YAML writer when format is yaml; call before structured() with yaml. */
 export async function prepareOutput(format: string | undefined): Promise<void> {
@@ -25,7 +25,8 @@ export function structured(format: OutputFormat, value: unknown): string {
   if (format !== 'yaml') return JSON.stringify(value, null, 2);
   if (!dumpYaml) throw new Error('prepareOutput was not called for -o yaml');
   // Through JSON first, so that yaml shows what json shows (no undefined fields, dates as text).
-  return dumpYaml(JSON.parse(JSON.stringify(value) ?? 'null')).trimEnd();
+  // No folding of long lines: a message stays one line, as grep and kubectl users expect.
+  return dumpYaml(JSON.parse(JSON.stringify(value) ?? 'null'), { lineWidth: -1 }).trimEnd();
 }
 
 /** One record of a stream (pull's events): a JSON line, or a YAML document after `---`. */

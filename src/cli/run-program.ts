@@ -22,7 +22,7 @@ export function oneLine(message: string): string {
 export async function runProgram(name: string, prog: Command, rawArgv: string[]): Promise<number> {
   const argv = kubectlArgv(rawArgv);
   if (argv.length <= 2) {
-    process.stdout.write(prog.helpInformation());
+    prog.outputHelp();
     return EXIT.ok;
   }
   const asked = outputInArgv(argv.slice(2));
