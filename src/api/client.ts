@@ -11,6 +11,7 @@ import { loadProto } from '../proto.js';
 import type { PullEvent } from '../pull/types.js';
 import { operationFromWire, pullEventFromWire, type OperationView } from './convert.js';
 import { fromServiceError } from './status.js';
+import { AgentError } from '../errors.js';
 import { DEFAULT_AGENT_SOCKET, unixPath } from './address.js';
 import { clientCredentials, type ClientTlsFiles } from './tls.js';
 
@@ -21,7 +22,7 @@ export class AgentClient {
   private readonly client: WireClient;
   readonly target: string;
 
-  /** A TCP address needs tls (mutual TLS); throws AgentError(InvalidArgument) without it or with bad files. */
+  /** A TCP address needs tls (mutual TLS); throws AgentError(InvalidArgument) without it or with bad files. deadlineMs 0: no deadline. */
   constructor(address: string = DEFAULT_AGENT_SOCKET, private readonly deadlineMs = 30_000, tls: ClientTlsFiles = {}) {
     const proto = grpc.loadPackageDefinition(loadProto('inplace/v1/agent.proto')) as unknown as ProtoGrpcType;
     const sock = unixPath(address);
@@ -31,7 +32,28 @@ export class AgentClient {
   }
 
   private opts(): grpc.CallOptions {
-    return { deadline: Date.now() + this.deadlineMs };
+    return this.deadlineMs > 0 ? { deadline: Date.now() + this.deadlineMs } : {};
+  }
+
+  /**
+   * Resolves once the connection to the agent is up, or has failed (the call that follows then says why, at once);
+   * rejects with DeadlineExceeded when it is still connecting after ms (a socket that accepts and never answers).
+   * ms 0 waits no time.
+   */
+  waitReady(ms = this.deadlineMs): Promise<void> {
+    if (ms <= 0) return Promise.resolve();
+    const channel = this.client.getChannel();
+    const deadline = Date.now() + ms;
+    const settled = [grpc.connectivityState.READY, grpc.connectivityState.TRANSIENT_FAILURE, grpc.connectivityState.SHUTDOWN];
+    return new Promise((resolve, reject) => {
+      const check = (err?: Error) => {
+        const state = channel.getConnectivityState(true);
+        if (settled.includes(state)) return resolve();
+        if (err || Date.now() >= deadline) return reject(new AgentError('DeadlineExceeded', `the agent at ${this.target} accepted the connection but did not answer within ${ms / 1000}s`));
+        channel.watchConnectivityState(state, deadline, check);
+      };
+      check();
+    });
   }
 
   private call<Req, Res>(method: (req: Req, opts: grpc.CallOptions, cb: grpc.requestCallback<Res>) => unknown, req: Req): Promise<Res> {

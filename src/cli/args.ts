@@ -1,6 +1,6 @@
 // Checks of inplacectl's arguments that need no agent: wrong whatever the node holds, refused with exit 2.
 import { asAgentError } from '../errors.js';
-import { MAX_TIMER_MS, parseDuration } from '../duration.js';
+import { durationFlagMs } from '../duration.js';
 import { parseImageRef } from '../image-ref.js';
 import { MIN_ID_PREFIX } from '../id-prefix.js';
 
@@ -30,23 +30,17 @@ export function parseImageFlags(values: string[] | undefined): Record<string, st
   return out;
 }
 
-/**
- * A duration flag in ms. A unit is required (`5s`, `500ms`, `2m`): a bare number could mean seconds or
- * milliseconds, so only 0 is taken without one. --timeout must be more than 0.
- */
-export function durationFlag(flag: string, v: string | undefined): number | undefined {
+/** What 0 means for the clients' duration flags that take it; the others refuse 0. */
+const ZERO_MEANS: Record<string, string> = { grace: 'stop at once', 'min-ready': 'no verification window' };
+
+/** A duration flag in ms by the one rule of src/duration.ts (a unit required; 0 only where it means something). */
+export function durationFlag(flag: string, v: string | undefined, zeroMeans: string | undefined = ZERO_MEANS[flag]): number | undefined {
   if (v === undefined) return undefined;
-  const t = v.trim();
-  if (/^\d+(\.\d+)?$/.test(t) && Number(t) !== 0) throw new UsageError(`--${flag} needs a unit: "${t}s" for seconds, "${t}ms" for milliseconds (got "${v}")`);
-  let ms: number;
   try {
-    ms = parseDuration(t);
+    return durationFlagMs(`--${flag}`, v, { zeroMeans });
   } catch (err) {
-    throw new UsageError(`--${flag}: ${asAgentError(err).message}`);
+    throw new UsageError(asAgentError(err).message);
   }
-  if (ms > MAX_TIMER_MS) throw new UsageError(`--${flag}: at most 596h, got "${v}"`);
-  if (flag === 'timeout' && ms === 0) throw new UsageError("--timeout must be more than 0 (leave it out for the agent's default)");
-  return ms;
 }
 
 /** Restart arguments that are wrong whatever the node holds: refused before anything is sent (exit 2). */

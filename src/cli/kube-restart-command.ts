@@ -8,6 +8,7 @@ import { followContainerRestart } from './follow-container-restart.js';
 import { operationView, refusal } from '../kube/container-restart/operation-view.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
 import { restartSummary } from './render.js';
+import { structured, type OutputFormat } from './output.js';
 import { ProgressPrinter } from './progress.js';
 import { operationFromWire, operationToWire, type OperationView } from '../api/convert.js';
 
@@ -28,8 +29,10 @@ export interface KubeRestartArgs {
   graceMs?: number;
   minReadyMs?: number;
   timeoutMs?: number;
+  /** --request-timeout as given. */
+  requestTimeout?: string;
   wait: boolean;
-  json: boolean;
+  format: OutputFormat;
   t0: number;
 }
 
@@ -39,7 +42,7 @@ const DEFAULT_TAKE_DEADLINE_MS = 10 * 60_000;
 const NOTICE_AFTER_MS = 15_000;
 
 /** The object for a request (whole seconds: durations are rounded up, as the RPC path rounds the grace). */
-export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'context' | 'namespace' | 'wait' | 'json' | 't0'>, defaultNamespace: string): ContainerRestart {
+export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'context' | 'namespace' | 'requestTimeout' | 'wait' | 'format' | 't0'>, defaultNamespace: string): ContainerRestart {
   const slash = a.pod.indexOf('/');
   const namespace = slash > 0 ? a.pod.slice(0, slash) : defaultNamespace;
   const podName = slash > 0 ? a.pod.slice(slash + 1) : a.pod;
@@ -60,6 +63,7 @@ export function containerRestartFor(a: Omit<KubeRestartArgs, 'kubeconfig' | 'con
 
 /** Creates the object and follows it; resolves with the exit status (0 succeeded, 1 failed or refused). */
 export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
+  const json = a.format !== 'text';
   const kc = await loadTarget(a);
   const api = new ContainerRestartApi(kc, 'user');
   const ns = namespaceOf(kc, a);
@@ -68,11 +72,11 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   const created = await api.create(containerRestartFor(a, ns));
   const ref = `${created.metadata.namespace}/${created.metadata.name}`;
   if (!a.wait) {
-    process.stdout.write(a.json ? JSON.stringify(created, null, 2) + '\n' : `containerrestart ${ref}\n`);
+    process.stdout.write(json ? structured(a.format, created) + '\n' : `containerrestart ${ref}\n`);
     return 0;
   }
   const first = operationView(created);
-  if (!a.json) process.stdout.write(`operation ${first.id} on pod ${first.podName} (containerrestart ${ref})\n`);
+  if (!json) process.stdout.write(`operation ${first.id} on pod ${first.podName} (containerrestart ${ref})\n`);
 
   const takeDeadline = a.t0 + (a.timeoutMs ?? DEFAULT_TAKE_DEADLINE_MS);
   let taken = false;
@@ -94,14 +98,14 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
           throw new AgentError('DeadlineExceeded', `no agent took ContainerRestart ${ref} in time (is inplace-agent running with a kubeconfig on the node of pod ${first.podName}?); the object is left in place`);
         }
         noticed = true;
-        if (!a.json) process.stdout.write(`waiting for the agent on the node of pod ${first.podName} to take it\n`);
+        if (!json) process.stdout.write(`waiting for the agent on the node of pod ${first.podName} to take it\n`);
         continue;
       }
       if (next.done) break;
       last = next.value;
       taken ||= !!last.status?.operationId;
       const op = withSeenSteps(toView(operationView(last)), seen);
-      if (!a.json) for (const line of printer.next(op)) process.stdout.write(line + '\n');
+      if (!json) for (const line of printer.next(op)) process.stdout.write(line + '\n');
       if (isFinished(last.status?.phase)) break;
     }
   } finally {
@@ -111,7 +115,7 @@ export async function kubeRestart(a: KubeRestartArgs): Promise<number> {
   const refused = refusal(last);
   if (refused) throw new AgentError('FailedPrecondition', refused);
   const end = operationView(last);
-  process.stdout.write((a.json ? JSON.stringify(end, null, 2) : restartSummary(toView(end))) + '\n');
+  process.stdout.write((json ? structured(a.format, end) : restartSummary(toView(end))) + '\n');
   return end.state === 'Succeeded' ? 0 : 1;
 }
 

@@ -4,15 +4,16 @@
 // that the agent on the pod's node runs, and follows it as `inplacectl --kubeconfig restart` does; `pods`
 // lists pods with their containers and the latest in-place restart of each; `prewarm` and `rollout` are
 // inplacectl's. Exit statuses and the `-o json` rule are inplacectl's (docs/reference.md).
-import { statSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
-import { AgentError, asAgentError } from '../errors.js';
+import { Command, Option } from 'commander';
 import { PACKAGE_VERSION } from '../version.js';
-import { checkRestartArgs, collect, durationFlag, parseImageFlags, UsageError } from './args.js';
-import { jsonError } from './json-error.js';
-import { isCredentialsRefused } from '../kube/api-error.js';
-import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
-import { addRolloutCommand, RolloutUsageError } from './rollout-command.js';
+import { DURATION_RULE } from '../duration.js';
+import { checkRestartArgs, collect, durationFlag, parseImageFlags } from './args.js';
+import { exitCodesHelp } from './exit-codes.js';
+import { outputOption, structured, type OutputFormat } from './output.js';
+import { requestTimeoutOption } from './request-timeout.js';
+import { oneLine, runProgram } from './run-program.js';
+import { addPrewarmCommand } from './prewarm-command.js';
+import { addRolloutCommand } from './rollout-command.js';
 
 /** The plugin's global flags: kubectl's. */
 interface PluginGlobals {
@@ -20,14 +21,11 @@ interface PluginGlobals {
   context?: string;
   namespace?: string;
   allNamespaces?: boolean;
-  output: 'text' | 'json';
+  requestTimeout: string;
+  output: OutputFormat;
 }
 
 const NAME = 'kubectl inplace';
-
-function isUsage(err: unknown): err is Error {
-  return err instanceof UsageError || err instanceof PrewarmUsageError || err instanceof RolloutUsageError;
-}
 
 /** The plugin's command tree. */
 export function plugin(): Command {
@@ -38,15 +36,11 @@ export function plugin(): Command {
     .addOption(new Option('--kubeconfig <file>', 'kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'))
     .addOption(new Option('--context <name>', 'kubeconfig context (default: the current one)'))
     .addOption(new Option('-n, --namespace <ns>', "namespace (default: the context's, then default)"))
-    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .addOption(outputOption('output format'))
+    .addOption(requestTimeoutOption())
+    .addHelpText('after', `\n${DURATION_RULE}\n${exitCodesHelp()}`)
     .exitOverride();
-  const globals = (): PluginGlobals => {
-    const g = prog.opts<PluginGlobals>();
-    // kubectl's default kubeconfig, when neither the flag nor $KUBECONFIG names one.
-    const home = process.env.HOME;
-    const kubeconfig = g.kubeconfig ?? (!process.env.KUBECONFIG && home ? defaultKubeconfig(home) : undefined);
-    return { ...g, kubeconfig };
-  };
+  const globals = () => prog.opts<PluginGlobals>();
 
   prog
     .command('restart')
@@ -67,6 +61,7 @@ export function plugin(): Command {
         kubeconfig: g.kubeconfig,
         context: g.context,
         namespace: g.namespace,
+        requestTimeout: g.requestTimeout,
         pod,
         containers,
         images,
@@ -74,7 +69,7 @@ export function plugin(): Command {
         minReadyMs: durationFlag('min-ready', o.minReady),
         timeoutMs: durationFlag('timeout', o.timeout),
         wait: o.wait,
-        json: g.output === 'json',
+        format: g.output,
         t0: Date.now(),
       });
     });
@@ -87,43 +82,21 @@ export function plugin(): Command {
       const g = globals();
       const { listPods, renderPluginPods } = await import('./kubectl-pods.js');
       const pods = await listPods({ ...g, allNamespaces: !!o.allNamespaces });
-      process.stdout.write(g.output === 'json' ? JSON.stringify(pods, null, 2) + '\n' : renderPluginPods(pods, !!o.allNamespaces) + '\n');
+      process.stdout.write((g.output === 'text' ? renderPluginPods(pods, !!o.allNamespaces) : structured(g.output, pods)) + '\n');
     });
 
   addPrewarmCommand(prog, globals);
   addRolloutCommand(prog, globals);
   for (const cmd of [prog, ...prog.commands, ...prog.commands.flatMap((c) => c.commands)]) {
     cmd.showHelpAfterError(`(run '${NAME}${cmd === prog ? '' : ' ' + (cmd.parent && cmd.parent !== prog ? `${cmd.parent.name()} ` : '') + cmd.name()} --help' for usage)`);
-    cmd.configureOutput({ outputError: (str, write) => write(`${NAME}: ${str.replace(/^error: /, '').replace(/\n\(Did you mean (.+)\?\)/, ' (did you mean $1?)').trim()}\n`) });
+    cmd.configureOutput({ outputError: (str, write) => write(`${NAME}: ${oneLine(str)}\n`) });
   }
   return prog;
 }
 
-/** ~/.kube/config when it exists. */
-function defaultKubeconfig(home: string): string | undefined {
-  const file = `${home}/.kube/config`;
-  try {
-    return statSync(file).isFile() ? file : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 /** Runs the plugin with argv; resolves with the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const prog = plugin();
-  const json = () => prog.opts<PluginGlobals>().output === 'json';
-  try {
-    await prog.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : 0;
-  } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : 2;
-    const e = isUsage(err) ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
-    const code = isUsage(err) || e.kind === 'InvalidArgument' ? 2 : isCredentialsRefused(e) ? 3 : 1;
-    process.stderr.write(`${NAME}: ${e.message}\n`);
-    if (json()) process.stdout.write(JSON.stringify(jsonError(e, code), null, 2) + '\n');
-    return code;
-  }
+  return runProgram(NAME, plugin(), argv);
 }
 
 const code = await main(process.argv);

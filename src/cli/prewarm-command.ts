@@ -1,9 +1,10 @@
 // `inplacectl prewarm create|status|delete NAME`: fleet pre-warm through the Kubernetes API (no agent socket).
 // status sums up the per-node NodePrewarm objects itself, so it is current even when no summary was written.
 import type { Command } from 'commander';
-import { parseDuration } from '../duration.js';
+import { durationFlagMs, type DurationFlagRule } from '../duration.js';
 import { collect } from './args.js';
-import { loadTarget } from './kube-target.js';
+import { loadTarget, type KubeTarget } from './kube-target.js';
+import { structured, type OutputFormat } from './output.js';
 import { parseImageRef } from '../image-ref.js';
 import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
 import type { KubeConfig } from '../kube/client.js';
@@ -11,12 +12,8 @@ import type { KubeConfig } from '../kube/client.js';
 /** Bad usage (exit 2): thrown as this so main maps it. */
 export class PrewarmUsageError extends Error {}
 
-interface PrewarmGlobals {
-  output: 'text' | 'json';
-  /** inplacectl's global --kubeconfig. */
-  kubeconfig?: string;
-  /** kubectl-inplace's --context. */
-  context?: string;
+interface PrewarmGlobals extends KubeTarget {
+  output: OutputFormat;
 }
 
 function pairs(values: string[], flag: string): Record<string, string> {
@@ -36,14 +33,22 @@ function int(v: string | undefined, flag: string, min: number, max: number): num
   return n;
 }
 
-function seconds(v: string | undefined, flag: string): number | undefined {
-  if (v === undefined) return undefined;
+/** A duration flag by the one rule (src/duration.ts); PrewarmUsageError naming the flag otherwise. */
+function duration(v: string, flag: string, rule: DurationFlagRule): number {
   try {
-    return Math.ceil(parseDuration(v) / 1000);
+    return durationFlagMs(`--${flag}`, v, rule);
   } catch (err) {
-    throw new PrewarmUsageError(`--${flag}: ${(err as Error).message}`);
+    throw new PrewarmUsageError((err as Error).message);
   }
 }
+
+/** A duration flag in whole seconds (rounded up), as the spec holds it. */
+function seconds(v: string | undefined, flag: string, rule: DurationFlagRule): number | undefined {
+  return v === undefined ? undefined : Math.ceil(duration(v, flag, rule) / 1000);
+}
+
+/** The least --interval of status --watch: a shorter one would poll the API server in a tight loop. */
+export const MIN_WATCH_INTERVAL_MS = 100;
 
 /** The spec from create's flags; every image reference is parsed before anything is sent. */
 export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
@@ -69,8 +74,9 @@ export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
   spec.maxParallelNodes = int(o.maxParallel as string | undefined, 'max-parallel', 1, 1000);
   spec.seedNodes = int(o.seeds as string | undefined, 'seeds', 0, 1000);
   spec.backoffLimit = int(o.backoffLimit as string | undefined, 'backoff-limit', 0, 100);
-  spec.activeDeadlineSeconds = seconds(o.deadline as string | undefined, 'deadline');
-  spec.refreshSeconds = seconds(o.refresh as string | undefined, 'refresh');
+  spec.activeDeadlineSeconds = seconds(o.deadline as string | undefined, 'deadline', { minMs: 1000 });
+  // The CRD's rule: 0 (never) or at least 10 s.
+  spec.refreshSeconds = seconds(o.refresh as string | undefined, 'refresh', { zeroMeans: 'never', minMs: 10_000 });
   if (o.pin) spec.pin = true;
   const secrets = (o.pullSecret as string[] | undefined) ?? [];
   if (secrets.length > 0) {
@@ -84,7 +90,7 @@ export function specFromFlags(o: Record<string, unknown>): ImagePrewarmSpec {
   return spec;
 }
 
-async function kubeconfigOf(o: { kubeconfig?: string; context?: string }): Promise<KubeConfig> {
+async function kubeconfigOf(o: KubeTarget): Promise<KubeConfig> {
   try {
     return await loadTarget(o);
   } catch (err) {
@@ -128,7 +134,7 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
       const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name }, spec };
       await (await prewarmApi()).createPrewarm(kc, body);
       const g = globals();
-      process.stdout.write(g.output === 'json' ? JSON.stringify(body, null, 2) + '\n' : `imageprewarm ${name} created: ${spec.images.join(', ')}\n`);
+      process.stdout.write(g.output === 'text' ? `imageprewarm ${name} created: ${spec.images.join(', ')}\n` : structured(g.output, body) + '\n');
     });
 
   kubeOpt(pw.command('status'))
@@ -137,15 +143,15 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .option('-w, --watch', 'follow until every node is done or failed (exit 1 when any failed)')
     .option('--interval <duration>', 'refresh interval with --watch', '2s')
     .action(async (name: string, o: { watch?: boolean; interval: string }) => {
+      const every = duration(o.interval, 'interval', { minMs: MIN_WATCH_INTERVAL_MS });
       const g = globals();
       const kc = await kubeconfigOf(globals());
-      const every = parseDuration(o.interval);
       const { liveStatus } = await prewarmApi();
       let last = '';
       for (;;) {
         const { status, nodes } = await liveStatus(kc, name);
         const text = renderPrewarmStatus(name, status, nodes);
-        const out = g.output === 'json' ? JSON.stringify({ name, ...status, nodes }, null, 2) : text;
+        const out = g.output === 'text' ? text : structured(g.output, { name, ...status, nodes });
         if (out !== last) process.stdout.write(out + '\n');
         last = out;
         const done = status.desired > 0 && status.succeeded + status.failed === status.desired;
@@ -164,6 +170,6 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
       const kc = await kubeconfigOf(globals());
       await (await prewarmApi()).deletePrewarm(kc, name);
       const g = globals();
-      process.stdout.write(g.output === 'json' ? JSON.stringify({ name, deleted: true }) + '\n' : `imageprewarm ${name} deleted\n`);
+      process.stdout.write(g.output === 'text' ? `imageprewarm ${name} deleted\n` : structured(g.output, { name, deleted: true }) + '\n');
     });
 }

@@ -1,59 +1,26 @@
-// inplacectl's commands. Exit status: 0 success; 1 the operation failed, was refused, or the agent could not
-// be reached; 2 bad usage (found by inplacectl, or refused by the agent as an invalid argument); 3 the Kubernetes
-// API server refused the kubeconfig's credentials (--kubeconfig, prewarm and rollout commands).
-import { Argument, Command, CommanderError, Option } from 'commander';
-import { AgentClient, DEFAULT_AGENT_SOCKET } from '../api/client.js';
+// inplacectl's commands. Exit statuses: exit-codes.ts (docs/reference.md); how it runs: run-program.ts.
+import { Argument, Command } from 'commander';
+import type { AgentClient } from '../api/client.js';
 import { podsFromWire, type OperationView as Operation } from '../api/convert.js';
 import { AgentError, asAgentError } from '../errors.js';
 import { parseImageRef } from '../image-ref.js';
-import { ClientReasons, isFinishedState } from '../api/operation-states.js';
+import { isFinishedState } from '../api/operation-states.js';
+import { DURATION_RULE } from '../duration.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
 import { ProgressPrinter } from './progress.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
-import { addPrewarmCommand, PrewarmUsageError } from './prewarm-command.js';
-import { addRolloutCommand, RolloutUsageError } from './rollout-command.js';
+import { addPrewarmCommand } from './prewarm-command.js';
+import { addRolloutCommand } from './rollout-command.js';
 import { checkOperationId, checkRestartArgs, collect, durationFlag, parseImageFlags, UsageError } from './args.js';
 import { CANCEL_HELP, cancelEffect } from './cancel-text.js';
 import { completionScript, SHELLS } from './completion.js';
-import { jsonError } from './json-error.js';
-import { isCredentialsRefused } from '../kube/api-error.js';
+import { EXIT, exitCodesHelp, exitStatusOf } from './exit-codes.js';
+import { addGlobalOptions, print, withClient, type Globals } from './agent-session.js';
+import { addVersionCommand } from './version-command.js';
+import { oneLine, runProgram } from './run-program.js';
 
-/** Exit statuses (docs/reference.md); kubectl-inplace exits with the same. */
-export const EXIT = { ok: 0, failed: 1, usage: 2, credentials: 3 } as const;
-
-interface Globals {
-  agent: string;
-  output: 'text' | 'json';
-  cert?: string;
-  key?: string;
-  ca?: string;
-  serverName?: string;
-  kubeconfig?: string;
-}
-
-function client(g: Globals): AgentClient {
-  try {
-    return new AgentClient(g.agent, undefined, { cert: g.cert, key: g.key, ca: g.ca, serverName: g.serverName });
-  } catch (err) {
-    // Missing, unreadable, mismatched or expired TLS files: bad usage, found before anything is sent.
-    throw new UsageError(asAgentError(err).message);
-  }
-}
-
-function print(g: Globals, json: unknown, text: string): void {
-  process.stdout.write(g.output === 'json' ? JSON.stringify(json, null, 2) + '\n' : text + '\n');
-}
-
-/** Runs fn with a client of the agent, and closes the client after it, however fn ends. */
-async function withClient(g: Globals, fn: (c: AgentClient) => Promise<void>): Promise<void> {
-  const c = client(g);
-  try {
-    await fn(c);
-  } finally {
-    c.close();
-  }
-}
+export { EXIT, exitStatusOf };
 
 /**
  * Follows an operation until it ends, printing every journaled step once, in order (timed from the
@@ -87,29 +54,6 @@ async function follow(g: Globals, c: AgentClient, first: Operation, joined: bool
   return last;
 }
 
-/** Whether err is bad usage found by inplacectl itself. */
-function isUsage(err: unknown): err is Error {
-  return err instanceof UsageError || err instanceof PrewarmUsageError || err instanceof RolloutUsageError;
-}
-
-/** The exit status for an error: 2 for bad usage and for the agent's InvalidArgument about the request itself, 3 for refused kubeconfig credentials. */
-export function exitStatusOf(err: unknown): number {
-  if (isUsage(err)) return EXIT.usage;
-  const e = asAgentError(err);
-  if (isCredentialsRefused(e)) return EXIT.credentials;
-  // An invalid preStop hook is the container's label, not the request: the request was fine.
-  if (e.kind === 'InvalidArgument' && e.reason !== ClientReasons.InvalidPreStopHook) return EXIT.usage;
-  return EXIT.failed;
-}
-
-/** Commander's "(Did you mean x?)" folded into its one error line. */
-function oneLine(message: string): string {
-  return message
-    .replace(/^error: /, '')
-    .replace(/\n\(Did you mean (.+)\?\)/, ' (did you mean $1?)')
-    .trim();
-}
-
 /** Every command below (and with) cmd. */
 function commandsOf(cmd: Command): Command[] {
   return [cmd, ...cmd.commands.flatMap(commandsOf)];
@@ -123,32 +67,27 @@ function commandPath(cmd: Command): string {
 
 /** The inplacectl command tree. */
 export function program(): Command {
-  const prog = new Command('inplacectl')
-    .description('Drive inplace-agent: restart containers in place, pre-pull images, watch operations')
-    .version(PACKAGE_VERSION, '-V, --version', "print inplacectl's version (`inplacectl version` adds the agent's)")
-    .addOption(new Option('--agent <uri>', 'agent API address').env('INPLACE_AGENT').default(DEFAULT_AGENT_SOCKET))
-    .addOption(new Option('-o, --output <format>', 'output format (with json, errors are JSON too: see below)').choices(['text', 'json']).default('text'))
-    .addOption(new Option('--cert <file>', 'client certificate (PEM) for a TCP agent (mutual TLS)').env('INPLACECTL_CERT'))
-    .addOption(new Option('--key <file>', 'private key (PEM) of --cert').env('INPLACECTL_KEY'))
-    .addOption(new Option('--ca <file>', "CA certificate(s) (PEM) the agent's certificate must chain to").env('INPLACECTL_CA'))
-    .addOption(new Option('--server-name <name>', "name the agent's certificate must carry (default: the host in --agent)").env('INPLACECTL_SERVER_NAME'))
-    .addOption(new Option('--kubeconfig <file>', 'restart through a ContainerRestart object in this cluster instead of the agent socket'))
+  const prog = addGlobalOptions(
+    new Command('inplacectl')
+      .description('Drive inplace-agent: restart containers in place, pre-pull images, watch operations')
+      .version(PACKAGE_VERSION, '-V, --version', "print inplacectl's version (`inplacectl version` adds the agent's)"),
+  )
     .addHelpText(
       'after',
       `
-Durations take a unit: 500ms, 5s, 2m, 1m30s (a bare number is refused, except 0).
-Exit status: 0 success; 1 the operation failed or was refused, or the agent could not be reached;
-2 bad usage (a bad flag or argument, or a request the agent refused as invalid);
-3 the Kubernetes API server refused the kubeconfig's credentials (--kubeconfig, prewarm, rollout).
-With -o json, stdout holds the result as JSON (pull: one JSON object per line), or, when the command
-fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds the error as one line.`,
+${DURATION_RULE}
+${exitCodesHelp()}
+With -o json (or yaml), stdout holds the result (pull: one JSON object per line, or one YAML document per
+event), or, when the command fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds
+the error as one line.`,
     )
     .exitOverride();
   const globals = () => prog.opts<Globals>();
   prog.hook('preAction', (_prog, action) => {
-    const allowed = ['restart', 'completion'];
-    const kube = ['prewarm', 'rollout'];
-    if (globals().kubeconfig && !allowed.includes(action.name()) && !kube.includes(action.parent?.name() ?? '')) throw new UsageError(`--kubeconfig works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
+    const g = globals();
+    const kube = ['prewarm', 'rollout'].includes(action.parent?.name() ?? '');
+    const flag = g.kubeconfig ? '--kubeconfig' : g.context ? '--context' : g.namespace ? '-n' : undefined;
+    if (flag && !kube && !['restart', 'completion'].includes(action.name())) throw new UsageError(`${flag} works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
   });
 
   prog
@@ -165,12 +104,12 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
   prog
     .command('restart')
     .description('recreate containers of a pod in place, optionally with new images')
-    .argument('<pod>', 'NAMESPACE/NAME, a sandbox id or unique prefix (6+), or docker/<sandbox name>')
+    .argument('<pod>', 'NAMESPACE/NAME (or NAME with -n), a sandbox id or unique prefix (6+), or docker/<sandbox name>')
     .argument('<containers...>', 'container names in the pod, restarted one at a time in this order')
     .option('--image <container=image>', 'new image for a container (repeatable)', collect)
     .option('--grace <duration>', "grace period for stopping the old container, e.g. 20s (default: the agent's, 30s)")
     .option('--min-ready <duration>', "the replacement must keep running this long, e.g. 5s (default: the agent's, 1s)")
-    .option('--timeout <duration>', "overall deadline, e.g. 5m; it must hold grace + min-ready for each container (default: the agent's, 10m)")
+    .option('--timeout <duration>', "overall deadline, e.g. 5m; at least min-ready × the containers + one grace, else refused (DeadlineTooShort) (default: the agent's, 10m)")
     .option('--no-wait', 'print the operation id and return at once')
     .option('--dry-run', 'check the request against the node and show the plan; change nothing')
     .option('--skip-pre-stop', 'stop the old containers without running their preStop hooks')
@@ -182,17 +121,19 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
       const minReady = durationFlag('min-ready', o.minReady);
       const timeout = durationFlag('timeout', o.timeout);
       const t0 = Date.now();
-      if (g.kubeconfig) {
+      if (g.kubeconfig || g.context) {
         if (o.dryRun) throw new UsageError('--dry-run needs the agent socket (it checks the request against the node); leave out --kubeconfig');
         if (o.skipPreStop) throw new UsageError('--skip-pre-stop is not part of a ContainerRestart; leave out --kubeconfig to use it');
         // loaded here only: the Kubernetes client is large, and every other command starts without it
         const { kubeRestart } = await import('./kube-restart-command.js');
-        process.exitCode = await kubeRestart({ kubeconfig: g.kubeconfig, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, json: g.output === 'json', t0 });
+        const target = { kubeconfig: g.kubeconfig, context: g.context, namespace: g.namespace, requestTimeout: g.requestTimeout };
+        process.exitCode = await kubeRestart({ ...target, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, format: g.output, t0 });
         return;
       }
       await withClient(g, async (c) => {
         const op = await c.restart({
-          pod,
+          // -n names the namespace of a NAME given alone, as kubectl's -n does.
+          pod: g.namespace && !pod.includes('/') ? `${g.namespace}/${pod}` : pod,
           containers,
           images,
           graceSeconds: grace === undefined ? 0 : Math.ceil(grace / 1000),
@@ -228,7 +169,7 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
     .option('--parallel <n>', "at most this many at once for this request (default: the agent's --max-parallel-pulls)")
     .option('--timeout <duration>', 'deadline per image, e.g. 10m')
     .option('--auth-file <file>', 'Docker config.json-style credentials')
-    .option('--pin', "protect the images from the kubelet's image garbage collection (containerd 1.7 and later)")
+    .option('--pin', "protect the images from the kubelet's image garbage collection (containerd 1.6.25+, 1.7.10+, 2.x)")
     .option('--always', 'pull even when present')
     .action(async (images: string[], o: { parallel?: string; timeout?: string; authFile?: string; pin?: boolean; always?: boolean }) => {
       const g = globals();
@@ -254,7 +195,7 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
       await withClient(g, async (c) => {
         const code = await runPull(
           c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
-          { json: g.output === 'json', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
+          { json: g.output !== 'text', yaml: g.output === 'yaml', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
         );
         if (code !== 0) process.exitCode = EXIT.failed;
       });
@@ -313,23 +254,7 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
       });
     });
 
-  prog
-    .command('version')
-    .description("inplacectl's version, and the agent's and its runtime's (as kubectl version does)")
-    .option('--client', "only inplacectl's version (no agent is asked)")
-    .action(async (o: { client?: boolean }) => {
-      const g = globals();
-      if (o.client) {
-        print(g, { client: { version: PACKAGE_VERSION } }, `Client Version: ${PACKAGE_VERSION}`);
-        return;
-      }
-      await withClient(g, async (c) => {
-        const v = await c.version();
-        const agent = { version: v.version, api: v.api, runtime: v.runtime, runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion };
-        print(g, { client: { version: PACKAGE_VERSION }, agent }, `Client Version: ${PACKAGE_VERSION}\nAgent Version: ${v.version} (API ${v.api}, at ${c.target})\nRuntime: ${v.runtimeName} ${v.runtimeVersion} (${v.runtime})`);
-      });
-    });
-
+  addVersionCommand(prog, globals);
   addPrewarmCommand(prog, globals);
   addRolloutCommand(prog, globals);
 
@@ -351,23 +276,5 @@ fails without one, {"error", "errorKind", "reason"?, "exitCode"}; stderr holds t
 
 /** Runs inplacectl with argv; resolves with the exit status. */
 export async function main(argv: string[]): Promise<number> {
-  const prog = program();
-  const json = () => prog.opts<Globals>().output === 'json' || /(^|\s)(-o\s*|--output[=\s])json(\s|$)/.test(argv.slice(2).join(' '));
-  try {
-    await prog.parseAsync(argv);
-    return typeof process.exitCode === 'number' ? process.exitCode : EXIT.ok;
-  } catch (err) {
-    if (err instanceof CommanderError) {
-      // --help and --version exit 0; everything else commander rejects (including no command) is bad usage
-      // (commander printed it).
-      if (err.exitCode === 0) return EXIT.ok;
-      if (json()) process.stdout.write(JSON.stringify(jsonError(new AgentError('InvalidArgument', oneLine(err.message)), EXIT.usage), null, 2) + '\n');
-      return EXIT.usage;
-    }
-    const code = exitStatusOf(err);
-    const e = isUsage(err) ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
-    process.stderr.write(`inplacectl: ${e.message}\n`);
-    if (json()) process.stdout.write(JSON.stringify(jsonError(e, code), null, 2) + '\n');
-    return code;
-  }
+  return runProgram('inplacectl', program(), argv);
 }

@@ -9,11 +9,14 @@ import { parseAuthConfig } from '../pull/auth.js';
 import type { PullEvent } from '../pull/types.js';
 import { pullEventView } from '../api/convert.js';
 import { jsonError } from './json-error.js';
+import { streamRecord } from './output.js';
 
 /** How to render. */
 export interface PullRenderOptions {
   /** One JSON object per event per line. */
   json?: boolean;
+  /** With json: each record as a YAML document (-o yaml). */
+  yaml?: boolean;
   /** Progress bars (stdout is a terminal). */
   tty?: boolean;
   out?: NodeJS.WritableStream;
@@ -161,7 +164,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     const events = typeof source === 'function' ? source() : source;
     for await (const e of events) {
       last.set(e.image, e);
-      if (opts.json) out.write(JSON.stringify(pullEventView(e, !!opts.pin)) + '\n');
+      if (opts.json) out.write(streamRecord(opts.yaml ? 'yaml' : 'json', pullEventView(e, !!opts.pin)) + '\n');
       else if (bars) showBar(e);
       else showPlain(e);
     }
@@ -185,7 +188,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
   const failure = streamError ?? (last.size === 0 ? new AgentError('Unavailable', 'the agent sent no events') : undefined);
   if (failure) {
     err.write(`inplacectl: pull: ${failure.message}\n`);
-    if (opts.json) out.write(JSON.stringify(jsonError(failure, 1)) + '\n');
+    if (opts.json) out.write(streamRecord(opts.yaml ? 'yaml' : 'json', jsonError(failure, 1)) + '\n');
   }
   if (!opts.json) {
     const done = [...last.values()].filter((e) => e.phase === 'Done').length;

@@ -1,19 +1,17 @@
 // `inplacectl rollout status|pause|resume NAME`: InPlaceRollouts through the Kubernetes API (no agent socket).
 // The Kubernetes client is loaded only when one of these runs.
 import type { Command } from 'commander';
-import { parseDuration } from '../duration.js';
-import { loadTarget, namespaceOf } from './kube-target.js';
+import { durationFlagMs } from '../duration.js';
+import { MIN_WATCH_INTERVAL_MS } from './prewarm-command.js';
+import { loadTarget, namespaceOf, type KubeTarget } from './kube-target.js';
+import { structured, type OutputFormat } from './output.js';
 import type { InPlaceRollout } from '../rollout/types.js';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
 export class RolloutUsageError extends Error {}
 
-interface RolloutGlobals {
-  output: 'text' | 'json';
-  kubeconfig?: string;
-  /** kubectl-inplace's --context and -n. */
-  context?: string;
-  namespace?: string;
+interface RolloutGlobals extends KubeTarget {
+  output: OutputFormat;
 }
 
 /** The rollout's status as text lines. */
@@ -68,14 +66,19 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
     .option('-w, --watch', 'follow until Succeeded (exit 0) or stopped by a failure (exit 1)')
     .option('--interval <duration>', 'refresh interval with --watch', '1s')
     .action(async (name: string, o: { namespace?: string; watch?: boolean; interval: string }) => {
+      let every: number;
+      try {
+        every = durationFlagMs('--interval', o.interval, { minMs: MIN_WATCH_INTERVAL_MS });
+      } catch (err) {
+        throw new RolloutUsageError((err as Error).message);
+      }
       const g = globals();
       const { api, ns } = await access(g, o.namespace);
-      const every = parseDuration(o.interval);
       let last = '';
       for (;;) {
         const r = await api.getRollout(ns, name);
         if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
-        const out = g.output === 'json' ? JSON.stringify(r, null, 2) : renderRolloutStatus(r);
+        const out = g.output === 'text' ? renderRolloutStatus(r) : structured(g.output, r);
         if (out !== last) process.stdout.write(out + '\n');
         last = out;
         const end = watchEnd(r);
@@ -96,7 +99,7 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
         const g = globals();
         const { api, ns } = await access(g, o.namespace);
         const r = await api.patchRolloutSpec(ns, name, { paused });
-        process.stdout.write(g.output === 'json' ? JSON.stringify(r, null, 2) + '\n' : `inplacerollout ${ns}/${name} ${paused ? 'paused' : 'resumed'}\n`);
+        process.stdout.write(g.output === 'text' ? `inplacerollout ${ns}/${name} ${paused ? 'paused' : 'resumed'}\n` : structured(g.output, r) + '\n');
       });
   }
 }

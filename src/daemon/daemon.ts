@@ -14,7 +14,7 @@ import { prepareSocketPath } from '../api/socket-path.js';
 import { Engine } from '../engine/engine.js';
 import { Journal } from '../engine/journal.js';
 import { isTerminal, type ContainerStep, type ContainerTarget, type Operation } from '../engine/operation.js';
-import { detectRuntime } from '../runtime/detect.js';
+import { connectRuntime } from '../runtime/detect.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
@@ -88,8 +88,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const kc = kubeSource && k8s ? k8s.kubeConfigFrom(kubeSource) : undefined;
   const socketPath = unixPath(opts.listen);
   if (socketPath) await prepareSocketPath(socketPath);
-  const runtime = await detectRuntime(opts, runtimeFactories());
-  const v = await runtime.version();
+  const { runtime, version: v } = await connectRuntime(opts, runtimeFactories());
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
 
   const registry = new Registry();

@@ -13,16 +13,33 @@ import './without-otel.js';
 import { readFileSync } from 'node:fs';
 import { createLogger } from '../log.js';
 import { asAgentError } from '../errors.js';
-import { daemonCommand, daemonOptions } from './options.js';
+import { CommanderError } from 'commander';
+import { daemonCommand, daemonOptions, DaemonUsageError, type DaemonOptions } from './options.js';
 import { startDaemon } from './daemon.js';
 
+/** Exit status of bad usage (an unknown flag, a bad choice or value), as inplacectl's. */
+const EXIT_USAGE = 2;
+const USAGE_HINT = "(run 'inplace-agent --help' for usage)";
+
 const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as { version: string };
-const cmd = daemonCommand(pkg.version);
-cmd.parse(process.argv);
+const cmd = daemonCommand(pkg.version)
+  .exitOverride()
+  .showHelpAfterError(USAGE_HINT)
+  .configureOutput({ outputError: (str, write) => write(`inplace-agent: ${str.replace(/^error: /, '').replace(/\n\(Did you mean (.+)\?\)/, ' (did you mean $1?)').trim()}\n`) });
+let opts: DaemonOptions;
+try {
+  cmd.parse(process.argv);
+  opts = daemonOptions(cmd);
+} catch (err) {
+  // --help and --version end here with 0; commander printed its own errors.
+  if (err instanceof CommanderError) process.exit(err.exitCode === 0 ? 0 : EXIT_USAGE);
+  if (!(err instanceof DaemonUsageError)) throw err;
+  process.stderr.write(`inplace-agent: ${err.message}\n${USAGE_HINT}\n`);
+  process.exit(EXIT_USAGE);
+}
 
 let log = createLogger();
 try {
-  const opts = daemonOptions(cmd);
   log = createLogger(opts.logLevel, opts.logFormat);
   const daemon = await startDaemon(opts, log);
   const stop = (sig: string) => {

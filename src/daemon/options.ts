@@ -2,7 +2,7 @@
 import { DEFAULT_LEASE_NAMESPACE } from '../fleet/types.js';
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
-import { MAX_TIMER_MS, parseDuration } from '../duration.js';
+import { durationFlagMs } from '../duration.js';
 import { asAgentError } from '../errors.js';
 import { parseHostPort } from '../host-port.js';
 import { LOG_LEVELS, type LogFormat } from '../log.js';
@@ -13,6 +13,8 @@ import { DEFAULT_PROXY_METRICS_URL } from '../kube/drain/kube-proxy-metrics.js';
 /** Everything the daemon is configured with. */
 export interface DaemonOptions {
   runtime: 'auto' | 'cri' | 'docker';
+  /** How long the runtime may take to answer its first call at start (a socket that accepts and never answers). */
+  runtimeTimeoutMs: number;
   criEndpoint?: string;
   dockerHost?: string;
   containerdAddress?: string;
@@ -71,6 +73,9 @@ export interface DaemonOptions {
   rolloutLeaseMs: number;
 }
 
+/** A bad flag value or environment variable: bad usage, exit 2 (as an unknown flag or a bad choice). */
+export class DaemonUsageError extends Error {}
+
 /** The environment variable that sets a flag: INPLACE_AGENT_<FLAG>. */
 export function envName(flag: string): string {
   return `INPLACE_AGENT_${flag.toUpperCase().replace(/-/g, '_')}`;
@@ -85,7 +90,7 @@ export function parseEnvBoolean(name: string, value: string): boolean {
   const v = value.trim().toLowerCase();
   if (v === 'true' || v === '1') return true;
   if (v === 'false' || v === '0') return false;
-  throw new Error(`${envName(name)} must be true, false, 1 or 0, got "${value}"`);
+  throw new DaemonUsageError(`${envName(name)} must be true, false, 1 or 0, got "${value}"`);
 }
 
 /** The daemon's command line, with defaults and environment fallbacks. */
@@ -95,6 +100,7 @@ export function daemonCommand(version: string): Command {
     .description('Node agent: restarts one container of a pod in place (CRI or Docker) and pre-pulls images')
     .version(version)
     .addOption(opt('--runtime <kind>', 'container runtime', 'runtime').choices(['auto', 'cri', 'docker']).default('auto'))
+    .addOption(opt('--runtime-timeout <duration>', 'at start, fail when the runtime socket does not answer within this long (one line naming the socket)', 'runtime-timeout').default('10s'))
     .addOption(opt('--cri-endpoint <uri>', 'CRI socket (default: auto-detect containerd, CRI-O, cri-dockerd)', 'cri-endpoint'))
     .addOption(opt('--docker-host <uri>', `Docker Engine socket (default ${DOCKER_SOCKET})`, 'docker-host'))
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
@@ -155,28 +161,23 @@ export function daemonOptions(cmd: Command): DaemonOptions {
   };
   const int = (name: string, v: string | undefined, min = 0) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min) throw new Error(`${source(name)} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got "${v}"`);
+    if (!Number.isInteger(n) || n < min) throw new DaemonUsageError(`${source(name)} must be a whole number${min > 0 ? ` of at least ${min}` : ''}, got "${v}"`);
     return n;
   };
-  // A timer cannot take more than 2^31-1 ms (it would fire at once); 0 is allowed only where it means "off".
+  // One rule for every duration flag (src/duration.ts); 0 is allowed only where it means "off".
   const timeout = (name: string, v: string | undefined, zeroMeans?: string) => {
-    let ms: number;
     try {
-      ms = parseDuration(v as string);
+      return durationFlagMs(source(name), v as string, { zeroMeans });
     } catch (err) {
-      throw new Error(`${source(name)}: ${asAgentError(err).message}`);
+      throw new DaemonUsageError(asAgentError(err).message);
     }
-    if (ms > MAX_TIMER_MS || ms < 0 || (ms === 0 && !zeroMeans)) {
-      throw new Error(`${source(name)} must be ${zeroMeans ? `0 (${zeroMeans}) or ` : ''}between 1ms and 596h (2^31-1 ms), got "${v}"`);
-    }
-    return ms;
   };
   const hostPort = (name: string, v: string | undefined) => {
     if (v === undefined) return undefined;
     try {
       parseHostPort(v);
     } catch (err) {
-      throw new Error(`${source(name)}: ${(err as Error).message}`);
+      throw new DaemonUsageError(`${source(name)}: ${(err as Error).message}`);
     }
     return v;
   };
@@ -184,11 +185,12 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     try {
       return parseBytes(v as string);
     } catch (err) {
-      throw new Error(`${source(name)}: ${asAgentError(err).message}`);
+      throw new DaemonUsageError(`${source(name)}: ${asAgentError(err).message}`);
     }
   };
   return {
     runtime: o.runtime as DaemonOptions['runtime'],
+    runtimeTimeoutMs: timeout('runtime-timeout', o.runtimeTimeout),
     criEndpoint: o.criEndpoint,
     dockerHost: o.dockerHost,
     containerdAddress: o.containerdAddress,
@@ -240,8 +242,8 @@ function proxyUrl(source: string, v: string): string {
   try {
     u = new URL(v);
   } catch {
-    throw new Error(`${source} must be an http:// URL or "none", got "${v}"`);
+    throw new DaemonUsageError(`${source} must be an http:// URL or "none", got "${v}"`);
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error(`${source} must be an http:// URL or "none", got "${v}"`);
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new DaemonUsageError(`${source} must be an http:// URL or "none", got "${v}"`);
   return v;
 }

@@ -8,8 +8,8 @@ import { AgentError } from '../errors.js';
 /** Where the in-cluster service account token is mounted. */
 export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
-/** A kubeconfig file, or the in-cluster service account. */
-export type KubeConfigSource = { kind: 'file'; file: string } | { kind: 'in-cluster' };
+/** A kubeconfig file (with the later files of a $KUBECONFIG list merged into it), or the in-cluster service account. */
+export type KubeConfigSource = { kind: 'file'; file: string; more?: string[] } | { kind: 'in-cluster' };
 
 /**
  * Where the agent's Kubernetes mode takes its configuration: `kubeconfig` (--kubeconfig, a file that must exist),
@@ -31,8 +31,9 @@ export function kubeModeNeedsNode(source: KubeConfigSource): string {
 }
 
 /**
- * A client's configuration, by kubectl's conventions: `kubeconfig` (a file that must exist), else $KUBECONFIG (the
- * first existing file of the list), else in-cluster (KUBERNETES_SERVICE_HOST and the service account token);
+ * A client's configuration, by kubectl's conventions: `kubeconfig` (a file that must exist), else $KUBECONFIG (its
+ * existing files, merged as kubectl merges them: the first to name a cluster, user, context or current-context
+ * wins), else $HOME/.kube/config, else in-cluster (KUBERNETES_SERVICE_HOST and the service account token);
  * undefined when none.
  */
 export function kubeConfigSource(opts: { kubeconfig?: string }, env: NodeJS.ProcessEnv = process.env): KubeConfigSource | undefined {
@@ -40,8 +41,10 @@ export function kubeConfigSource(opts: { kubeconfig?: string }, env: NodeJS.Proc
     if (!fs.existsSync(opts.kubeconfig)) throw new AgentError('InvalidArgument', `--kubeconfig: no such file ${opts.kubeconfig}`);
     return { kind: 'file', file: opts.kubeconfig };
   }
-  const fromEnv = (env.KUBECONFIG ?? '').split(':').filter((f) => f !== '' && fs.existsSync(f));
-  if (fromEnv.length > 0) return { kind: 'file', file: fromEnv[0] };
+  const fromEnv = [...new Set((env.KUBECONFIG ?? '').split(':'))].filter((f) => f !== '' && fs.existsSync(f));
+  if (fromEnv.length > 0) return fromEnv.length === 1 ? { kind: 'file', file: fromEnv[0] } : { kind: 'file', file: fromEnv[0], more: fromEnv.slice(1) };
+  const home = env.KUBECONFIG ? undefined : env.HOME && `${env.HOME}/.kube/config`;
+  if (home && fs.existsSync(home)) return { kind: 'file', file: home };
   if (env.KUBERNETES_SERVICE_HOST && fs.existsSync(SERVICE_ACCOUNT_TOKEN)) return { kind: 'in-cluster' };
   return undefined;
 }

@@ -3,6 +3,10 @@
 import { existsSync } from 'node:fs';
 import { AgentError, asAgentError } from '../errors.js';
 import type { Runtime } from './runtime.js';
+import type { RuntimeVersion } from './types.js';
+
+/** How long a runtime may take to answer its version at start, unless told (a socket that accepts and never answers). */
+export const DEFAULT_RUNTIME_TIMEOUT_MS = 10_000;
 
 /** Well-known CRI endpoints, in the order auto-detection tries them. */
 export const CRI_SOCKETS = [
@@ -19,6 +23,8 @@ export interface DetectOptions {
   runtime: 'auto' | 'cri' | 'docker';
   criEndpoint?: string;
   dockerHost?: string;
+  /** Deadline of each runtime's first answer, ms (default DEFAULT_RUNTIME_TIMEOUT_MS). */
+  runtimeTimeoutMs?: number;
 }
 
 /** Constructors of the two adapters, injected so detection does not depend on either (and may load them lazily). */
@@ -44,11 +50,19 @@ export function candidates(opts: DetectOptions): { kind: 'cri' | 'docker'; endpo
 }
 
 /** Connects to the first runtime that answers; Unavailable naming every socket tried, and why, otherwise. */
-export async function detectRuntime(
+export async function detectRuntime(opts: DetectOptions, factories: RuntimeFactories, exists: (path: string) => boolean = existsSync): Promise<Runtime> {
+  return (await connectRuntime(opts, factories, exists)).runtime;
+}
+
+/**
+ * detectRuntime with the version the runtime answered. A runtime named by --runtime that does not answer within
+ * runtimeTimeoutMs fails with DeadlineExceeded naming its socket; in auto mode it is one of the sockets tried.
+ */
+export async function connectRuntime(
   opts: DetectOptions,
   factories: RuntimeFactories,
   exists: (path: string) => boolean = existsSync,
-): Promise<Runtime> {
+): Promise<{ runtime: Runtime; version: RuntimeVersion }> {
   const tried: string[] = [];
   for (const c of candidates(opts)) {
     const sock = socketPathOf(c.endpoint);
@@ -58,12 +72,30 @@ export async function detectRuntime(
     }
     const rt = await (c.kind === 'cri' ? factories.cri(c.endpoint) : factories.docker(c.endpoint));
     try {
-      await rt.version();
-      return rt;
+      return { runtime: rt, version: await versionWithin(rt, c.endpoint, opts.runtimeTimeoutMs) };
     } catch (err) {
       rt.close();
-      tried.push(`${c.endpoint} (${asAgentError(err).message})`);
+      const e = asAgentError(err);
+      // One runtime asked for and wedged: its own line, naming the socket and the flag.
+      if (opts.runtime !== 'auto' && e.kind === 'DeadlineExceeded') throw e;
+      tried.push(`${c.endpoint} (${e.message})`);
     }
   }
   throw new AgentError('Unavailable', `no container runtime answered; tried: ${tried.join('; ')}`);
+}
+
+/**
+ * The runtime's version, or DeadlineExceeded naming the endpoint when it does not answer within ms (a socket
+ * that accepts connections and never replies: a wedged runtime, or something else listening there).
+ */
+export async function versionWithin(rt: Runtime, endpoint: string, ms = DEFAULT_RUNTIME_TIMEOUT_MS): Promise<RuntimeVersion> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new AgentError('DeadlineExceeded', `container runtime at ${endpoint} accepted the connection but did not answer within ${ms / 1000}s (--runtime-timeout)`)), ms);
+  });
+  try {
+    return await Promise.race([rt.version(), late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -31,10 +31,10 @@ describe('inplace-agent daemon', function () {
     assert.match(res.output, /--socket-group: no group "no-such-group-xyz" in \/etc\/group/);
   });
 
-  it('refuses bad flags with a message naming them', async () => {
+  it('refuses bad flags with a message naming them, as bad usage (exit 2)', async () => {
     const res = await runDaemon(['--min-free-disk', 'lots']);
-    assert.equal(res.code, 1);
-    assert.match(res.output, /invalid size "lots"/);
+    assert.equal(res.code, 2);
+    assert.match(res.output, /inplace-agent: --min-free-disk: invalid size "lots"/);
   });
 
   describe('serving', () => {

@@ -1,7 +1,8 @@
 // The kubectl plugin: `kubectl plugin list` finds kubectl-inplace on PATH, and the real kubectl binary drives it
 // against the shared test cluster with kubectl's own --kubeconfig, --context and -n conventions: `restart` of a
 // kubelet-managed pod (pinned to the first node) through a ContainerRestart that an agent, authenticated as
-// deploy/'s ServiceAccount, runs; `pods`; `prewarm create|status|delete`.
+// deploy/'s ServiceAccount, runs; `pods`; `prewarm create|status|delete`; and inplacectl finding the same cluster as
+// kubectl would (~/.kube/config, --context, -n).
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
@@ -10,7 +11,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { kubeEnv } from '../testbed/kube-env.js';
-import { runProcess, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
+import { CTL, runProcess, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrd, createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { agentKubeconfig, applyObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { createWebPod, requireTestCluster } from '../support/kube-web-pod.js';
@@ -107,6 +108,21 @@ describe('kubectl inplace (the kubectl plugin, through the real kubectl)', funct
     const bad = await inplace('--context', `nosuch-${run}`, 'pods');
     assert.equal(bad.code, 2);
     assert.match(bad.stderr, new RegExp(`^kubectl inplace: context "nosuch-${run}" is not in the kubeconfig \\(it has: ${ctx}\\)$`, 'm'));
+  });
+
+  it('inplacectl finds the cluster as kubectl does: ~/.kube/config, --context, -n; -o yaml', async () => {
+    const home = fs.mkdtempSync(path.join(binDir, 'home-'));
+    fs.mkdirSync(path.join(home, '.kube'));
+    fs.copyFileSync(env.kubeconfig, path.join(home, '.kube', 'config'));
+    const ctlEnv: NodeJS.ProcessEnv = { ...process.env, HOME: home };
+    delete ctlEnv.KUBECONFIG;
+    // --context sends the restart through a ContainerRestart; -n names the namespace of a bare pod name.
+    const res = await runProcess(process.execPath, [CTL, '--context', kc.getCurrentContext(), '-n', ns as string, 'restart', 'web', 'app', '--min-ready', '1s', '--grace', '5s'], ctlEnv);
+    assert.equal(res.code, 0, res.stdout + res.stderr);
+    assert.match(res.stdout, new RegExp(`\\(containerrestart ${ns}/web-\\w+\\)`));
+    const yaml = await inplace('-n', ns as string, '-o=yaml', 'pods');
+    assert.equal(yaml.code, 0, yaml.stderr);
+    assert.match(yaml.stdout, /^- namespace: kplugin-\w+\n {2}name: web\n/);
   });
 
   it('prewarm create, status and delete an ImagePrewarm', async () => {

@@ -39,7 +39,7 @@ for (const shell of ['bash', 'zsh'] as const) {
     });
 
     it('completes the values of flags with fixed choices', () => {
-      assert.deepEqual(complete(shell, ['-o', '']), ['json', 'text']);
+      assert.deepEqual(complete(shell, ['-o', '']), ['json', 'text', 'yaml']);
     });
   });
 }

@@ -41,6 +41,44 @@ describe('kube: finding the kubeconfig', () => {
     assert.equal(loadKubeConfig({}, { KUBECONFIG: path.join(dir, 'missing') }), undefined);
   });
 
+  it("merges every existing file of $KUBECONFIG as kubectl does: the first to name a thing wins", () => {
+    const second = path.join(dir, 'second');
+    // Names c, u and x again (the first file's win), and adds cluster d and context y.
+    fs.writeFileSync(second, `apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster: { server: "https://10.9.9.9:6443" }
+- name: d
+  cluster: { server: "https://10.4.4.4:6443", insecure-skip-tls-verify: true }
+users:
+- name: u
+  user: { token: other }
+contexts:
+- name: x
+  context: { cluster: d, user: u }
+- name: y
+  context: { cluster: d, user: u, namespace: shop }
+current-context: y
+`);
+    const kc = loadKubeConfig({}, { KUBECONFIG: `${file}:${path.join(dir, 'missing')}:${second}` });
+    assert.equal(kc?.getCurrentContext(), 'x');
+    assert.equal(kc?.getCurrentCluster()?.server, 'https://10.1.2.3:6443');
+    assert.deepEqual(kc?.getContexts().map((c) => c.name), ['x', 'y']);
+    // --context picks the later file's context, with its cluster.
+    const y = loadKubeConfig({ context: 'y' }, { KUBECONFIG: `${file}:${second}` });
+    assert.equal(y?.getCurrentCluster()?.server, 'https://10.4.4.4:6443');
+    assert.throws(() => loadKubeConfig({ context: 'z' }, { KUBECONFIG: `${file}:${second}` }), /context "z" is not in the kubeconfig \(it has: x, y\)/);
+  });
+
+  it('falls back to ~/.kube/config when $KUBECONFIG is unset, and only then', () => {
+    const home = path.join(dir, 'home');
+    fs.mkdirSync(path.join(home, '.kube'), { recursive: true });
+    fs.writeFileSync(path.join(home, '.kube', 'config'), KUBECONFIG);
+    assert.equal(loadKubeConfig({}, { HOME: home })?.getCurrentCluster()?.name, 'c');
+    assert.equal(loadKubeConfig({}, { HOME: home, KUBECONFIG: path.join(dir, 'missing') }), undefined);
+  });
+
   it('refuses a file that is not a kubeconfig', () => {
     const bad = path.join(dir, 'bad');
     fs.writeFileSync(bad, 'kind: Config\n');
