@@ -1,0 +1,84 @@
+// The soak of the gate opened at the first sight of the new instance (issue 29): restarts one after the other,
+// alternating a same-image restart and an image change, over four gated replicas of a small HTTP server behind a
+// Service, through ContainerRestart objects (min-ready 0, where the gate opens at the start) handled by the
+// DaemonSet's agents, under clients through the Service: a new connection every 10 ms, and two keep-alive lanes.
+// Every restart must succeed and no request may fail. INPLACE_SOAK_RESTARTS sets the count (CI: 50; the soak the
+// docs cite ran 300, docs/benchmarks.md).
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { containerRestart, waitForStatus } from '../support/container-restarts.js';
+import { daemonSetAgent } from '../support/daemonset-agent.js';
+import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { retag } from '../support/registry-retag.js';
+import { requireRuntime } from '../support/require-runtime.js';
+import { agentImage, createService, serverPod, waitReadyEndpoints, type ServiceAddress } from '../support/traffic-fixture.js';
+import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
+
+const env = kubeEnv();
+const REPLICAS = 4;
+const RESTARTS = Number(process.env.INPLACE_SOAK_RESTARTS ?? 50);
+
+describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behind a Service, 0 failed requests (real cluster)`, function () {
+  this.timeout(120_000 + RESTARTS * 20_000);
+  const kc = new KubeConfig();
+  let core: CoreV1Api;
+  let crs: ContainerRestartApi;
+  let ns = '';
+  let images: string[] = [];
+  let web: ServiceAddress;
+
+  before(async function () {
+    await requireRuntime(this, `the agent's DaemonSet inplace-system/inplace-agent on the test cluster (scripts/kube-deploy-agent)`, async () => {
+      kc.loadFromFile(env.kubeconfig);
+      core = kc.makeApiClient(CoreV1Api);
+      await daemonSetAgent(kc);
+    });
+    const image = await agentImage(kc);
+    images = [image, await retag(env.sandbox.registry, image, `soak-${randomBytes(3).toString('hex')}`)];
+    crs = new ContainerRestartApi(kc);
+    ns = await createNamespace(kc, 'ksoak');
+    for (let i = 0; i < REPLICAS; i++) await core.createNamespacedPod({ namespace: ns, body: serverPod(ns, `web-${i}`, 'web', image) });
+    web = await createService(kc, ns, 'web', 'web');
+    await waitReadyEndpoints(kc, ns, 'web', REPLICAS);
+    await waitServing({ clusterIp: () => newConnectionClient({ host: web.clusterIp, port: web.port }) });
+  });
+
+  after(async () => {
+    if (ns) await deleteNamespace(kc, ns);
+  });
+
+  it('every restart succeeds, same image and image changes alternating, and no client request fails', async () => {
+    // The image each pod runs now (the spec's, as the agent patches it).
+    const running = new Map<string, string>(Array.from({ length: REPLICAS }, (_, i) => [`web-${i}`, images[0]]));
+    let sameImage = 0;
+    let changes = 0;
+    const clients = {
+      newConnection: () => newConnectionClient({ host: web.clusterIp, port: web.port }),
+      keepAlive: () => keepAliveClient({ host: web.clusterIp, port: web.port }, 2),
+    };
+    const { tallies } = await withTraffic(clients, 2000, async () => {
+      for (let i = 0; i < RESTARTS; i++) {
+        const pod = `web-${i % REPLICAS}`;
+        const change = Math.floor(i / REPLICAS) % 2 === 1;
+        const next = change ? images.find((x) => x !== running.get(pod)) : undefined;
+        const name = `s${i}-${pod}`;
+        await crs.create(containerRestart(ns, name, { podName: pod, containers: [{ name: 'app', ...(next ? { image: next } : {}) }], strategy: { minReadySeconds: 0 } }));
+        const done = await waitForStatus(crs, ns, name, (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed', 120_000);
+        assert.equal(done.status?.phase, 'Succeeded', `restart ${i} (${pod}${next ? `, to ${next}` : ', same image'}): ${JSON.stringify(done.status)}`);
+        if (next) {
+          running.set(pod, next);
+          changes++;
+        } else sameImage++;
+        await waitReadyEndpoints(kc, ns, 'web', REPLICAS);
+      }
+    });
+    const text = describeTallies(tallies);
+    console.log(`      ${RESTARTS} restarts (${sameImage} same image, ${changes} image changes); traffic: ${text}`);
+    assert.ok(sameImage > 0 && changes > 0, 'both kinds of restart ran');
+    for (const t of Object.values(tallies)) assert.ok(t.ok > RESTARTS * 10, `the clients got answers: ${text}`);
+    assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
+  });
+});
