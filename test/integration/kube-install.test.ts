@@ -1,15 +1,23 @@
 // The install as deploy/ ships it (scripts/kube-deploy-agent applied it to the shared cluster), checked on the
 // running cluster: the namespace enforces the privileged Pod Security level, each node's agent process runs with
 // no capability, no_new_privs and a seccomp filter (read from /proc on this machine, where the test cluster's
-// nodes run), and its idle memory stays under the DaemonSet's memory request.
+// nodes run), and its idle memory stays under the DaemonSet's memory request. And the Helm chart's rendering is
+// accepted by this API server (a server-side dry run: validation, defaulting and admission, Pod Security among
+// them, with nothing stored). The chart is not installed here: its cluster-wide objects (CRDs, ClusterRoles,
+// admission policies), namespace, hostPaths and host port are those of the running kustomize install, which the
+// other tests share; docs/operations.md says so.
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { testKubeConfig } from '../support/kube-apply.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { AGENT_DS, daemonSetAgent } from '../support/daemonset-agent.js';
 import { parseBytes } from '../../src/bytes.js';
+import { buildDepsDir } from '../support/build-deps.js';
+import { REPO_ROOT } from '../support/deploy-render.js';
 
 const env = kubeEnv();
 /** The image's working directory (deploy/Dockerfile, scripts/kube-deploy-agent): how the agent processes are told apart. */
@@ -87,4 +95,17 @@ describe('the install as shipped, on the running cluster (DaemonSet of scripts/k
     const idle = Math.min(...Object.values(rss));
     assert.ok(idle < request, `idle RSS ${(idle / 1048576).toFixed(1)} MiB must be under the request ${(request / 1048576).toFixed(0)} MiB (all: ${JSON.stringify(rss)})`);
   });
+
+  for (const [what, set] of [['the defaults', []], ['Kubernetes 1.30-1.35, CRI-O, metrics on the node IP and the fleet RBAC', ['admissionPolicies.mutating=false', 'runtime=crio', 'metrics.onNodeIP=true', 'fleetPrewarmRBAC=true']]] as const) {
+    it(`the Helm chart with ${what}: every object accepted by the API server (server-side dry run)`, () => {
+      const helm = buildDepsDir('helm');
+      assert.ok(helm, 'helm is not built: run scripts/build-deps helm');
+      const rendered = execFileSync(path.join(helm, 'helm'), ['template', 'inplace-agent', path.join(REPO_ROOT, 'deploy/helm/inplace-agent'), '--kube-version', '1.36.0', '--set', 'image.repository=registry.example.com/inplace-agent', ...set.flatMap((v) => ['--set', v])], { encoding: 'utf8' });
+      const kinds = [...rendered.matchAll(/^kind: (\w+)$/gm)].length;
+      const out = execFileSync(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, 'apply', '--dry-run=server', '-f', '-'], { input: rendered, encoding: 'utf8' });
+      const lines = out.trim().split('\n').filter((l) => / \(server dry run\)$/.test(l));
+      assert.equal(lines.length, kinds, `one "(server dry run)" line per object:\n${out}`);
+      assert.ok(lines.some((l) => l.startsWith('daemonset.apps/inplace-agent ')), out);
+    });
+  }
 });
