@@ -364,7 +364,8 @@ export function planRollout(input: PlanInput): Plan {
   if (spec.paused) return finish('Paused', REASON.paused, `paused with ${inFlight.size} pods in flight and ${candidates.length} to go`, 'False');
 
   // Pre-warm: before the first pod of this revision is touched, every node holding a target pod pulls.
-  if ((spec.prewarm ?? true) && !started && imagesToWarm.size > 0) {
+  // Off unless asked for (the CRD's default): the agents run it only with the fleet pre-warm's opt-in RBAC.
+  if ((spec.prewarm ?? false) && !started && imagesToWarm.size > 0) {
     const name = prewarmName(rollout.metadata.uid ?? '', target.hash);
     const pw = input.prewarm?.name === name ? input.prewarm : undefined;
     if (pw && pw.failedNodes.length > 0) {

@@ -36,10 +36,10 @@ describe('InPlaceRollout CRD (real kube-apiserver)', function () {
     await cluster?.close();
   });
 
-  it('fills in the defaults: maxUnavailable 1, prewarm, fallback Pause, failurePolicy Rollback, a 600 s deadline', async () => {
+  it('fills in the defaults: maxUnavailable 1, no prewarm (it needs the opt-in fleet RBAC), fallback Pause, failurePolicy Rollback, a 600 s deadline', async () => {
     const r = await create('defaults', { targetRef: target });
     assert.equal(r.spec.maxUnavailable, 1);
-    assert.equal(r.spec.prewarm, true);
+    assert.equal(r.spec.prewarm, false);
     assert.equal(r.spec.paused, false);
     assert.equal(r.spec.partition, 0);
     assert.equal(r.spec.fallback, 'Pause');

@@ -1,4 +1,4 @@
-// HOST:PORT text both ways, IPv6 in brackets (the DaemonSet writes --metrics-addr=[$(POD_IP)]:9464).
+// HOST:PORT text both ways, IPv6 in brackets (the DaemonSet writes --metrics-addr=[$(METRICS_HOST)]:9464, the pod IP with deploy/components/metrics-on-node-ip).
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
 import { startHttpEndpoints } from '../../src/daemon/http-endpoints.js';
