@@ -22,6 +22,8 @@ export const Reasons = {
 export const PrewarmReasons = {
   PullFailed: Reasons.PullFailed,
   Deadline: Reasons.Deadline,
+  /** Pulled, but pinning it would take the node over --max-pinned-bytes. */
+  PinLimit: 'PinLimitExceeded',
 } as const;
 
 /** Why a request was refused before anything was touched. */
