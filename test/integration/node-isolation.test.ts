@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../../src/kube/container-restart/types.js';
-import { FLEET_GROUP, FLEET_VERSION, NODE_PREWARM_PLURAL, type NodePrewarm } from '../../src/fleet/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../../src/fleet/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart } from '../support/container-restarts.js';
 import { daemonSetAgent, AGENT_DS } from '../support/daemonset-agent.js';
@@ -91,6 +91,7 @@ describe("each node's agent writes only its own node's objects (node-isolation p
   });
 
   after(async () => {
+    await adminCustom?.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name: `niso-${run}` }).catch(() => undefined);
     if (ns) await deleteNamespace(admin, ns);
     await hold?.release();
   });
@@ -144,5 +145,18 @@ describe("each node's agent writes only its own node's objects (node-isolation p
     const r = await refusal(agentCustom.replaceNamespacedCustomObjectStatus({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns, name: `ghost-${run}`, body: { ...cur, status: { nodeName: nodeB } } }));
     assert.equal(r?.code, 403, JSON.stringify(r));
     assert.match(r.message, new RegExp(`${POLICY}.*may not write the status of ContainerRestart ${ns}/ghost-${run}, which names node ${nodeB}`));
+  });
+
+  it("an ImagePrewarm's summary is written only under the writer's own node name", async () => {
+    const ops = { group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name: `niso-${run}` };
+    // It selects no node, so no agent summarizes it.
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', metadata: { name: ops.name }, spec: { images: [env.sandbox.images.appV1], nodeSelector: { 'inplace-test/none': run } } };
+    await adminCustom.createClusterCustomObject({ ...ops, body });
+    const cur = (await adminCustom.getClusterCustomObject(ops)) as ImagePrewarm;
+    const summary = (by: string) => ({ ...cur, status: { desired: 0, succeeded: 0, failed: 0, pulling: 0, waiting: 0, failedNodes: [], summarizedBy: by } });
+    const r = await refusal(agentCustom.replaceClusterCustomObjectStatus({ ...ops, body: summary(nodeB) }));
+    assert.equal(r?.code, 403, JSON.stringify(r));
+    assert.match(r.message, new RegExp(`${POLICY}.*may write the summary of ImagePrewarm niso-${run} only as its summarizer`));
+    await agentCustom.replaceClusterCustomObjectStatus({ ...ops, body: summary(nodeA) });
   });
 });
