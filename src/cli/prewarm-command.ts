@@ -123,7 +123,7 @@ export function addPrewarmCommand(prog: Command, globals: () => PrewarmGlobals):
     .option('--pod-selector <ns/key=value,...>', 'the nodes where these pods run now')
     .option('--max-parallel <n>', 'nodes pulling at once across the cluster (default 1)')
     .option('--seeds <n>', 'nodes that pull first, alone, before the rest (default 0)')
-    .option('--pin', 'protect the images from the kubelet\'s image GC')
+    .option('--pin', 'protect the images from the kubelet\'s image GC while the prewarm exists (needs the verb pin on imageprewarms)')
     .option('--pull-secret <ns/name>', 'a dockerconfigjson Secret with registry credentials (repeatable)', collect)
     .option('--deadline <duration>', 'nodes not done by then are Failed')
     .option('--backoff-limit <n>', 'retries per image and node (default 3)')

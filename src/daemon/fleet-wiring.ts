@@ -6,6 +6,7 @@ import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { NodeFleetPuller } from '../fleet/fleet-puller.js';
 import type { PrewarmMetrics } from '../fleet/prewarm-metrics.js';
+import { PrewarmPins } from '../fleet/prewarm-pins.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -23,9 +24,10 @@ export function startFleet(
   metrics?: PrewarmMetrics,
 ): FleetAgent | undefined {
   if (!opts.fleetPrewarm) return undefined;
+  const pins = new PrewarmPins(runtime, opts.maxPinnedBytes, log.child({ component: 'fleet' }));
   const fleet = new FleetAgent(
     new KubeFleetApi(kc, clock),
-    new NodeFleetPuller(runtime, pulls),
+    new NodeFleetPuller(runtime, pulls, pins),
     {
       ...FLEET_DEFAULTS,
       node: nodeName,
@@ -40,6 +42,7 @@ export function startFleet(
     metrics,
     // Each prewarm's creator is checked before a Secret it names is read (the admission policy may be missing).
     new SubjectAccessReviewer(kc),
+    pins,
   );
   fleet.start();
   log.info('fleet pre-warm on: following ImagePrewarm objects', { node: nodeName, leaseNamespace: opts.fleetNamespace });

@@ -67,6 +67,8 @@ export interface DaemonOptions {
   fleetLeaseMs: number;
   fleetPollMs: number;
   fleetBackoffMs: number;
+  /** Most bytes of pinned images ImagePrewarm pins may bring the node to (0: no cap). */
+  maxPinnedBytes: number;
   /** InPlaceRollouts: take part in the coordinator election (Kubernetes mode). */
   rollouts: boolean;
   /** The rollout coordination Lease's duration: a dead coordinator is replaced after this. */
@@ -140,6 +142,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
     .addOption(opt('--fleet-poll <duration>', 'how often a waiting node looks for a free slot', 'fleet-poll').default('3s'))
     .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'))
+    .addOption(opt('--max-pinned-bytes <bytes>', 'refuse an ImagePrewarm pin that would take the images pinned on this node over this many bytes (0: no cap)', 'max-pinned-bytes').default('10Gi'))
     .addOption(opt('--no-rollouts', 'in Kubernetes mode, never coordinate InPlaceRollouts (this node\'s pods are still updated through their ContainerRestarts)', 'rollouts'))
     .addOption(opt('--rollout-lease-duration <duration>', 'rollout coordination Lease duration (another agent takes over this long after the coordinator is gone)', 'rollout-lease-duration').default('15s'));
 }
@@ -230,6 +233,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),
     fleetPollMs: timeout('fleet-poll', o.fleetPoll),
     fleetBackoffMs: timeout('fleet-backoff', o.fleetBackoff),
+    maxPinnedBytes: bytes('max-pinned-bytes', o.maxPinnedBytes),
     rollouts: onOff('rollouts', o.rollouts),
     rolloutLeaseMs: Math.max(3000, timeout('rollout-lease-duration', o.rolloutLeaseDuration)),
   };

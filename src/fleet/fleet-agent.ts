@@ -14,6 +14,7 @@ import { checkPrewarmRequester } from './prewarm-access.js';
 import { keyringFromSecrets } from './pull-secrets.js';
 import { SlotClaimer, slotFree } from './slots.js';
 import type { PrewarmMetrics } from './prewarm-metrics.js';
+import type { PrewarmPins } from './prewarm-pins.js';
 import { isSummarizer, sameSummary, summarize } from './summary.js';
 import { TargetCache } from './targets.js';
 import type { ImagePrewarm } from './types.js';
@@ -98,6 +99,8 @@ export class FleetAgent {
     private readonly metrics?: PrewarmMetrics,
     /** Checks each prewarm's creator before its Secrets are read (the daemon always passes one). */
     access?: AccessReviewer,
+    /** The prewarm pins of this node: swept after each list, so that a pin goes with its prewarm. */
+    private readonly pins?: PrewarmPins,
   ) {
     this.turnsFirstList = new Promise<void>((r) => (this.turnsListed = r));
     this.deps = {
@@ -251,6 +254,7 @@ export class FleetAgent {
 
   /** Starts parts for new or changed prewarms, stops those deleted. */
   private sync(list: ImagePrewarm[]): void {
+    void this.pins?.sweep(list);
     const seen = new Set<string>();
     for (const pw of list) {
       const name = pw.metadata.name;

@@ -240,7 +240,8 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
       // Recorded alongside the pull, not before it: a pull is safe to repeat, and the slot is held meanwhile.
       const recorded = d.record.put(name, entry).catch((err: unknown) => d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message }));
       let lastWrite = d.clock.now();
-      const outcome = await d.puller.pull(img.image, { keyring, pin: pw.spec.pin ?? false, signal }, (done, total) => {
+      const owner = { uid: pw.metadata.uid ?? '', name };
+      const outcome = await d.puller.pull(img.image, { keyring, pin: pw.spec.pin ?? false, owner, signal }, (done, total) => {
         img.bytesDone = done;
         img.bytesTotal = total;
         if (d.clock.now() - lastWrite >= d.progressEveryMs) {
@@ -252,6 +253,9 @@ async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntr
       if (outcome.ok) {
         Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined, reason: undefined });
         if (img.bytesTotal > 0) img.bytesDone = img.bytesTotal;
+      } else if (outcome.reason) {
+        // Not mended by a retry (a pin over the node's cap): Failed at once, with its own reason.
+        Object.assign(img, { phase: 'Failed', digest: outcome.digest, reason: outcome.reason, message: outcome.message, completionTime: iso(d.clock.now()) });
       } else {
         fail(d, pw, entry, img, outcome.message || outcome.kind || 'pull failed');
       }

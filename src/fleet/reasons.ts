@@ -5,4 +5,6 @@
 export const PrewarmReasons = {
   PullFailed: 'ImagePullFailed',
   Deadline: 'DeadlineExceeded',
+  /** Pulled, but pinning it would take the node over --max-pinned-bytes. */
+  PinLimit: 'PinLimitExceeded',
 } as const;

@@ -43,12 +43,14 @@ export function containerRestartNeeds(cr: ContainerRestartShape): Need[] {
 
 /** The fields of an ImagePrewarm the rule reads. */
 export interface ImagePrewarmShape {
-  spec: { imagePullSecrets?: { namespace: string; name: string }[]; podSelector?: { namespace: string } };
+  metadata?: { name: string };
+  spec: { imagePullSecrets?: { namespace: string; name: string }[]; podSelector?: { namespace: string }; pin?: boolean };
 }
 
 /**
- * An ImagePrewarm needs `get` on each pull Secret it names (the agents read them and pull with them), and
- * `list pods` in the namespace of its podSelector (the agents list those pods to find their nodes).
+ * An ImagePrewarm needs `get` on each pull Secret it names (the agents read them and pull with them),
+ * `list pods` in the namespace of its podSelector (the agents list those pods to find their nodes), and with
+ * `pin: true` the verb `pin` on itself (deploy/prewarm-pin-policy.yaml asks the same at admission).
  */
 export function imagePrewarmNeeds(pw: ImagePrewarmShape): Need[] {
   const needs: Need[] = (pw.spec.imagePullSecrets ?? []).map((s) => ({
@@ -57,6 +59,7 @@ export function imagePrewarmNeeds(pw: ImagePrewarmShape): Need[] {
   }));
   const sel = pw.spec.podSelector;
   if (sel) needs.push({ anyOf: [{ verb: 'list', group: '', resource: 'pods', namespace: sel.namespace }], why: 'to select nodes by the pods they run' });
+  if (pw.spec.pin) needs.push({ anyOf: [{ verb: 'pin', group: 'inplace-agent.io', resource: 'imageprewarms', name: pw.metadata?.name }], why: 'to pin its images on the nodes' });
   return needs;
 }
 

@@ -10,6 +10,8 @@ import type { AuthKeyring } from './types.js';
 
 /** Hosts that all mean Docker Hub. */
 const DOCKER_HUB_ALIASES = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io', 'registry.hub.docker.com']);
+/** The host containerd pulls Docker Hub images from when no mirror is configured. */
+const DOCKER_HUB_HOST = 'registry-1.docker.io';
 
 /**
  * The canonical keyring key of a config.json `auths` key: scheme and the registry API path (`/v1/`, `/v2/`)
@@ -60,8 +62,7 @@ export function parseAuthConfig(input: string | object, source = 'auth config'):
     }
     const e = rawEntry as ConfigEntry;
     const key = normalizeRegistryKey(rawKey);
-    // No serverAddress: the keyring already chose the registry, and containerd's CRI parses that field as a
-    // URL (a bare `host:port` fails the pull), while dockerd does not need it to pull.
+    // serverAddress is set by lookupAuth, for the registry of the image it is looked up for.
     const auth: RegistryAuth = {};
     const encoded = str(e.auth);
     if (encoded) {
@@ -120,9 +121,21 @@ function hostMatches(glob: string, host: string): boolean {
 const escapeRe = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
 /**
+ * The serverAddress that keeps credentials on the registry they were looked up for: containerd's CRI hands
+ * them only to a host equal to this URL's host (ParseAuth), so a mirror, or any other host that asks, gets
+ * none; with no serverAddress it hands them to every host that asks. It must be a URL (a bare `host:port`
+ * fails containerd's parse), and Docker Hub's pulls go to registry-1.docker.io.
+ */
+export function registryServerAddress(registry: string): string {
+  const host = registry.toLowerCase();
+  return `https://${DOCKER_HUB_ALIASES.has(host) ? DOCKER_HUB_HOST : host}`;
+}
+
+/**
  * The credentials for an image reference: among keys whose host (glob) and port match the reference's
  * registry and whose path is a prefix of its repository, the one with the longest path, exact hosts before
- * globs. Undefined when none match or the reference cannot be parsed.
+ * globs, with serverAddress naming the reference's registry (registryServerAddress). Undefined when none
+ * match or the reference cannot be parsed.
  */
 export function lookupAuth(keyring: AuthKeyring | undefined, image: string): RegistryAuth | undefined {
   if (!keyring || keyring.size === 0) return undefined;
@@ -142,7 +155,7 @@ export function lookupAuth(keyring: AuthKeyring | undefined, image: string): Reg
     const score = k.path.length * 2 + (k.host.includes('*') ? 0 : 1);
     if (!best || score > best.score) best = { auth, score };
   }
-  return best?.auth;
+  return best ? { ...best.auth, serverAddress: registryServerAddress(ref.registry) } : undefined;
 }
 
 /** The secrets an auth holds (password, tokens, the encoded pair), for redaction. */

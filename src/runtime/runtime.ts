@@ -8,6 +8,8 @@ import type {
   ExecResult,
   Image,
   ImageFsUsage,
+  PinnedImage,
+  PinOwner,
   Pod,
   PulledImage,
   PullOptions,
@@ -122,6 +124,12 @@ export interface Runtime {
   imageFsUsage(): Promise<ImageFsUsage>;
   /** Marks or unmarks an image as pinned (protected from image GC) where the runtime supports it. */
   pinImage?(ref: string, pinned: boolean): Promise<boolean>;
+  /** Pins an image on behalf of owner; whether the runtime reports it pinned. NotFound when absent. */
+  pinFor?(ref: string, owner: PinOwner): Promise<boolean>;
+  /** Takes owner's pin off; the image stays pinned while another owner holds it, or when it was pinned before them. */
+  unpinFor?(ref: string, ownerUid: string): Promise<void>;
+  /** Every pinned image, with its owners and size. */
+  pinnedImages?(): Promise<PinnedImage[]>;
   /** A stream of container events until the signal aborts. Polls where the runtime has no event stream. */
   events(signal: AbortSignal): AsyncIterable<RuntimeEvent>;
   /** Releases connections. */

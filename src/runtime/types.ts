@@ -100,6 +100,26 @@ export interface Image {
   pinned: boolean;
 }
 
+/** Who asked for a pin that should last only while they want it (an ImagePrewarm: its uid and name). */
+export interface PinOwner {
+  uid: string;
+  name: string;
+}
+
+/** An image the runtime keeps pinned, with the owners of its pin. */
+export interface PinnedImage {
+  /** Image id (`sha256:...`), '' when the runtime did not say. */
+  id: string;
+  /** The runtime's names of it (tags, repo digests, id). */
+  names: string[];
+  /** Bytes, as the runtime reports the image's size (0 when unknown). */
+  size: number;
+  /** Owner uid to owner name. */
+  owners: Record<string, string>;
+  /** It was pinned before its first owner (by hand): its pin stays when the last owner lets go. */
+  kept: boolean;
+}
+
 /** Credentials for one registry. Never logged. */
 export interface RegistryAuth {
   username?: string;

@@ -8,6 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { stableOrder } from '../../src/fleet/node-order.js';
+import { ContainerdClient } from '../../src/runtime/containerd/client.js';
+import { PINNED_LABEL } from '../../src/runtime/cri/pin-image.js';
+import { PIN_OWNER_PREFIX } from '../../src/runtime/cri/pin-owners.js';
 import type { ImagePrewarm, ImagePrewarmSpec, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
 import { ctl, startAgent, type AgentProcess, type CtlResult } from '../support/agent-process.js';
 import { applyCrds, deleteNodes, ensureNamespace, ensureNode, testKubeConfig } from '../support/kube-apply.js';
@@ -314,6 +317,36 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     await waitFor('the image back on ipf-c', async () => spawnSync('ctr', ['-a', c.socket, '-n', 'k8s.io', 'images', 'ls', '-q'], { encoding: 'utf8' }).stdout.split('\n').includes(ref) || undefined, 25_000);
     assert.ok(Date.now() - removedAt <= 10_000 + 8_000, 'back within one refresh interval (plus a poll and the pull)');
     await allDone(P('refresh'), [N.c], 'Succeeded', 10_000);
+  });
+
+  it('pin: each prewarm pins the image for itself; deleting one leaves it pinned for the other, deleting both unpins it on every node', async () => {
+    const { ref } = await image('pin');
+    for (const name of [P('pin1'), P('pin2')]) await createPrewarm(name, { images: [ref], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: 4, pin: true });
+    await allDone(P('pin1'), NODES, 'Succeeded');
+    await allDone(P('pin2'), NODES, 'Succeeded');
+    const uid = async (name: string) => ((await custom.getClusterCustomObject({ ...G, plural: 'imageprewarms', name })) as ImagePrewarm).metadata.uid ?? '';
+    const [u1, u2] = [await uid(P('pin1')), await uid(P('pin2'))];
+    /** Per node: the pinned label and the owners on the image's tag record (containerd 1.6 keeps the label, its CRI ignores it). */
+    const pins = async () => {
+      const out: string[] = [];
+      for (const n of NODES) {
+        const records = new ContainerdClient(containerds.get(n)!.endpoint);
+        try {
+          const l = (await records.getImage(ref)).labels;
+          const owners = Object.keys(l).filter((k) => k.startsWith(PIN_OWNER_PREFIX)).map((k) => (k.slice(PIN_OWNER_PREFIX.length) === u1 ? 'pin1' : k.slice(PIN_OWNER_PREFIX.length) === u2 ? 'pin2' : k));
+          out.push(`${l[PINNED_LABEL] ?? 'unpinned'}:${owners.sort().join('+')}`);
+        } finally {
+          records.close();
+        }
+      }
+      return out.join(' ');
+    };
+    const every = (state: string) => NODES.map(() => state).join(' ');
+    assert.equal(await pins(), every('pinned:pin1+pin2'));
+    await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: P('pin1') });
+    await waitFor('pin1 let go on every node', async () => ((await pins()) === every('pinned:pin2') ? true : undefined), 20_000);
+    await custom.deleteClusterCustomObject({ ...G, plural: 'imageprewarms', name: P('pin2') });
+    await waitFor('the image unpinned on every node', async () => ((await pins()) === every('unpinned:') ? true : undefined), 20_000);
   });
 
   // Last, over everything the agents did above: the shipped roles are enough. (A missing verb need not fail a

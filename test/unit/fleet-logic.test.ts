@@ -21,7 +21,7 @@ const record = (node: string, e?: NodePrewarmEntry): NodePrewarm => ({ metadata:
 
 describe('fleet pre-warm: reasons', () => {
   it('words a failed or late image as the restart engine words the same failure', () => {
-    assert.deepEqual(PrewarmReasons, { PullFailed: Reasons.PullFailed, Deadline: Reasons.Deadline });
+    assert.deepEqual({ PullFailed: PrewarmReasons.PullFailed, Deadline: PrewarmReasons.Deadline }, { PullFailed: Reasons.PullFailed, Deadline: Reasons.Deadline });
   });
 });
 

@@ -104,6 +104,15 @@ describe('pull auth: lookup like the kubelet keyring', () => {
     assert.equal(who('reg.example.com:443/app'), undefined);
   });
 
+  it('names the registry host they were given for as serverAddress (a URL, as containerd parses it)', () => {
+    const at = (image: string) => lookupAuth(keyring, image)?.serverAddress;
+    assert.equal(at('127.0.0.1:5001/app:v1'), 'https://127.0.0.1:5001');
+    assert.equal(at('reg.example.com/team/app:v1'), 'https://reg.example.com');
+    assert.equal(at('us.corp.example.com/app'), 'https://us.corp.example.com', 'a glob key: the image\'s own host, not the glob');
+    assert.equal(at('busybox'), 'https://registry-1.docker.io', 'Docker Hub: the host containerd pulls from');
+    assert.equal(keyring.get('127.0.0.1:5001')?.serverAddress, undefined, 'the keyring itself is left as parsed');
+  });
+
   it('finds nothing in an empty keyring or for a bad reference', () => {
     assert.equal(lookupAuth(new Map(), 'busybox'), undefined);
     assert.equal(lookupAuth(keyring, 'Bad Ref'), undefined);

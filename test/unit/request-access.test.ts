@@ -56,6 +56,12 @@ describe('request permissions: what a creator must hold', () => {
     assert.deepEqual(needs.map((n) => permissionText(n.anyOf[0])), ['get secrets/s1 in namespace a', 'get secrets/s2 in namespace b', 'list pods in namespace c']);
   });
 
+  it('ImagePrewarm with pin: true: the verb pin on itself, beside create (issue 28, finding 8)', () => {
+    const needs = imagePrewarmNeeds({ metadata: { name: 'web-v2' }, spec: { pin: true } });
+    assert.deepEqual(needs.map((n) => permissionText(n.anyOf[0])), ['pin imageprewarms.inplace-agent.io/web-v2 (cluster-wide)']);
+    assert.deepEqual(imagePrewarmNeeds({ metadata: { name: 'web-v2' }, spec: { pin: false } }), []);
+  });
+
   it('InPlaceRollout: patch on the target workload; no rule for a kind that is not one', () => {
     assert.deepEqual(rolloutNeeds('shop', { kind: 'StatefulSet', name: 'db' })?.map((n) => permissionText(n.anyOf[0])), ['patch statefulsets.apps/db in namespace shop']);
     assert.equal(rolloutNeeds('shop', { kind: 'Secret', name: 'x' }), undefined);

@@ -55,6 +55,12 @@ export class ContainerdClient {
     return res.image;
   }
 
+  /** The image records that match any of the filters (containerd's syntax, e.g. `labels."KEY"`). */
+  async listImages(filters: string[]): Promise<Image__Output[]> {
+    const res = await this.call<{ images: Image__Output[] }>('Images.List', filters.join(' or '), (md, o, cb) => this.images.List({ filters }, md, o, cb));
+    return res.images;
+  }
+
   /**
    * Sets label key of the image record named name to value, or removes it when value is ''; other labels
    * and the target stay as they are. The record is read first and written back whole with the one label

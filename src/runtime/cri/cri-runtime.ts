@@ -10,6 +10,8 @@ import type {
   ExecResult,
   Image,
   ImageFsUsage,
+  PinnedImage,
+  PinOwner,
   Pod,
   PulledImage,
   PullOptions,
@@ -27,6 +29,7 @@ import { CreatedConfigs, inspectContainer, SandboxConfigCache } from './inspect-
 import { listContainers } from './list-containers.js';
 import { getPod, listPods } from './list-pods.js';
 import { pinImage } from './pin-image.js';
+import { markKept, pinFor, pinnedRecords, unpinFor, type PinOwnerDeps } from './pin-owners.js';
 import { pinnedLabelSupport, type PinnedLabelSupport } from './pinned-label-support.js';
 import { pullImage } from './pull-image.js';
 import { startContainer } from './start-container.js';
@@ -152,9 +155,36 @@ export class CriRuntime implements Runtime {
    * (1.6.20, the sandbox's, among them; see pinned-label-support.ts), which keep the label for a later containerd. NotFound when the
    * image is absent; FailedPrecondition on a CRI runtime without containerd's API (CRI-O).
    */
-  pinImage(ref: string, pinned: boolean): Promise<boolean> {
+  async pinImage(ref: string, pinned: boolean): Promise<boolean> {
+    // A pin by hand outlives the owners' pins (an ImagePrewarm that also pins it lets go of its own only).
+    await markKept(this.pinDeps(), ref, pinned);
+    return pinImage(this.pinDeps(), ref, pinned);
+  }
+
+  /** pinImage for an owner (an ImagePrewarm): its own label beside the CRI one (see pin-owners.ts). */
+  pinFor(ref: string, owner: PinOwner): Promise<boolean> {
+    return pinFor(this.pinDeps(), ref, owner);
+  }
+
+  /** Takes an owner's pin off; the CRI label goes with the last owner, unless the image was pinned before them. */
+  unpinFor(ref: string, ownerUid: string): Promise<void> {
+    return unpinFor(this.pinDeps(), ref, ownerUid);
+  }
+
+  /** Every image whose records carry the pinned label, with its owners and CRI's size of it. */
+  async pinnedImages(): Promise<PinnedImage[]> {
+    const pinned = await pinnedRecords(this.pinDeps());
+    const images = await this.listImages();
+    for (const p of pinned) {
+      const img = images.find((i) => i.id === p.id || p.names.some((n) => i.repoTags.includes(n) || i.repoDigests.includes(n)));
+      if (img) Object.assign(p, { id: img.id, size: img.size });
+    }
+    return pinned;
+  }
+
+  private pinDeps(): PinOwnerDeps {
     this.containerdImages ??= new ContainerdClient(this.client.endpoint, this.opts.containerdNamespace ?? CRI_NAMESPACE);
-    const deps = {
+    return {
       client: this.client,
       images: this.containerdImages,
       support: () => this.pinnedLabelSupport(),
@@ -162,7 +192,6 @@ export class CriRuntime implements Runtime {
       settleMs: this.opts.pinSettleMs ?? 2000,
       pollMs: 50,
     };
-    return pinImage(deps, ref, pinned);
   }
 
   /** How this runtime treats the pinned label, from its version (asked once); 'unknown' when it cannot say. */
