@@ -10,7 +10,7 @@ import { kubeEnv } from '../testbed/kube-env.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { kubeTest, until } from '../support/kube-test.js';
-import { applyDeployFiles } from '../support/kube-users.js';
+import { applyDeployFiles, deleteClusterRules, failure, userWithRules } from '../support/kube-users.js';
 import { TRAP_TERM_APP } from '../support/kube-web-pod.js';
 
 const env = kubeEnv();
@@ -62,6 +62,7 @@ describe('SidecarSet injection (MutatingAdmissionPolicy, real cluster)', functio
     await custom?.deleteClusterCustomObject({ ...SCS, name }).catch(() => undefined);
     if (ns) await deleteNamespace(kc, ns);
     if (otherNs) await deleteNamespace(kc, otherNs);
+    if (ns) await deleteClusterRules(kc, ns);
   });
 
   it('injects the container, the native sidecar (first, restartPolicy Always) and the volume into a matching pod, which starts', async () => {
@@ -108,5 +109,32 @@ describe('SidecarSet injection (MutatingAdmissionPolicy, real cluster)', functio
     const p = await create(ns, body, true);
     assert.deepEqual(names(p.spec?.containers), ['app']);
     assert.equal(p.spec?.initContainers, undefined);
+  });
+
+  it('refuses a SidecarSet from a user who cannot patch pods in every namespace, and takes it from one who can', async () => {
+    const scsRule = { apiGroups: [SCS_GROUP], resources: [SCS_PLURAL], verbs: ['create'] };
+    const podRule = { apiGroups: [''], resources: ['pods'], verbs: ['patch'] };
+    const narrow = await userWithRules(kc, ns, 'narrow', [podRule], [scsRule]);
+    const wide = await userWithRules(kc, ns, 'wide', [], [scsRule, podRule]);
+    const body = (n: string) => ({
+      apiVersion: `${SCS_GROUP}/${SCS_VERSION}`,
+      kind: 'SidecarSet',
+      metadata: { name: n },
+      spec: { selector: { matchLabels: { app: 'nothing-here' } }, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } }, containers: [container('proxy')] },
+    });
+    const refusal = await until('the narrow user to be authorized to create SidecarSets, and refused by the policy', 20_000, async () => {
+      try {
+        await narrow.kc.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ ...SCS, body: body(`${name}-narrow`), dryRun: 'All' });
+        return 'accepted';
+      } catch (err) {
+        const f = failure(err);
+        return /ValidatingAdmissionPolicy/.test(f.message) ? f.message : undefined;
+      }
+    });
+    assert.match(refusal, /writing one needs patch on pods in all namespaces, which user system:serviceaccount:scsinj-\w+:narrow may not do/);
+    const made = await until('the wide user to be authorized', 20_000, async () =>
+      wide.kc.makeApiClient(k8s.CustomObjectsApi).createClusterCustomObject({ ...SCS, body: body(`${name}-wide`), dryRun: 'All' }).then((o) => o as { metadata: { name: string } }, () => undefined),
+    );
+    assert.equal(made.metadata.name, `${name}-wide`);
   });
 });
