@@ -115,4 +115,37 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
     assert.deepEqual(d.spec?.template.spec?.containers.map((c) => c.name), ['app']);
     assert.equal((await apps.listNamespacedReplicaSet({ namespace: ns })).items.length, 1);
   });
+
+  it('a sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it', async () => {
+    const before = await listPods();
+    const crsOf = async () =>
+      ((await custom.listClusterCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, labelSelector: SIDECARSET_LABEL })) as { items: ContainerRestart[] }).items.filter((c) => c.metadata.namespace === ns);
+    const crsBefore = (await crsOf()).length;
+    const set = await readSet();
+    await custom.patchClusterCustomObject({ ...SCS, name, body: { spec: { containers: [{ ...set.spec.containers![0], image: env.sandbox.images.crash }] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+    let last = '';
+    const failed = await until(
+      'the status to name the failed pod',
+      180_000,
+      async () => {
+        const cur = await readSet();
+        last = JSON.stringify(cur.status);
+        const cond = cur.status?.conditions?.find((c) => c.type === 'Updated');
+        return cur.status?.observedGeneration === cur.metadata.generation && cond?.reason === 'UpgradeFailed' ? cur : undefined;
+      },
+      { seen: () => last },
+    );
+    assert.equal(failed.status?.failures?.length, 1, JSON.stringify(failed.status));
+    const f = failed.status!.failures![0]!;
+    assert.equal(f.container, 'proxy');
+    assert.equal(f.exitCode, 3, JSON.stringify(f));
+    assert.match(failed.status?.message ?? '', new RegExp(`pod ${f.pod} container proxy failed`));
+    assert.equal((await crsOf()).length - crsBefore, 1, 'no pod after the first was started');
+    for (const p of await listPods()) {
+      const old = before.find((b) => b.metadata?.uid === p.metadata?.uid);
+      assert.ok(old, `pod ${p.metadata?.name} is the same pod`);
+      assert.equal(p.spec?.containers.find((c) => c.name === 'proxy')?.image, V2, `${p.metadata?.name}: the sidecar back on (or still on) the last good image`);
+      assert.equal(status(p, 'app')?.containerID, status(old, 'app')?.containerID, 'the app container was not touched');
+    }
+  });
 });
