@@ -23,6 +23,8 @@ export const SidecarReasons = {
   failed: 'UpgradeFailed',
   partitioned: 'Partitioned',
   nativeNotInPlace: 'NativeSidecarNotUpgradedInPlace',
+  /** A failure whose ContainerRestart gave no reason of its own. */
+  restartFailed: 'ContainerRestartFailed',
 } as const;
 
 /** The condition type a SidecarSet carries: every injected pod runs its current sidecar images. */
@@ -135,7 +137,7 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   const failures: SidecarFailure[] = [];
   for (const p of injected) {
     for (const r of byPod.get(podKey(p)) ?? []) {
-      if (r.imagesKey === key && r.phase === 'Failed') failures.push({ pod: podKey(p), ...(r.failure ?? { reason: 'Failed' }) });
+      if (r.imagesKey === key && r.phase === 'Failed') failures.push({ pod: podKey(p), ...(r.failure ?? { reason: SidecarReasons.restartFailed }) });
     }
   }
   const nativeStale = injected.filter((p) => staleNative(p).length > 0);

@@ -4,7 +4,7 @@ import * as k8s from '../kube/client.js';
 import { kubeCall } from '../kube/api-error.js';
 import { selfRequester, type Requester } from '../kube/requester.js';
 import { CR_GROUP, CR_KIND, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
-import type { SidecarPodView, SidecarRestartAction, SidecarRestartView } from './plan.js';
+import { SidecarReasons, type SidecarPodView, type SidecarRestartAction, type SidecarRestartView } from './plan.js';
 import { selectorString } from './selector.js';
 import { SCS_GROUP, SCS_KIND, SCS_PLURAL, SCS_VERSION, type SidecarSet, type SidecarSetStatus } from './types.js';
 
@@ -52,7 +52,7 @@ export function restartView(cr: ContainerRestart): SidecarRestartView {
     imagesKey: cr.metadata.labels?.[IMAGES_LABEL] ?? '',
     phase: cr.status?.phase,
     ...(cr.status?.phase === 'Failed'
-      ? { failure: { ...(bad ? { container: bad.name } : {}), reason: reason ?? 'Failed', ...(bad?.exitCode !== undefined ? { exitCode: bad.exitCode } : {}) } }
+      ? { failure: { ...(bad ? { container: bad.name } : {}), reason: reason ?? SidecarReasons.restartFailed, ...(bad?.exitCode !== undefined ? { exitCode: bad.exitCode } : {}) } }
       : {}),
   };
 }
