@@ -18,8 +18,9 @@ export const ROOMS = {
   kube: { may: ['runtime', 'engine'], owns: "Kubernetes mode, the engine's plug-in, and the Kubernetes platform (client, follower, reviews)" },
   fleet: { may: ['runtime', 'pull', 'kube'], owns: 'fleet pre-warm: ImagePrewarm and NodePrewarm' },
   rollout: { may: ['kube', 'fleet'], owns: 'InPlaceRollout: the planner and the elected coordinator' },
+  sidecarset: { may: ['kube', 'fleet'], owns: 'SidecarSet: its types, status and in-place sidecar upgrades' },
   cli: { may: ['api', 'pull', 'kube', 'fleet', 'rollout'], owns: 'inplacectl and the kubectl plugin' },
-  daemon: { may: ['runtime', 'runtime/containerd', 'runtime/cri', 'runtime/docker', 'engine', 'pull', 'api', 'kube', 'fleet', 'rollout'], owns: 'the composition root' },
+  daemon: { may: ['runtime', 'runtime/containerd', 'runtime/cri', 'runtime/docker', 'engine', 'pull', 'api', 'kube', 'fleet', 'rollout', 'sidecarset'], owns: 'the composition root' },
 };
 
 /** A regex over a relative import path that reaches into `room` (not a room nested in it) from anywhere under src/ (`../engine/x.js`, `../../kube/y.js`). */

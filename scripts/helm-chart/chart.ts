@@ -25,9 +25,10 @@ function swap(text: string, file: string, from: string, to: string, times = 1): 
   return text.split(from).join(to);
 }
 
-/** deploy/ file text with Go template delimiters in it (CEL's `}}`) written as template strings, so Helm prints them. */
+/** deploy/ file text with each `{{` written as a template string, so Helm prints it. */
 function source(deploy: string, file: string): string {
-  return readFileSync(path.join(deploy, file), 'utf8').replace(/\{\{|\}\}/g, (d) => `{{ "${d}" }}`);
+  // Only an opening pair starts a template action: a closing pair alone is text (and CEL writes `{}}` for an empty map in a list).
+  return readFileSync(path.join(deploy, file), 'utf8').replace(/\{\{/g, '{{ "{{" }}');
 }
 
 const header = (file: string) => `# Generated from deploy/${file} by scripts/helm-chart (npm run gen:helm); do not edit.\n`;

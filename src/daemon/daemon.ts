@@ -159,6 +159,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   prewarm?.start();
   const fleet = k8s && kc && opts.nodeName ? k8s.startFleet(kc, opts.nodeName, opts, runtime, pulls, clock, log, kubeMetrics?.prewarm) : undefined;
   const rollouts = k8s && kc && opts.nodeName && agentId ? await k8s.startRollouts(kc, opts.nodeName, agentId, opts, clock, log) : undefined;
+  const sidecarSets = k8s && kc && opts.nodeName && agentId ? k8s.startSidecarSets(kc, opts.nodeName, agentId, opts, clock, log) : undefined;
 
   let http: HttpEndpoints | undefined;
   if (opts.metricsAddr) {
@@ -195,6 +196,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
         await prewarm?.stop();
         await fleet?.stop();
         await rollouts?.stop();
+        await sidecarSets?.stop();
         await restarts?.stop();
         const left = await engine.drain(opts.drainTimeoutMs);
         if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });

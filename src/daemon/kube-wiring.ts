@@ -6,3 +6,4 @@ export { startContainerRestarts } from './container-restart-wiring.js';
 export { startFleet } from './fleet-wiring.js';
 export { kubeMetrics } from './kube-metrics.js';
 export { startRollouts } from './rollout-wiring.js';
+export { startSidecarSets } from './sidecarset-wiring.js';

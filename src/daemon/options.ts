@@ -143,7 +143,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--fleet-poll <duration>', 'how often a waiting node looks for a free slot', 'fleet-poll').default('3s'))
     .addOption(opt('--fleet-backoff <duration>', 'first back-off after a failed fleet pull attempt (doubles, at most 5m)', 'fleet-backoff').default('10s'))
     .addOption(opt('--max-pinned-bytes <bytes>', 'refuse an ImagePrewarm pin that would take the images pinned on this node over this many bytes (0: no cap)', 'max-pinned-bytes').default('10Gi'))
-    .addOption(opt('--no-rollouts', 'in Kubernetes mode, never coordinate InPlaceRollouts (this node\'s pods are still updated through their ContainerRestarts)', 'rollouts'))
+    .addOption(opt('--no-rollouts', 'in Kubernetes mode, never coordinate InPlaceRollouts or SidecarSet upgrades (this node\'s pods are still updated through their ContainerRestarts)', 'rollouts'))
     .addOption(opt('--rollout-lease-duration <duration>', 'rollout coordination Lease duration (another agent takes over this long after the coordinator is gone)', 'rollout-lease-duration').default('15s'));
 }
 

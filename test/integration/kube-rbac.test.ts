@@ -34,6 +34,9 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['inplace-agent.io', 'inplacerollouts', '', ['get', 'list', 'watch']],
   ['inplace-agent.io', 'inplacerollouts', 'status', ['update']],
   ['inplace-agent.io', 'imageprewarms', '', ['get', 'list', 'watch', 'create', 'delete']],
+  ['inplace-agent.io', 'sidecarsets', '', ['get', 'list', 'watch']],
+  ['inplace-agent.io', 'sidecarsets', 'status', ['update']],
+  ['', 'namespaces', '', ['list']],
 ];
 const REFUSED_EVERYWHERE: [string, string, string][] = [
   ['', 'secrets', ''],

@@ -1,0 +1,23 @@
+// Starts the SidecarSet coordinator when the agent runs in Kubernetes mode with rollouts on (a kubeconfig and a
+// node name): one agent of the DaemonSet at a time upgrades the SidecarSets' sidecars in place.
+import type { KubeConfig } from '../kube/client.js';
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
+import { KubeFleetApi } from '../fleet/fleet-api.js';
+import { SIDECAR_COORDINATOR_DEFAULTS, SidecarSetCoordinator } from '../sidecarset/coordinator.js';
+import { KubeSidecarSetApi } from '../sidecarset/sidecarset-api.js';
+import type { DaemonOptions } from './options.js';
+
+/** The started coordinator for this node (agentId names it in the Lease); undefined when rollouts are turned off. */
+export function startSidecarSets(kc: KubeConfig, nodeName: string, agentId: string, opts: DaemonOptions, clock: Clock, log: Logger): SidecarSetCoordinator | undefined {
+  if (!opts.rollouts) return undefined;
+  const c = new SidecarSetCoordinator(
+    new KubeSidecarSetApi(kc),
+    new KubeFleetApi(kc, clock),
+    { ...SIDECAR_COORDINATOR_DEFAULTS, holder: `${nodeName}/${agentId}`, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000) },
+    clock,
+    log.child({ component: 'sidecarset' }),
+  );
+  c.start();
+  return c;
+}

@@ -1,0 +1,148 @@
+import assert from 'node:assert/strict';
+import { imagesKey, planSidecarSet, restartName, SidecarReasons, unavailableBudget, type SidecarPodView, type SidecarRestartView } from '../../src/sidecarset/plan.js';
+import { selectorMatches, selectorString } from '../../src/sidecarset/selector.js';
+import { restartObject, restartView } from '../../src/sidecarset/sidecarset-api.js';
+import { injectedAnnotation, type SidecarSet, type SidecarSetSpec } from '../../src/sidecarset/types.js';
+
+const NOW = Date.parse('2026-12-02T12:00:00Z');
+const ANN = injectedAnnotation('mesh');
+const set = (spec: Partial<SidecarSetSpec> = {}, image = 'proxy:2'): SidecarSet => ({
+  metadata: { name: 'mesh', uid: 's1', generation: 3 },
+  spec: { selector: { matchLabels: { mesh: 'on' } }, containers: [{ name: 'proxy', image }], ...spec },
+});
+const pod = (i: number, over: Partial<SidecarPodView> = {}, proxy = 'proxy:1'): SidecarPodView => ({
+  namespace: 'ns',
+  name: `web-${i}`,
+  uid: `u${i}`,
+  labels: { mesh: 'on' },
+  namespaceLabels: { team: 'a' },
+  annotations: { [ANN]: '1' },
+  containers: [
+    { name: 'app', image: 'app:1' },
+    { name: 'proxy', image: proxy },
+  ],
+  initContainers: [],
+  ready: true,
+  deleting: false,
+  ...over,
+});
+const running = (s: SidecarSet, p: SidecarPodView, phase?: string): SidecarRestartView => ({ name: restartName(s, p, imagesKey(s)), namespace: p.namespace, podName: p.name, imagesKey: imagesKey(s), phase });
+const plan = (s: SidecarSet, pods: SidecarPodView[], restarts: SidecarRestartView[] = []) => planSidecarSet({ set: s, pods, restarts, nowMs: NOW });
+
+describe('SidecarSet planner', () => {
+  it('counts matched, injected, conflicting, updated and ready pods from one snapshot', () => {
+    const s = set({}, 'proxy:1');
+    const pods = [
+      pod(0),
+      pod(1, { ready: false }),
+      pod(2, { annotations: {}, containers: [{ name: 'app', image: 'a' }] }), // matched, created before the SidecarSet: not injected
+      pod(3, { annotations: {}, containers: [{ name: 'app', image: 'a' }, { name: 'proxy', image: 'own' }] }), // conflict
+      pod(4, { labels: { mesh: 'off' } }),
+      pod(5, { deleting: true }),
+    ];
+    const { actions, status } = plan(s, pods);
+    assert.deepEqual(actions, []);
+    assert.deepEqual(
+      { m: status.matchedPods, i: status.injectedPods, c: status.conflictPods, u: status.updatedPods, r: status.readyPods, g: status.observedGeneration },
+      { m: 4, i: 2, c: 1, u: 2, r: 1, g: 3 },
+    );
+    assert.equal(status.conditions?.[0]?.reason, SidecarReasons.complete);
+    assert.equal(status.conditions?.[0]?.status, 'True');
+  });
+
+  it('upgrades only the sidecar container, one pod at a time by default, and counts a running one in flight', () => {
+    const s = set();
+    const pods = [pod(0), pod(1), pod(2)];
+    const first = plan(s, pods);
+    assert.deepEqual(first.actions.map((a) => [a.pod, a.containers]), [['web-0', [{ name: 'proxy', image: 'proxy:2' }]]]);
+    assert.equal(first.status.conditions?.[0]?.reason, SidecarReasons.updating);
+    const second = plan(s, pods, [running(s, pods[0]!, 'Running')]);
+    assert.deepEqual(second.actions, [], 'the budget of 1 is spent by the pod in flight');
+    assert.deepEqual(second.status.podsInFlight, ['ns/web-0']);
+    const third = plan(s, [pod(0, {}, 'proxy:2'), pod(1), pod(2)], [running(s, pods[0]!, 'Succeeded')]);
+    assert.deepEqual(third.actions.map((a) => a.pod), ['web-1']);
+    assert.equal(third.status.updatedPods, 1);
+  });
+
+  it('honours maxUnavailable as a number or a percent, counting pods not ready', () => {
+    const pods = [0, 1, 2, 3].map((i) => pod(i));
+    assert.equal(plan(set({ updateStrategy: { maxUnavailable: 2 } }), pods).actions.length, 2);
+    assert.equal(plan(set({ updateStrategy: { maxUnavailable: '50%' } }), pods).actions.length, 2);
+    assert.equal(plan(set({ updateStrategy: { maxUnavailable: 2 } }), [...pods.slice(1), pod(0, { ready: false }, 'proxy:2')]).actions.length, 1);
+    assert.equal(unavailableBudget('10%', 4), 1);
+    assert.equal(unavailableBudget(undefined, 10), 1);
+  });
+
+  it('starts nothing while paused, holds the last pods by partition, and upgrades only the updateStrategy.selector subset', () => {
+    const pods = [0, 1, 2].map((i) => pod(i));
+    const paused = plan(set({ updateStrategy: { paused: true, maxUnavailable: 3 } }), pods);
+    assert.deepEqual(paused.actions, []);
+    assert.equal(paused.status.conditions?.[0]?.reason, SidecarReasons.paused);
+    const part = plan(set({ updateStrategy: { partition: 2, maxUnavailable: 3 } }), pods);
+    assert.deepEqual(part.actions.map((a) => a.pod), ['web-0']);
+    const done = plan(set({ updateStrategy: { partition: 2, maxUnavailable: 3 } }), [pod(0, {}, 'proxy:2'), pod(1), pod(2)]);
+    assert.equal(done.status.conditions?.[0]?.reason, SidecarReasons.partitioned);
+    const canary = [pod(0), pod(1, { labels: { mesh: 'on', canary: 'yes' } }), pod(2)];
+    const sub = plan(set({ updateStrategy: { selector: { matchLabels: { canary: 'yes' } }, maxUnavailable: 3 } }), canary);
+    assert.deepEqual(sub.actions.map((a) => a.pod), ['web-1']);
+  });
+
+  it('stops at the first failed pod for these images and names it; a new image starts again', () => {
+    const s = set({ updateStrategy: { maxUnavailable: 3 } });
+    const pods = [0, 1, 2].map((i) => pod(i));
+    const failed = { ...running(s, pods[0]!, 'Failed'), failure: { container: 'proxy', reason: 'CrashLoop', exitCode: 3 } };
+    const p = plan(s, pods, [failed]);
+    assert.deepEqual(p.actions, []);
+    assert.deepEqual(p.status.failures, [{ pod: 'ns/web-0', container: 'proxy', reason: 'CrashLoop', exitCode: 3 }]);
+    assert.equal(p.status.conditions?.[0]?.reason, SidecarReasons.failed);
+    assert.match(p.status.message ?? '', /pod ns\/web-0 container proxy failed \(CrashLoop\)/);
+    assert.equal(plan(set({ updateStrategy: { maxUnavailable: 3 } }, 'proxy:3'), pods, [failed]).actions.length, 3);
+  });
+
+  it('says so when a native sidecar runs an older image, and does not restart it', () => {
+    const s: SidecarSet = { metadata: { name: 'mesh', uid: 's1', generation: 2 }, spec: { selector: {}, initContainers: [{ name: 'agent', image: 'agent:2', restartPolicy: 'Always' }] } };
+    const p = plan(s, [pod(0, { initContainers: [{ name: 'agent', image: 'agent:1' }] })]);
+    assert.deepEqual(p.actions, []);
+    assert.equal(p.status.conditions?.[0]?.reason, SidecarReasons.nativeNotInPlace);
+  });
+
+  it('matches the namespaceSelector on the namespace labels', () => {
+    const s = set({ namespaceSelector: { matchLabels: { team: 'b' } } });
+    assert.equal(plan(s, [pod(0)]).status.matchedPods, 0);
+    assert.equal(plan(s, [pod(0, { namespaceLabels: { team: 'b' } })]).status.matchedPods, 1);
+  });
+
+  it('makes a ContainerRestart of the sidecar alone, undrained unless asked, and reads its failure back', () => {
+    const s = set();
+    const [a] = plan(s, [pod(0)]).actions;
+    const cr = restartObject(s, a!, { username: 'system:serviceaccount:inplace-system:inplace-agent' });
+    assert.deepEqual(cr.spec.containers, [{ name: 'proxy', image: 'proxy:2' }]);
+    assert.equal(cr.spec.strategy?.drainSeconds, 0);
+    assert.equal(cr.spec.strategy?.failurePolicy, 'Rollback');
+    assert.equal(restartObject(set({ updateStrategy: { drain: true }, failurePolicy: 'Pause' }), a!, { username: 'u' }).spec.strategy?.failurePolicy, 'Fail');
+    const v = restartView({ ...cr, status: { phase: 'Failed', reason: 'RolledBack', containers: [{ name: 'proxy', state: 'RolledBack', reason: 'ContainerExited', exitCode: 3 }] } });
+    assert.deepEqual(v.failure, { container: 'proxy', reason: 'ContainerExited', exitCode: 3 });
+    assert.equal(v.imagesKey, imagesKey(s));
+  });
+});
+
+describe('SidecarSet label selectors', () => {
+  const sel = { matchLabels: { app: 'web' }, matchExpressions: [
+    { key: 'tier', operator: 'In', values: ['a', 'b'] },
+    { key: 'env', operator: 'NotIn', values: ['prod'] },
+    { key: 'mesh', operator: 'Exists' },
+    { key: 'legacy', operator: 'DoesNotExist' },
+  ] };
+  it('matches as the API server does', () => {
+    assert.equal(selectorMatches(sel, { app: 'web', tier: 'a', mesh: '' }), true);
+    assert.equal(selectorMatches(sel, { app: 'web', tier: 'c', mesh: '' }), false);
+    assert.equal(selectorMatches(sel, { app: 'web', tier: 'a', mesh: '', env: 'prod' }), false);
+    assert.equal(selectorMatches(sel, { app: 'web', tier: 'a' }), false);
+    assert.equal(selectorMatches(sel, { app: 'web', tier: 'a', mesh: '', legacy: 'x' }), false);
+    assert.equal(selectorMatches({}, {}), true);
+  });
+  it('writes the labelSelector string of a list request', () => {
+    assert.equal(selectorString(sel), 'app=web,tier in (a,b),env notin (prod),mesh,!legacy');
+    assert.equal(selectorString({}), '');
+  });
+});
