@@ -221,8 +221,18 @@ export class RolloutCache implements RolloutView {
     return this.lay('pw', (await this.api.createPrewarm(pw)) as unknown as Obj) as unknown as ImagePrewarm;
   }
 
-  async deletePrewarm(name: string): Promise<void> {
-    await this.api.deletePrewarm(name);
+  /** Asked of the API server: read only after a create found the name taken. */
+  getRestart(namespace: string, name: string): Promise<ContainerRestart | undefined> {
+    return this.api.getRestart(namespace, name);
+  }
+
+  /** Asked of the API server: read only after a create found the name taken. */
+  getPrewarm(name: string): Promise<ImagePrewarm | undefined> {
+    return this.api.getPrewarm(name);
+  }
+
+  async deletePrewarm(name: string, uid: string): Promise<void> {
+    await this.api.deletePrewarm(name, uid);
     this.kind('pw').set(`/${name}`, { deleted: true, at: this.clock.now() });
   }
 
