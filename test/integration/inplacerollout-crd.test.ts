@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../../src/kube/container-restart/types.js';
-import { restartName } from '../../src/rollout/names.js';
+import { restartName } from '../../src/rollout/plan.js';
 import { restartObject } from '../../src/rollout/reconcile.js';
 import { boundStatus, MAX_FAILURES, MAX_PODS_IN_FLIGHT, MAX_STATUS_TEXT } from '../../src/rollout/status-bounds.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutStatus } from '../../src/rollout/types.js';
