@@ -217,6 +217,7 @@ export class RolloutCoordinator {
     reads.fresh(resync);
     try {
       const rollouts = await reads.listRollouts(this.opts.namespace);
+      this.refusals.keepOnly(new Set(rollouts.map((r) => r.metadata.uid ?? '')));
       let wakeAt: number | undefined;
       for (const r of rollouts) {
         if (!this.leading()) break;

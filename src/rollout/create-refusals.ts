@@ -47,8 +47,13 @@ export class CreateRefusals {
     this.byRollout.get(rolloutUid)?.delete(name);
   }
 
-  /** Forgets a rollout (it is gone). */
-  forget(rolloutUid: string): void {
-    this.byRollout.delete(rolloutUid);
+  /** Forgets every rollout but these (the others are gone). */
+  keepOnly(rolloutUids: Set<string>): void {
+    for (const uid of this.byRollout.keys()) if (!rolloutUids.has(uid)) this.byRollout.delete(uid);
+  }
+
+  /** How many rollouts have a create backing off. */
+  get size(): number {
+    return this.byRollout.size;
   }
 }

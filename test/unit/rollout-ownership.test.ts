@@ -122,6 +122,9 @@ describe('a rollout owns what it creates (ownership.ts, reconcile.ts)', () => {
     // A new generation (the spec changed) asks again at once.
     await reconcileRollout(d, { ...r, metadata: { ...r.metadata, generation: 2 }, status: s });
     assert.equal(state.creates, 3);
+    // A rollout gone is forgotten.
+    d.refusals.keepOnly(new Set(['another']));
+    assert.equal(d.refusals.size, 0);
   });
 
   it('stale pre-warms: the owned one is deleted (by its uid), a foreign one with the rollout\'s label is not', async () => {
