@@ -130,8 +130,12 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined> {
+    // A DaemonSet as the API server sends it, not through the typed client, which drops fields it does not know:
+    // its spec.template is compared whole with its revisions' (revisions.ts).
     return this.orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
-      kind === 'StatefulSet' ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) } : { kind, obj: await this.apps.readNamespacedDaemonSet({ namespace, name }) },
+      kind === 'StatefulSet'
+        ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) }
+        : { kind, obj: (await this.custom.getNamespacedCustomObject({ group: 'apps', version: 'v1', plural: 'daemonsets', namespace, name })) as k8s.V1DaemonSet },
     );
   }
 

@@ -29,7 +29,9 @@ export function kubeLists(kc: KubeConfig): RolloutLists {
       (namespace
         ? custom.listNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace })
         : custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL })) as L,
-    workload: (namespace, kind, fieldSelector) => (kind === 'StatefulSet' ? apps.listNamespacedStatefulSet({ namespace, fieldSelector }) : apps.listNamespacedDaemonSet({ namespace, fieldSelector })) as L,
+    // DaemonSets untyped, as their watch events and KubeRolloutApi.getWorkload have them (every template field kept).
+    workload: (namespace, kind, fieldSelector) =>
+      (kind === 'StatefulSet' ? apps.listNamespacedStatefulSet({ namespace, fieldSelector }) : custom.listNamespacedCustomObject({ group: 'apps', version: 'v1', plural: 'daemonsets', namespace, fieldSelector })) as L,
     revisions: (namespace, labelSelector) => apps.listNamespacedControllerRevision({ namespace, labelSelector }) as L,
     pods: (namespace, labelSelector) => core.listNamespacedPod({ namespace, labelSelector }) as L,
     restarts: (namespace, labelSelector) => custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector }) as L,
