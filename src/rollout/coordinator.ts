@@ -18,6 +18,7 @@ import { AgentError, asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { FleetApi, PrewarmFollower, SlotLease } from '../fleet/fleet-api.js';
 import { SlotClaimer, slotFree, slotName } from '../fleet/slots.js';
+import { CreateRefusals } from './create-refusals.js';
 import { reconcileRollout } from './reconcile.js';
 import type { RolloutApi } from './rollout-api.js';
 import { directView, type RolloutView } from './rollout-cache.js';
@@ -67,6 +68,8 @@ export class RolloutCoordinator {
   private lastResync = 0;
   /** Rollouts whose last round failed (said once per streak). */
   private readonly failingRollouts = new Set<string>();
+  /** Creates the API server would not take, backing off (see create-refusals.ts). */
+  private readonly refusals = new CreateRefusals();
 
   constructor(
     private readonly api: RolloutApi,
@@ -214,11 +217,12 @@ export class RolloutCoordinator {
     reads.fresh(resync);
     try {
       const rollouts = await reads.listRollouts(this.opts.namespace);
+      this.refusals.keepOnly(new Set(rollouts.map((r) => r.metadata.uid ?? '')));
       let wakeAt: number | undefined;
       for (const r of rollouts) {
         if (!this.leading()) break;
         try {
-          const plan = await reconcileRollout({ api: reads, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log }, r, rollouts);
+          const plan = await reconcileRollout({ api: reads, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals }, r, rollouts);
           if (plan.wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, plan.wakeAtMs);
           this.failingRollouts.delete(r.metadata.uid ?? '');
         } catch (err) {

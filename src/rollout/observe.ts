@@ -21,7 +21,9 @@ export function workloadView(w: Workload): WorkloadView {
   const common = { name: m.name ?? '', uid: m.uid ?? '', generation: m.generation ?? 0, observedGeneration: w.obj.status?.observedGeneration ?? 0, updateStrategy: w.obj.spec?.updateStrategy?.type ?? 'RollingUpdate' };
   if (w.kind === 'StatefulSet') return { kind: 'StatefulSet', ...common, desired: w.obj.spec?.replicas ?? 1, updateRevision: w.obj.status?.updateRevision };
   const tg = Number(m.annotations?.[DS_TEMPLATE_GENERATION] ?? m.generation ?? 0);
-  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg };
+  // As JSON, the form a ControllerRevision's data has (a typed client object may hold Dates).
+  const template = JSON.parse(JSON.stringify(w.obj.spec?.template ?? {})) as PodTemplate;
+  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg, template };
 }
 
 /** The selector's matchLabels (what pods and revisions are listed by). */

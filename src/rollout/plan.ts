@@ -3,6 +3,7 @@
 // and what the status is, as the stock StatefulSet and DaemonSet controllers reconcile from what they observe.
 //
 //   another, older rollout names the same workload                                    -> Failed (TargetInUse), nothing done
+//   the target: updateRevision (StatefulSet), the revision of spec.template (DaemonSet, revisions.ts)
 //   for each pod of the target revision's scope, highest ordinal (StatefulSet) or node order (DaemonSet) first:
 //     updated                      label controller-revision-hash = target            -> nothing
 //     its ContainerRestart failed                                                      -> failure: stop starting
@@ -11,147 +12,21 @@
 //                                                                                          and the pod is available)
 //     spec already at the target (restart succeeded, or labels alone changed)          -> relabel (in flight until)
 //     template differs beyond images/labels/annotations                                -> fallback (Pause | Recreate)
+//     its ContainerRestart's name taken by another owner, or its create refused        -> failure (NameTaken |
+//                                                                                          CreateRefused): stop starting
 //     otherwise, within maxUnavailable, not paused, pre-warmed                         -> start a ContainerRestart
+// Only ContainerRestarts the rollout owns are passed in (ownership.ts).
 import { imageMatches } from '../image-ref.js';
-import { diffTemplates, mapChanges, type PodTemplate } from './template-diff.js';
-import type { InPlaceRollout, InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
+import { restartName, prewarmName } from './names.js';
+import { chooseTarget, ignoredMessage } from './revisions.js';
+import { diffTemplates, mapChanges } from './template-diff.js';
+import { COMPLETE, IGNORED_REVISIONS, PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
+import { DEFAULT_MAX_UNAVAILABLE, type Plan, type PlanInput, type PodView, type RevisionView, type RolloutAction, type WorkloadView } from './plan-types.js';
+import type { InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
 
-/** Reasons the status gives (condition reasons). */
-export const REASON = {
-  targetNotFound: 'TargetNotFound',
-  targetInUse: 'TargetInUse',
-  notOnDelete: 'TargetNotOnDelete',
-  waitingForController: 'WaitingForController',
-  revisionNotFound: 'RevisionNotFound',
-  prewarming: 'Prewarming',
-  prewarmFailed: 'PrewarmFailed',
-  paused: 'Paused',
-  podFailed: 'PodUpdateFailed',
-  notInPlace: 'NotInPlace',
-  updating: 'Updating',
-  complete: 'Complete',
-} as const;
-
-/** The condition types a rollout carries. */
-export const PROGRESSING = 'Progressing';
-export const COMPLETE = 'Complete';
-
-/** Label the stock controllers put on every pod: the revision it was made from. */
-export const REVISION_HASH_LABEL = 'controller-revision-hash';
-/** Label the DaemonSet controller puts on its pods: the template generation. */
-export const TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
-
-/** The target workload as the planner needs it. */
-export interface WorkloadView {
-  kind: 'StatefulSet' | 'DaemonSet';
-  name: string;
-  uid: string;
-  generation: number;
-  observedGeneration: number;
-  /** spec.updateStrategy.type */
-  updateStrategy: string;
-  /** Pods it should have: spec.replicas (StatefulSet), status.desiredNumberScheduled (DaemonSet). */
-  desired: number;
-  /** StatefulSet: status.updateRevision (a revision name); DaemonSet: undefined (the newest revision is the target). */
-  updateRevision?: string;
-  /** DaemonSet: the template generation its new pods carry. */
-  templateGeneration?: number;
-}
-
-/** One ControllerRevision of the workload. */
-export interface RevisionView {
-  /** The revision's name. */
-  name: string;
-  /** What the pods of this revision carry as controller-revision-hash (the name for a StatefulSet). */
-  hash: string;
-  revision: number;
-  template: PodTemplate;
-}
-
-/** One pod of the workload. */
-export interface PodView {
-  name: string;
-  uid: string;
-  nodeName?: string;
-  /** StatefulSet ordinal (from the name). */
-  ordinal?: number;
-  revisionHash: string;
-  templateGeneration?: string;
-  deleting: boolean;
-  ready: boolean;
-  /** ms since the epoch when Ready last became True. */
-  readySinceMs?: number;
-  containers: { name: string; image: string }[];
-  /** What the kubelet reports of each container: its image and readiness (absent: not known, so not ready). */
-  statuses?: { name: string; image: string; ready: boolean }[];
-  labels: Record<string, string>;
-  annotations: Record<string, string>;
-}
-
-/** One ContainerRestart the rollout created. */
-export interface RestartView {
-  name: string;
-  pod: string;
-  /** The revision (hash, and revision number) it takes the pod to. */
-  revisionHash: string;
-  revisionNumber: number;
-  phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
-  /** When it failed: the container, why, and its exit code. */
-  failure?: { container?: string; reason: string; exitCode?: number };
-}
-
-/** The rollout's pre-warm as last seen. */
-export interface PrewarmView {
-  name: string;
-  /** Every targeted node has the images. */
-  done: boolean;
-  failedNodes: { node: string; reason: string }[];
-  /** No agent has summed it up yet: since when it exists (ms since the epoch). */
-  silentSinceMs?: number;
-}
-
-/** Everything the planner looks at. */
-export interface PlanInput {
-  rollout: InPlaceRollout;
-  workload?: WorkloadView;
-  revisions: RevisionView[];
-  pods: PodView[];
-  restarts: RestartView[];
-  prewarm?: PrewarmView;
-  /** Another (older) rollout that names the same workload and so holds it (see target-claim.ts). */
-  heldBy?: string;
-  nowMs: number;
-}
-
-/** One thing to do. */
-export type RolloutAction =
-  | { kind: 'restart'; name: string; pod: string; podUid: string; containers: { name: string; image: string }[]; revisionHash: string; revisionNumber: number }
-  | { kind: 'relabel'; pod: string; podUid: string; labels: Record<string, string | null>; annotations: Record<string, string | null> }
-  | { kind: 'recreate'; pod: string; podUid: string; reason: string }
-  | { kind: 'prewarm'; name: string; images: string[] };
-
-/** The planner's answer: what to do now, the pre-warm that should exist (others are deleted), and the status. */
-export interface Plan {
-  actions: RolloutAction[];
-  /** The name of the ImagePrewarm this round needs, if any. */
-  prewarm?: string;
-  status: InPlaceRolloutStatus;
-  /**
-   * When the plan may change with nothing else changing (a pod's minReadySeconds running out, the pre-warm's
-   * silence hint): the coordinator looks again then (ms since the epoch).
-   */
-  wakeAtMs?: number;
-}
-
-/** While the rollout waits for its pre-warm, it looks again this often (the nodes' records are read, not watched). */
-export const PREWARM_RECHECK_MS = 500;
-
-/** A pre-warm no agent has reported on for this long gets a hint about the fleet RBAC in the message. */
-export const PREWARM_SILENT_HINT_MS = 30_000;
-
-/** Default maxUnavailable, progressDeadlineSeconds. */
-export const DEFAULT_MAX_UNAVAILABLE = 1;
-export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;
+export * from './plan-types.js';
+export { restartName, prewarmName } from './names.js';
+export { targetRevision } from './revisions.js';
 
 /** maxUnavailable as a number of pods: an integer as is; a percent of desired, rounded down; at least 1. */
 export function resolveMaxUnavailable(v: number | string | undefined, desired: number): number {
@@ -160,24 +35,6 @@ export function resolveMaxUnavailable(v: number | string | undefined, desired: n
   const m = v.match(/^(\d+)%$/);
   if (!m) return Math.max(1, Math.floor(Number(v)) || DEFAULT_MAX_UNAVAILABLE);
   return Math.max(1, Math.floor((desired * Number(m[1])) / 100));
-}
-
-/** The ContainerRestart name for a pod and revision number: one per pod and revision, so never two updates. */
-export function restartName(rollout: string, pod: string, revisionNumber: number): string {
-  const name = `${rollout}-${pod}-r${revisionNumber}`;
-  if (name.length <= 253) return name;
-  return `${name.slice(0, 240)}-r${revisionNumber}`;
-}
-
-/** The ImagePrewarm name of a rollout's target revision (cluster-scoped, so it carries the rollout's uid). */
-export function prewarmName(rolloutUid: string, hash: string): string {
-  return `ipr-${rolloutUid.slice(0, 8)}-${hash}`.toLowerCase().slice(0, 253);
-}
-
-/** The revision the workload asks for: updateRevision (StatefulSet) or the newest (DaemonSet). */
-export function targetRevision(w: WorkloadView, revisions: RevisionView[]): RevisionView | undefined {
-  if (w.kind === 'StatefulSet') return revisions.find((r) => r.name === w.updateRevision);
-  return [...revisions].sort((a, b) => b.revision - a.revision)[0];
 }
 
 /** Whether the stock controller counts the pod as of the target revision. */
@@ -239,10 +96,17 @@ export function planRollout(input: PlanInput): Plan {
   }
   const waiting = (message: string): Plan => ({ actions: [], status: { ...(prev ?? {}), ...base, message } });
   if (w.observedGeneration < w.generation) return waiting(`waiting for the ${w.kind} controller to observe generation ${w.generation}`);
-  const target = targetRevision(w, input.revisions);
-  if (!target) return waiting(`waiting for the ${w.kind}'s update revision ${w.updateRevision ?? ''} to be listed`);
+  const { target, ignored } = chooseTarget(w, input.revisions);
+  if (!target) {
+    const which = w.kind === 'StatefulSet' ? `update revision ${w.updateRevision ?? ''}` : 'revision of its spec.template';
+    return waiting(`waiting for the ${w.kind}'s ${which} to be listed`);
+  }
 
-  const byHash = new Map(input.revisions.map((r) => [r.hash, r]));
+  // The revision each pod label names; of two with one hash, the one named as its controller names it
+  // (WORKLOAD-HASH) wins, and a revision ignored as not the controller's is never one.
+  const own = (r: RevisionView) => Number(r.name === `${w.name}-${r.hash}`);
+  const byHash = new Map(input.revisions.filter((r) => !ignored.includes(r)).sort((a, b) => own(a) - own(b)).map((r) => [r.hash, r]));
+  const conflictOf = new Map((input.conflicts ?? []).map((c) => [c.name, c]));
   const live = input.pods.filter((p) => !p.deleting);
   const partition = spec.partition ?? 0;
   const { order, inScope } = ordered(w, live, partition);
@@ -263,6 +127,8 @@ export function planRollout(input: PlanInput): Plan {
   const candidates: Candidate[] = [];
   const unscheduled: string[] = [];
   const imagesToWarm = new Set<string>();
+  /** The reason of the first failure when it is a create the rollout could not make. */
+  let conflictFirst: string | undefined;
   // Once any pod of this revision was given a ContainerRestart, the pre-warm is behind us.
   const started = restartOf.size > 0;
 
@@ -297,6 +163,13 @@ export function planRollout(input: PlanInput): Plan {
       continue;
     }
     const fallback = !from ? `its revision ${p.revisionHash || '(none)'} is no longer listed, so what changed is unknown` : diff && diff.other.length > 0 ? `${diff.other.join(', ')} changed` : undefined;
+    const conflict = fallback ? undefined : conflictOf.get(restartName(rollout.metadata.name, p.name, target.revision));
+    if (conflict) {
+      // Never counted as started: the object under that name is not this rollout's update of the pod.
+      failures.push({ pod: p.name, reason: `${conflict.reason}: ${conflict.message}` });
+      if (failures.length === 1) conflictFirst = conflict.reason;
+      continue;
+    }
     if (!fallback) for (const c of images) imagesToWarm.add(c.image);
     candidates.push({ pod: p, images, fallback });
   }
@@ -321,6 +194,9 @@ export function planRollout(input: PlanInput): Plan {
 
   // A pod Ready but not yet for minReadySeconds becomes available with no event to say so.
   const due = live.filter((p) => p.ready && p.readySinceMs !== undefined && p.readySinceMs + minReadyMs > nowMs).map((p) => (p.readySinceMs ?? 0) + minReadyMs);
+  // A revision that claims to be newer than the template's: never the target, but said.
+  const untrusted: RolloutCondition[] =
+    ignored.length > 0 ? [condition(prev, { type: IGNORED_REVISIONS, status: 'True', reason: REASON.revisionNotFromTemplate, message: ignoredMessage(w, target, ignored) }, now)] : [];
   const finish = (phase: RolloutPhase, reason: string, message: string, progressing: 'True' | 'False', prewarm?: string, wakeAtMs?: number): Plan => ({
     actions,
     prewarm,
@@ -334,6 +210,7 @@ export function planRollout(input: PlanInput): Plan {
       conditions: [
         condition(prev, { type: PROGRESSING, status: progressing, reason, message }, now),
         condition(prev, { type: COMPLETE, status: phase === 'Succeeded' ? 'True' : 'False', reason: phase === 'Succeeded' ? REASON.complete : reason, message }, now),
+        ...untrusted,
       ],
     },
   });
@@ -341,6 +218,8 @@ export function planRollout(input: PlanInput): Plan {
   if (failures.length > 0) {
     const f = failures[0];
     const message = `pod ${f.pod}${f.container ? ` container ${f.container}` : ''}: ${f.reason}${f.exitCode !== undefined ? ` (exit code ${f.exitCode})` : ''}; no further pod is started`;
+    // A create the rollout could not make is no pod's failure: failurePolicy does not apply, the rollout failed.
+    if (conflictFirst) return finish('Failed', conflictFirst, message, 'False');
     return finish(spec.strategy?.failurePolicy === 'Pause' ? 'Paused' : 'Failed', REASON.podFailed, message, 'False');
   }
   const cannot = candidates.filter((c) => c.fallback);
@@ -368,6 +247,8 @@ export function planRollout(input: PlanInput): Plan {
   if ((spec.prewarm ?? false) && !started && imagesToWarm.size > 0) {
     const name = prewarmName(rollout.metadata.uid ?? '', target.hash);
     const pw = input.prewarm?.name === name ? input.prewarm : undefined;
+    const conflict = conflictOf.get(name);
+    if (conflict) return finish('Failed', conflict.reason, `pre-warm ImagePrewarm ${name}: ${conflict.message}; no pod touched`, 'False', name);
     if (pw && pw.failedNodes.length > 0) {
       const msg = pw.failedNodes.map((n) => `node ${n.node}: ${n.reason}`).join('; ');
       return finish('Paused', REASON.prewarmFailed, `pre-warm ${name} failed, no pod touched: ${msg}`, 'False', name);

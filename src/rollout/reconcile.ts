@@ -1,22 +1,34 @@
 // One round of one rollout, by the coordinating agent: read the objects, ask the planner, do what it says (in
 // its order, and only while this agent still coordinates), write the status it derived. Nothing is carried
-// from one round to the next: a new coordinator picks up exactly where the last one was.
+// from one round to the next but the back-off of creates that could not be made (create-refusals.ts): a new
+// coordinator picks up exactly where the last one was. What the rollout creates is owned by it, and only what it
+// owns counts as its own or is deleted (ownership.ts). A create that finds its name taken by another owner, or
+// that the API server refuses, is handed back to the planner, whose status then names it.
 import { AgentError } from '../errors.js';
 import type { Logger } from '../log.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { recordedRequester } from '../kube/requester.js';
+import { CreateRefusals } from './create-refusals.js';
 import { podViews, prewarmFromRecords, prewarmView, restartViews, revisionViews, REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION, selectorOf, workloadView } from './observe.js';
-import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, prewarmName, targetRevision, type Plan, type PlanInput, type RolloutAction } from './plan.js';
+import { deletablePrewarm, ownedBy, prewarmMismatch, restartMismatch, rolloutOwnerRef } from './ownership.js';
+import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, prewarmName, REASON, targetRevision, type CreateConflict, type Plan, type PlanInput, type RolloutAction } from './plan.js';
+import type { ImagePrewarm } from '../fleet/types.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
 import { guardPlan } from './rollout-access.js';
 import { targetHolder } from './target-claim.js';
+import { boundStatus } from './status-bounds.js';
 import { sameJson } from './template-diff.js';
-import { IPR_GROUP, IPR_KIND, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
+import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 
 /** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */
 export const PREWARM_PARALLEL_NODES = 5;
 /** Attempts per image and node after the first before the pre-warm gives up on a node. */
 export const PREWARM_BACKOFF_LIMIT = 2;
+/**
+ * The longest activeDeadlineSeconds a ContainerRestart takes (deploy/crds/containerrestart.yaml). The rollout CRD
+ * keeps minReadySeconds + progressDeadlineSeconds within it; a rollout stored before that rule is clamped to it.
+ */
+export const CR_MAX_ACTIVE_DEADLINE_SECONDS = 86_400;
 
 /** What a round needs. */
 export interface ReconcileDeps {
@@ -27,6 +39,8 @@ export interface ReconcileDeps {
   /** Whether this agent still coordinates; checked before every write. */
   leading(): boolean;
   log: Logger;
+  /** Creates that could not be made, and their back-off (kept by the coordinator across rounds). */
+  refusals?: CreateRefusals;
 }
 
 /** Reads everything the planner looks at for the rollout; `all` is every rollout, to see which one holds the workload. */
@@ -44,7 +58,9 @@ export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InP
   const revisions = revisionViews(w, revs);
   const target = targetRevision(workload, revisions);
   const pwName = target ? prewarmName(rollout.metadata.uid ?? '', target.hash) : undefined;
-  const pw = pws.find((p) => p.metadata.name === pwName);
+  const uid = rollout.metadata.uid ?? '';
+  // The label narrowed the lists; only what the rollout owns is its own.
+  const pw = pws.find((p) => p.metadata.name === pwName && ownedBy(uid, p));
   const podList = podViews(w, pods);
   let prewarm = pw ? prewarmView(pw) : undefined;
   if (pw && prewarm && !prewarm.done && prewarm.failedNodes.length === 0) {
@@ -55,7 +71,7 @@ export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InP
   }
   return {
     workload: w,
-    input: { rollout, workload, revisions, pods: podList, restarts: restartViews(crs), prewarm, nowMs },
+    input: { rollout, workload, revisions, pods: podList, restarts: restartViews(crs.filter((cr) => ownedBy(uid, cr))), prewarm, nowMs },
   };
 }
 
@@ -72,7 +88,7 @@ export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction,
       namespace: rollout.metadata.namespace,
       labels: { [ROLLOUT_LABEL]: rollout.metadata.uid ?? '' },
       annotations: { [REVISION_HASH_ANNOTATION]: a.revisionHash, [REVISION_NUMBER_ANNOTATION]: String(a.revisionNumber) },
-      ownerReferences: [{ apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: IPR_KIND, name: rollout.metadata.name, uid: rollout.metadata.uid ?? '', controller: true }],
+      ownerReferences: [rolloutOwnerRef(rollout)],
     } as ContainerRestart['metadata'],
     spec: {
       podName: a.pod,
@@ -84,68 +100,107 @@ export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction,
         // Pause leaves the failed pod as it is, for a person; Rollback puts the old image back in place.
         failurePolicy: s.failurePolicy === 'Pause' ? 'Fail' : 'Rollback',
       },
-      activeDeadlineSeconds: minReady + (rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS),
+      activeDeadlineSeconds: Math.min(CR_MAX_ACTIVE_DEADLINE_SECONDS, minReady + (rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS)),
       ...(requester ? { requester } : {}),
     },
   };
 }
 
-async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | undefined, a: RolloutAction): Promise<void> {
+/** What a create that could not be made says: the conflict, from the object found or the API server's refusal. */
+async function createConflict(d: ReconcileDeps, rollout: InPlaceRollout, kind: CreateConflict['kind'], name: string, err: unknown, mismatch: () => Promise<string | undefined>): Promise<CreateConflict | undefined> {
+  if (AgentError.is(err, 'InvalidArgument')) return { kind, name, reason: REASON.createRefused, message: `the API server refused ${kind} ${name}: ${(err as Error).message}` };
+  if (!AgentError.is(err, 'Aborted')) throw err;
+  // Exists: this update was started already (by this agent or an earlier coordinator), or the name is taken.
+  const why = await mismatch();
+  if (why === undefined) return undefined;
+  d.log.warn('rollout: the name of what it would create is taken by an object it does not own', { rollout: `${rollout.metadata.namespace}/${rollout.metadata.name}`, kind, name, why });
+  return { kind, name, reason: REASON.nameTaken, message: `${kind} ${name} exists and is not this rollout's: ${why}` };
+}
+
+/** Carries out one action; a create that could not be made answers its conflict. */
+async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | undefined, a: RolloutAction): Promise<CreateConflict | undefined> {
   const ns = rollout.metadata.namespace ?? 'default';
   const key = `${ns}/${rollout.metadata.name}`;
   switch (a.kind) {
-    case 'restart':
+    case 'restart': {
+      const cr = restartObject(rollout, a);
       try {
-        await d.api.createRestart(restartObject(rollout, a));
+        await d.api.createRestart(cr);
         d.log.info('rollout: pod update started', { rollout: key, pod: a.pod, containerrestart: a.name, images: a.containers.map((c) => `${c.name}=${c.image}`).join(',') });
+        return undefined;
       } catch (err) {
-        // Exists: this update was started already (by this agent or an earlier coordinator); never a second one.
-        if (!AgentError.is(err, 'Aborted')) throw err;
+        return createConflict(d, rollout, 'ContainerRestart', a.name, err, async () => {
+          const found = await d.api.getRestart(ns, a.name);
+          // Gone meanwhile: the next round creates it.
+          return found ? restartMismatch(rollout, found, cr) : undefined;
+        });
       }
-      return;
+    }
     case 'relabel':
       await d.api.patchPodMetadata(ns, a.pod, a.podUid, a.labels, a.annotations);
       d.log.info('rollout: pod relabelled to its new revision', { rollout: key, pod: a.pod, labels: JSON.stringify(a.labels) });
-      return;
+      return undefined;
     case 'recreate':
       await d.api.deletePod(ns, a.pod, a.podUid);
       d.log.info('rollout: pod deleted for the controller to recreate (fallback Recreate)', { rollout: key, pod: a.pod, reason: a.reason });
-      return;
+      return undefined;
     case 'prewarm':
       try {
-        const requester = recordedRequester(rollout.spec);
-        await d.api.createPrewarm({
-          metadata: { name: a.name, labels: { [ROLLOUT_LABEL]: rollout.metadata.uid ?? '' } } as { name: string },
-          spec: {
-            images: a.images,
-            podSelector: { namespace: ns, matchLabels: w ? selectorOf(w) : {} },
-            maxParallelNodes: PREWARM_PARALLEL_NODES,
-            backoffLimit: PREWARM_BACKOFF_LIMIT,
-            activeDeadlineSeconds: rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS,
-            ...(requester ? { requester } : {}),
-          },
-        });
+        await d.api.createPrewarm(prewarmObject(rollout, w, a));
         d.log.info('rollout: pre-warm created', { rollout: key, prewarm: a.name, images: a.images.join(',') });
+        return undefined;
       } catch (err) {
-        if (!AgentError.is(err, 'Aborted')) throw err;
+        return createConflict(d, rollout, 'ImagePrewarm', a.name, err, async () => {
+          const found = await d.api.getPrewarm(a.name);
+          return found ? prewarmMismatch(rollout, found, a.images) : undefined;
+        });
       }
   }
 }
 
+/** The ImagePrewarm of a rollout's revision, owned by the rollout, asked for by the rollout's requester. */
+export function prewarmObject(rollout: InPlaceRollout, w: Workload | undefined, a: Extract<RolloutAction, { kind: 'prewarm' }>): ImagePrewarm & { metadata: { labels?: Record<string, string> } } {
+  const requester = recordedRequester(rollout.spec);
+  return {
+    // Cluster-scoped with a namespaced owner: the garbage collector leaves it alone (the coordinator deletes it).
+    metadata: { name: a.name, labels: { [ROLLOUT_LABEL]: rollout.metadata.uid ?? '' }, ownerReferences: [rolloutOwnerRef(rollout)] } as ImagePrewarm['metadata'],
+    spec: {
+      images: a.images,
+      podSelector: { namespace: rollout.metadata.namespace ?? 'default', matchLabels: w ? selectorOf(w) : {} },
+      maxParallelNodes: PREWARM_PARALLEL_NODES,
+      backoffLimit: PREWARM_BACKOFF_LIMIT,
+      activeDeadlineSeconds: rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS,
+      ...(requester ? { requester } : {}),
+    },
+  };
+}
+
 /** One round: observe, plan, act, write the status. `all` is every rollout of the round. Returns the plan. */
 export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout, all: InPlaceRollout[] = [rollout]): Promise<Plan> {
-  const { input, workload } = await observe(d.api, rollout, all, d.nowMs());
+  const uid = rollout.metadata.uid ?? '';
+  const generation = rollout.metadata.generation ?? 0;
+  const refusals = d.refusals ?? new CreateRefusals();
+  const { input: observed, workload } = await observe(d.api, rollout, all, d.nowMs());
+  // Creates still backing off are not tried again: the planner makes them failures at once.
+  const input: PlanInput = { ...observed, conflicts: refusals.active(uid, generation, d.nowMs()) };
   // Nothing is done that the rollout's requester could not do (rollout-access.ts).
-  const plan = await guardPlan(d.api, rollout, planRollout(input), d.nowMs());
+  let plan = await guardPlan(d.api, rollout, planRollout(input), d.nowMs());
+  const conflicts: CreateConflict[] = [];
   for (const a of plan.actions) {
     if (!d.leading()) return plan;
-    await act(d, rollout, workload, a);
+    const c = await act(d, rollout, workload, a);
+    if (c) {
+      conflicts.push(c);
+      refusals.refused(uid, generation, c, d.nowMs());
+    } else if (a.kind === 'restart' || a.kind === 'prewarm') refusals.created(uid, a.name);
   }
-  // Pre-warms of this rollout that no round needs any more (started, or of an older revision).
-  for (const pw of await d.api.listPrewarms(rollout.metadata.uid ?? '')) {
-    if (pw.metadata.name !== plan.prewarm && d.leading()) await d.api.deletePrewarm(pw.metadata.name);
+  // The status says what could not be made (the pods it was for are not counted as started); nothing more is done this round.
+  if (conflicts.length > 0) plan = { ...planRollout({ ...input, conflicts: [...(input.conflicts ?? []), ...conflicts] }), actions: [] };
+  // Pre-warms of this rollout that no round needs any more (started, or of an older revision): its own only.
+  for (const pw of await d.api.listPrewarms(uid)) {
+    if (pw.metadata.name !== plan.prewarm && deletablePrewarm(rollout, pw) && d.leading()) await d.api.deletePrewarm(pw.metadata.name, pw.metadata.uid ?? '');
   }
-  const status = { ...plan.status, coordinator: d.node };
+  const status = boundStatus({ ...plan.status, coordinator: d.node });
   if (d.leading() && !sameJson(rollout.status ?? {}, status)) await d.api.writeRolloutStatus(rollout, status);
   return plan;
 }

@@ -32,6 +32,8 @@ export interface RolloutApi extends AccessReviewer {
   listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]>;
   /** Creates it, with the requester it carries (the rollout's), and answers it as created; a 409 (it exists) throws Aborted. */
   createRestart(cr: ContainerRestart): Promise<ContainerRestart>;
+  /** The ContainerRestart of that name, whoever owns it; undefined when there is none. */
+  getRestart(namespace: string, name: string): Promise<ContainerRestart | undefined>;
   /** Patches the pod's labels and annotations (null removes), only if it is still the pod with this uid; answers the pod as patched. */
   patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<k8s.V1Pod>;
   /** Deletes the pod if it is still the one with this uid; answers the pod as the deletion left it. */
@@ -41,7 +43,10 @@ export interface RolloutApi extends AccessReviewer {
   listNodePrewarms(): Promise<NodePrewarm[]>;
   /** Creates it and answers it as created; a 409 throws Aborted. */
   createPrewarm(pw: ImagePrewarm & { metadata: { labels?: Record<string, string> } }): Promise<ImagePrewarm>;
-  deletePrewarm(name: string): Promise<void>;
+  /** The ImagePrewarm of that name, whoever owns it; undefined when there is none. */
+  getPrewarm(name: string): Promise<ImagePrewarm | undefined>;
+  /** Deletes it if it is still the object with this uid (gone already is fine). */
+  deletePrewarm(name: string, uid: string): Promise<void>;
 }
 
 async function orUndefined<T>(what: string, fn: () => Promise<T>, caller: KubeCaller): Promise<T | undefined> {
@@ -125,8 +130,12 @@ export class KubeRolloutApi implements RolloutApi {
   }
 
   getWorkload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', name: string): Promise<Workload | undefined> {
+    // A DaemonSet as the API server sends it, not through the typed client, which drops fields it does not know:
+    // its spec.template is compared whole with its revisions' (revisions.ts).
     return this.orUndefined(`get ${kind} ${namespace}/${name}`, async () =>
-      kind === 'StatefulSet' ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) } : { kind, obj: await this.apps.readNamespacedDaemonSet({ namespace, name }) },
+      kind === 'StatefulSet'
+        ? { kind, obj: await this.apps.readNamespacedStatefulSet({ namespace, name }) }
+        : { kind, obj: (await this.custom.getNamespacedCustomObject({ group: 'apps', version: 'v1', plural: 'daemonsets', namespace, name })) as k8s.V1DaemonSet },
     );
   }
 
@@ -150,6 +159,10 @@ export class KubeRolloutApi implements RolloutApi {
     return (await this.call(`create ContainerRestart ${namespace}/${cr.metadata.name ?? ''}`, () =>
       this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, body: cr, fieldManager: FIELD_MANAGER }),
     )) as ContainerRestart;
+  }
+
+  getRestart(namespace: string, name: string): Promise<ContainerRestart | undefined> {
+    return this.orUndefined(`get ContainerRestart ${namespace}/${name}`, async () => (await this.custom.getNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, name })) as ContainerRestart);
   }
 
   async patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<k8s.V1Pod> {
@@ -183,7 +196,12 @@ export class KubeRolloutApi implements RolloutApi {
     )) as ImagePrewarm;
   }
 
-  async deletePrewarm(name: string): Promise<void> {
-    await this.orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name }));
+  getPrewarm(name: string): Promise<ImagePrewarm | undefined> {
+    return this.orUndefined(`get ImagePrewarm ${name}`, async () => (await this.custom.getClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name })) as ImagePrewarm);
+  }
+
+  async deletePrewarm(name: string, uid: string): Promise<void> {
+    // The uid is a precondition: an object made under the same name since it was listed is not deleted (409).
+    await this.orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, name, body: { preconditions: { uid } } }));
   }
 }

@@ -8,7 +8,7 @@
 // also reads its own writes: each object a write returns is laid over the cache until the watch has caught up
 // with it (or a short time has passed), so a round right after a ContainerRestart was created counts it in
 // flight even before its watch event arrives, and the budget is spent once.
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject, type V1ControllerRevision, type V1Pod } from '../kube/client.js';
+import type { V1ControllerRevision, V1Pod } from '../kube/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import { Follower, type FollowerDeps, type FollowSpec } from '../kube/list-follower.js';
@@ -20,6 +20,7 @@ import type { Requester } from '../kube/requester.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
 import { selectorFor } from '../kube/label-selector.js';
+import type { Obj, RolloutLists } from './rollout-lists.js';
 
 /** A watch no round has read from for this long is stopped (ms). */
 export const FEED_IDLE_MS = 120_000;
@@ -27,9 +28,7 @@ export const FEED_IDLE_MS = 120_000;
 export const OVERLAY_MS = 30_000;
 /** Back-off of the watches after a failure (ms). */
 const FOLLOW_BACKOFF = { initialBackoffMs: 250, maxBackoffMs: 5000, deniedRetryMs: 60_000 };
-
-/** An object as listed or watched (the fields the cache reads). */
-export type Obj = KubernetesObject & { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string> } };
+export { kubeLists, type Obj, type RolloutLists } from './rollout-lists.js';
 
 /** One watch, and whether it can be read from. */
 interface Feed {
@@ -54,35 +53,6 @@ const hasLabels = (o: Obj, sel: Record<string, string>) => Object.entries(sel).e
 function atOrAfter(a: string | undefined, b: string | undefined): boolean {
   if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
   return BigInt(a) >= BigInt(b);
-}
-
-/** The list requests behind the watches, one per kind of read (each with the selectors of its watch). */
-export interface RolloutLists {
-  rollouts(namespace?: string): Promise<KubernetesListObject<Obj>>;
-  workload(namespace: string, kind: 'StatefulSet' | 'DaemonSet', fieldSelector: string): Promise<KubernetesListObject<Obj>>;
-  revisions(namespace: string, labelSelector: string): Promise<KubernetesListObject<Obj>>;
-  pods(namespace: string, labelSelector: string): Promise<KubernetesListObject<Obj>>;
-  restarts(namespace: string, labelSelector: string): Promise<KubernetesListObject<Obj>>;
-  prewarms(labelSelector: string): Promise<KubernetesListObject<Obj>>;
-}
-
-/** The list requests on the API server of kc. */
-export function kubeLists(kc: KubeConfig): RolloutLists {
-  const custom = kc.makeApiClient(CustomObjectsApi);
-  const core = kc.makeApiClient(CoreV1Api);
-  const apps = kc.makeApiClient(AppsV1Api);
-  type L = Promise<KubernetesListObject<Obj>>;
-  return {
-    rollouts: (namespace) =>
-      (namespace
-        ? custom.listNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace })
-        : custom.listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL })) as L,
-    workload: (namespace, kind, fieldSelector) => (kind === 'StatefulSet' ? apps.listNamespacedStatefulSet({ namespace, fieldSelector }) : apps.listNamespacedDaemonSet({ namespace, fieldSelector })) as L,
-    revisions: (namespace, labelSelector) => apps.listNamespacedControllerRevision({ namespace, labelSelector }) as L,
-    pods: (namespace, labelSelector) => core.listNamespacedPod({ namespace, labelSelector }) as L,
-    restarts: (namespace, labelSelector) => custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace, labelSelector }) as L,
-    prewarms: (labelSelector) => custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector }) as L,
-  };
 }
 
 /** The reads of a round, from watches, and the writes, passed on to the API server and read back. */
@@ -221,8 +191,17 @@ export class RolloutCache implements RolloutView {
     return this.lay('pw', (await this.api.createPrewarm(pw)) as unknown as Obj) as unknown as ImagePrewarm;
   }
 
-  async deletePrewarm(name: string): Promise<void> {
-    await this.api.deletePrewarm(name);
+  /** Asked of the API server (as getPrewarm is): read only after a create found the name taken. */
+  getRestart(namespace: string, name: string): Promise<ContainerRestart | undefined> {
+    return this.api.getRestart(namespace, name);
+  }
+
+  getPrewarm(name: string): Promise<ImagePrewarm | undefined> {
+    return this.api.getPrewarm(name);
+  }
+
+  async deletePrewarm(name: string, uid: string): Promise<void> {
+    await this.api.deletePrewarm(name, uid);
     this.kind('pw').set(`/${name}`, { deleted: true, at: this.clock.now() });
   }
 

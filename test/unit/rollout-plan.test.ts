@@ -75,7 +75,8 @@ describe('rollout planner', () => {
     const a = p.actions[0];
     assert.ok(a.kind === 'restart');
     assert.deepEqual(a.containers, [{ name: 'app', image: 'app:v2' }]);
-    assert.equal(a.name, 'roll-web-5-r2');
+    assert.match(a.name, /^roll-web-5-[0-9a-f]{10}-r2$/);
+    assert.equal(a.name, restartName('roll', 'web-5', 2));
     assert.equal(p.status.phase, 'Progressing');
     assert.deepEqual(p.status.podsInFlight, ['web-5']);
     assert.equal(p.status.updateRevision, 'web-b');
@@ -204,7 +205,7 @@ describe('rollout planner', () => {
     assert.deepEqual(kinds(p), ['restart:web-5']);
     const a = p.actions[0];
     assert.ok(a.kind === 'restart');
-    assert.equal(a.name, 'roll-web-5-r3');
+    assert.equal(a.name, restartName('roll', 'web-5', 3));
     assert.deepEqual(a.containers, [{ name: 'app', image: 'app:v1' }]);
   });
 
@@ -298,7 +299,7 @@ describe('rollout planner', () => {
   });
 
   it('DaemonSet: stable node order, partition keeps the last pods, relabel sets pod-template-generation', () => {
-    const ds: WorkloadView = { kind: 'DaemonSet', name: 'agent', uid: 'd', generation: 2, observedGeneration: 2, updateStrategy: 'OnDelete', desired: 3, templateGeneration: 2 };
+    const ds: WorkloadView = { kind: 'DaemonSet', name: 'agent', uid: 'd', generation: 2, observedGeneration: 2, updateStrategy: 'OnDelete', desired: 3, templateGeneration: 2, template: tpl(V2) };
     const revs = [{ ...rev('agent-a', 1, tpl(V1)), hash: 'aaa' }, { ...rev('agent-b', 2, tpl(V2)), hash: 'bbb' }];
     const dpod = (node: string, over: Partial<PodView> = {}) => pod(0, { name: `agent-${node}`, uid: node, nodeName: node, ordinal: undefined, revisionHash: 'aaa', templateGeneration: '1', ...over });
     const pods = [dpod('c'), dpod('a'), dpod('b')];
