@@ -35,7 +35,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
   /** The agent's kubeconfig: deploy/'s ServiceAccount (agentKubeconfig), never admin's. */
   let agentKc = '';
   let installed: KubernetesObject[] = [];
-  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', agentKc, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s', '--no-fleet-prewarm'];
+  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', agentKc, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s', '--no-fleet-prewarm', '--container-restart-standalone-pods'];
   /** Waits (at most 20 s) until the old container is gone: the agent removes it after the report. */
   const removed = async (podId: string, oldId: string) => {
     for (const t0 = Date.now(); (await rt.listContainers({ podId })).some((c) => c.id === oldId); await new Promise((r) => setTimeout(r, 200))) {

@@ -28,6 +28,7 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['inplace-agent.io', 'containerrestarts', 'status', ['patch', 'update']],
   ['discovery.k8s.io', 'endpointslices', '', ['get', 'list', 'watch']],
   ['authorization.k8s.io', 'subjectaccessreviews', '', ['create']],
+  ['', 'serviceaccounts', '', ['get']],
   ['apps', 'statefulsets', '', ['get', 'list', 'watch']],
   ['apps', 'daemonsets', '', ['get', 'list', 'watch']],
   ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],

@@ -2,6 +2,11 @@
 import type { Pod } from '../../runtime/types.js';
 import { KUBELET_POD_UID_LABEL } from '../../engine/restart-plan.js';
 
+/** A request's pod found on this node: `api` is the API server's pod; absent for a sandbox no API server knows. */
+export interface FoundPod {
+  api?: { metadata?: { annotations?: Record<string, string> } };
+}
+
 /**
  * A pod is this node's when the API server schedules it here (`scheduledHere`), or when the runtime runs it as a
  * standalone pod that no API server knows (no kubelet labels, sandbox ready). A kubelet's sandbox left on this node
