@@ -103,7 +103,8 @@ describe('static pods: refused unless the request carries the opt-in, which need
 });
 
 describe('the unclaimed TTL and the gate before the claim', () => {
-  const here = { findPod: async () => ({ api: { metadata: {} } }) };
+  const running = { name: 'app', image: 'x', imageID: '', ready: true, restartCount: 0, state: { running: {} } };
+  const here = { findPod: async () => ({ api: { metadata: {}, status: { phase: 'Running', containerStatuses: [running] } } }) };
 
   it('counts from creation: the spec value, else the default of one hour', () => {
     assert.equal(unclaimedDeadline(cr()), T0 + UNCLAIMED_TTL_DEFAULT_SECONDS * 1000);
@@ -120,7 +121,16 @@ describe('the unclaimed TTL and the gate before the claim', () => {
 
   it('pod not here: wait until the TTL ends', async () => {
     const gate = await gateUnclaimed(cr({ unclaimedTTLSeconds: 60 }), T0, { findPod: async () => undefined });
-    assert.deepEqual(gate, { wait: true, due: T0 + 60_000 });
+    assert.deepEqual(gate, { wait: 'absent', due: T0 + 60_000 });
+  });
+
+  it('pod here but its container not started yet: wait for it; started once (or a name the pod lacks): taken', async () => {
+    const at = (status: object) => gateUnclaimed(cr(), T0, { findPod: async () => ({ api: { metadata: {}, status } }) });
+    assert.equal(((await at({ phase: 'Pending' })) as { wait: string }).wait, 'starting');
+    const creating = { ...running, state: { waiting: { reason: 'ContainerCreating' } } };
+    assert.equal(((await at({ phase: 'Pending', containerStatuses: [creating] })) as { wait: string }).wait, 'starting');
+    assert.ok('take' in (await at({ phase: 'Running', containerStatuses: [{ ...creating, restartCount: 2 }] })), 'crash-looping: started before');
+    assert.ok('take' in (await at({ phase: 'Running', containerStatuses: [{ ...running, name: 'other' }] })), 'the engine refuses the name');
   });
 
   it('a sandbox no API server knows: refused (PodNotInApiServer) unless the agent takes standalone pods', async () => {

@@ -241,7 +241,8 @@ export class ContainerRestartController {
       this.waiting.add(key, ns, cr.spec.podName);
       const gate = await gateUnclaimed(cr, this.d.clock.now(), this.d);
       if ('wait' in gate) {
-        this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+        if (gate.wait === 'absent') this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+        else this.d.log.debug('ContainerRestart waits: its pod has not started on this node yet', { cr: key, pod: `${ns}/${cr.spec.podName}` });
         if (gate.due !== undefined) this.wakeAt(key, gate.due);
         return trace.drop(uid);
       }

@@ -1,11 +1,12 @@
 // What an agent does with a request nobody has taken yet, before it claims it: refuse it when it waited past its
-// unclaimedTTLSeconds (any agent may, the request is stale for all), wait while its pod is not on this node, refuse
-// a pod the API server does not know (a sandbox without a kubelet's labels, unless the agent was started to take
-// those), and otherwise take it, with what the requester's check reads (the API server's pod, the ServiceAccounts).
+// unclaimedTTLSeconds (any agent may, the request is stale for all), wait while its pod is not on this node (or
+// not started there yet), refuse a pod the API server does not know (a sandbox without a kubelet's labels, unless
+// the agent was started to take those), and otherwise take it, with what the requester's check reads (the API
+// server's pod, the ServiceAccounts).
 import { AgentError } from '../../errors.js';
 import { RefusalReasons } from '../../engine/reasons.js';
 import type { ServiceAccountReader } from '../requester-alive.js';
-import type { FoundPod } from './pod-here.js';
+import { podStarted, type FoundPod } from './pod-here.js';
 import type { RequesterContext } from './requester-check.js';
 import { keyOf, type ContainerRestart } from './types.js';
 import { unclaimedDeadline, unclaimedExpired } from './unclaimed.js';
@@ -18,8 +19,11 @@ export interface GateDeps {
   accounts?: ServiceAccountReader;
 }
 
-/** The gate's answer: wait (until `due` at the latest, ms), refuse with an error, or take with the check's context. */
-export type Gate = { wait: true; due?: number } | { refuse: AgentError } | { take: RequesterContext };
+/**
+ * The gate's answer: wait for the pod to come here ('absent') or to start ('starting'), until `due` at the latest
+ * (ms); refuse with an error; or take with the check's context.
+ */
+export type Gate = { wait: 'absent' | 'starting'; due?: number } | { refuse: AgentError } | { take: RequesterContext };
 
 /** Decides about an unclaimed request at time now (ms). */
 export async function gateUnclaimed(cr: ContainerRestart, now: number, d: GateDeps): Promise<Gate> {
@@ -27,7 +31,10 @@ export async function gateUnclaimed(cr: ContainerRestart, now: number, d: GateDe
   if (due !== undefined && now >= due) return { refuse: unclaimedExpired(cr) };
   const ns = cr.metadata.namespace ?? 'default';
   const found = await d.findPod(ns, cr.spec.podName);
-  if (!found) return { wait: true, ...(due !== undefined ? { due } : {}) };
+  // Not here yet, or here but not started yet: looked at again when the pod watch says it changed.
+  const until = due !== undefined ? { due } : {};
+  if (!found) return { wait: 'absent', ...until };
+  if (found.api && !podStarted(found.api, cr.spec.containers.map((c) => c.name))) return { wait: 'starting', ...until };
   if (!found.api && !d.standalonePods) {
     return {
       refuse: new AgentError(
