@@ -10,6 +10,7 @@ import { ContainerRestartController } from '../kube/container-restart/controller
 import { podIsHere } from '../kube/container-restart/pod-here.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
 import { KubeServiceAccounts } from '../kube/requester-alive.js';
+import { ImpersonatedDryRun } from '../kube/admission-as-requester.js';
 import type { V1Pod } from '../kube/client.js';
 import { selfPod } from '../kube/self-pod.js';
 import type { DaemonOptions } from './options.js';
@@ -51,6 +52,8 @@ export async function startContainerRestarts(
     // that the creator still exists (a ServiceAccount, by uid).
     access: new SubjectAccessReviewer(kube.kc),
     accounts: new KubeServiceAccounts(kube.kc),
+    // An image change is tried as the requester first (a dry run), so that admission judges the requester.
+    admission: new ImpersonatedDryRun(kube.kc),
     selfPod: selfPod(),
     clock,
     log: log.child({ component: 'containerrestart' }),

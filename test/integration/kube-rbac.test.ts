@@ -109,6 +109,14 @@ describe('deploy/ RBAC (SubjectAccessReviews on the real API server)', function 
     }
   });
 
+  it('impersonation: only to patch pods (constrained), never the legacy verb, never another action', async () => {
+    for (const [mode, verb] of [['user-info', 'patch'], ['serviceaccount', 'patch']]) assert.equal(await allowed('', 'pods', '', `impersonate-on:${mode}:${verb}`, 'default'), true, `impersonate-on:${mode}:${verb} pods`);
+    for (const verb of ['get', 'create', 'delete', 'update']) assert.equal(await allowed('', 'pods', '', `impersonate-on:user-info:${verb}`, 'default'), false, `impersonate-on:user-info:${verb} pods`);
+    for (const res of ['secrets', 'nodes', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate-on:user-info:get', 'default'), false, `impersonate-on:user-info:get ${res}`);
+    for (const res of ['users', 'groups', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate'), false, `legacy impersonate ${res}`);
+    assert.equal(await allowed('authentication.k8s.io', 'users', '', 'impersonate:user-info'), true);
+  });
+
   it('refuses reading Secrets and everything on resources it was not given', async () => {
     assert.equal(await allowed('', 'secrets', '', 'get', SA_NS), false, 'reading a Secret in its own namespace');
     for (const [group, resource, sub] of REFUSED_EVERYWHERE) {

@@ -1,8 +1,9 @@
-// The requester checked as of now, not as of admission (issue 28, findings 3, 7 and 10), on the real cluster with
+// The requester checked as of now, not as of admission (issue 28, findings 3, 5, 7 and 10), on the real cluster with
 // the DaemonSet's agent and deploy/'s admission policies. ServiceAccounts hold exactly the rights each case
 // names. A request made before its pod exists waits for it and runs when the pod comes to the node (no agent
 // restart); a waiting request whose ServiceAccount was deleted meanwhile is refused then; one nobody took within its
-// unclaimedTTLSeconds fails; a static pod is refused without the cluster admin's opt-in; and without the mutating
+// unclaimedTTLSeconds fails; a static pod is refused without the cluster admin's opt-in; an image change goes
+// through admission as its creator (a dry run impersonating them); and without the mutating
 // policy, a requester with an extra the API server did not authenticate is refused at admission.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -154,6 +155,47 @@ describe('the requester as of now, and requests waiting for their pod (the Daemo
     assert.equal(ran.status?.phase, 'Succeeded', JSON.stringify(ran.status));
     const after = await ready(mirror);
     assert.equal(after.status?.containerStatuses?.[0].restartCount, (before.status?.containerStatuses?.[0].restartCount ?? 0) + 1, 'restarted once');
+  });
+
+  it("admission as the requester: a ValidatingAdmissionPolicy forbidding a user to change pod images stops that user's ContainerRestart (AdmissionRefused), the pod untouched", async () => {
+    const dev = await userWithRules(admin, ns, 'dev', [CR_RULE(['create']), POD_RULE(['get', 'patch'])]);
+    const adm = admin.makeApiClient(k8s.AdmissionregistrationV1Api);
+    const name = `inplace-test-no-image-${run}`;
+    await adm.createValidatingAdmissionPolicy({
+      body: {
+        metadata: { name },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: { resourceRules: [{ apiGroups: [''], apiVersions: ['v1'], operations: ['UPDATE'], resources: ['pods'] }] },
+          matchConditions: [{ name: 'dev', expression: `request.userInfo.username == '${dev.username}'` }],
+          validations: [{ expression: 'object.spec.containers.map(c, c.image) == oldObject.spec.containers.map(c, c.image)', message: 'this user may not change pod images' }],
+        },
+      },
+    });
+    try {
+      await adm.createValidatingAdmissionPolicyBinding({ body: { metadata: { name }, spec: { policyName: name, validationActions: ['Deny'], matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } } } } });
+      const devCore = dev.kc.makeApiClient(k8s.CoreV1Api);
+      const patch = { spec: { containers: [{ name: 'app', image: env.sandbox.images.appV2 }] } };
+      await until('the policy in force for dev', 60_000, async () => {
+        const r = await devCore
+          .patchNamespacedPod({ namespace: ns, name: 'web', body: patch, dryRun: 'All' }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch))
+          .then(() => undefined, failure);
+        // A policy's validation without a reason answers 422 Invalid.
+        return r && /may not change pod images/.test(r.message) ? true : undefined;
+      });
+      const before = state(await ready('web'));
+      await new ContainerRestartApi(dev.kc).create(containerRestart(ns, 'as-dev', { podName: 'web', containers: [{ name: 'app', image: env.sandbox.images.appV2 }] }));
+      const done = await waitForStatus(crs, ns, 'as-dev', finished, 60_000);
+      assert.equal(done.status?.phase, 'Failed', JSON.stringify(done.status));
+      assert.equal(reasonOf(done), 'AdmissionRefused');
+      assert.match(done.status?.message ?? '', /this user may not change pod images/);
+      assert.match(done.status?.message ?? '', new RegExp(`admission refuses ${dev.username}`));
+      assert.equal(done.status?.operationId, undefined, 'never taken as an operation');
+      assert.equal(state(await readPod('web')), before, 'the pod is untouched');
+    } finally {
+      await adm.deleteValidatingAdmissionPolicyBinding({ name }).catch(() => undefined);
+      await adm.deleteValidatingAdmissionPolicy({ name }).catch(() => undefined);
+    }
   });
 
   describe('without the mutating requester policy (deploy/admission-requester.yaml not installed)', () => {

@@ -20,6 +20,7 @@ import { restartRequestFor } from './request.js';
 import type { RestartDefaults } from '../../engine/operation.js';
 import { checkRequester, type RequesterContext, type SelfPod } from './requester-check.js';
 import type { ServiceAccountReader } from '../requester-alive.js';
+import type { AdmissionProbe } from '../admission-as-requester.js';
 import type { FoundPod } from './pod-here.js';
 import { gateUnclaimed } from './take-gate.js';
 import { WaitingRequests } from './waiting.js';
@@ -58,6 +59,8 @@ export interface ContainerRestartControllerDeps {
   standalonePods?: boolean;
   /** Where a ServiceAccount requester is looked up before the claim (requester-alive.ts). */
   accounts?: ServiceAccountReader;
+  /** Where an image change is tried first as a dry run as the requester (admission-as-requester.ts). */
+  admission?: AdmissionProbe;
   /** Subscribes to this node's pod watch (each pod added or changed); returns the unsubscribe. */
   onPod?(listener: (namespace: string, name: string) => void): () => void;
   /** Checks the recorded requester's own rights before a request is taken (requester-check.ts). */
@@ -113,6 +116,14 @@ export class ContainerRestartController {
       .catch(() => undefined)
       .finally(() => this.coalescing.delete(key));
   };
+
+  /** Said once: the cluster does not let the agent make the dry run as the requester. */
+  private readonly admissionUnavailable = () => {
+    if (this.admissionUnavailableSaid) return;
+    this.admissionUnavailableSaid = true;
+    this.d.log.warn("cannot make the dry run of an image change as its requester: the agent may not impersonate here (deploy/rbac.yaml's impersonate rules, constrained impersonation of Kubernetes 1.36); admission sees the agent's own ServiceAccount");
+  };
+  private admissionUnavailableSaid = false;
 
   constructor(private readonly d: ContainerRestartControllerDeps) {
     this.backoff = new Backoff(d.clock, { initialMs: 250, maxMs: 5000 });
@@ -239,7 +250,7 @@ export class ContainerRestartController {
       trace.mark(uid, 'ContainerRestart seen');
       // Noted as waiting before the pod is looked for, so that a pod arriving meanwhile brings the request back.
       this.waiting.add(key, ns, cr.spec.podName);
-      const gate = await gateUnclaimed(cr, this.d.clock.now(), this.d);
+      const gate = await gateUnclaimed(cr, this.d.clock.now(), { ...this.d, admissionUnavailable: this.admissionUnavailable });
       if ('wait' in gate) {
         if (gate.wait === 'absent') this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
         else this.d.log.debug('ContainerRestart waits: its pod has not started on this node yet', { cr: key, pod: `${ns}/${cr.spec.podName}` });
@@ -318,7 +329,7 @@ export class ContainerRestartController {
       // Claimed, but not journaled (the agent stopped in between, or the requester's check, made beside the
       // claim, could not be made): the check is made again before the request is recorded.
       const found = await this.d.findPod(ns, cr.spec.podName);
-      const ctx: RequesterContext = { pod: found?.api, accounts: this.d.accounts };
+      const ctx: RequesterContext = { pod: found?.api, accounts: this.d.accounts, admission: this.d.admission, admissionUnavailable: this.admissionUnavailable };
       const refused = await checkRequester(cr, this.d.access, this.d.selfPod, ctx).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
       if (refused !== undefined) {
         if (AgentError.is(refused, 'Unavailable')) throw refused;

@@ -5,7 +5,7 @@ import { KUBELET_POD_UID_LABEL } from '../../engine/restart-plan.js';
 
 /** A request's pod found on this node: `api` is the API server's pod; absent for a sandbox no API server knows. */
 export interface FoundPod {
-  api?: Pick<V1Pod, 'metadata' | 'status'>;
+  api?: Pick<V1Pod, 'metadata' | 'spec' | 'status'>;
 }
 
 /**

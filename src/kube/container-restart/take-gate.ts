@@ -6,6 +6,7 @@
 import { AgentError } from '../../errors.js';
 import { RefusalReasons } from '../../engine/reasons.js';
 import type { ServiceAccountReader } from '../requester-alive.js';
+import type { AdmissionProbe } from '../admission-as-requester.js';
 import { podStarted, type FoundPod } from './pod-here.js';
 import type { RequesterContext } from './requester-check.js';
 import { keyOf, type ContainerRestart } from './types.js';
@@ -17,6 +18,9 @@ export interface GateDeps {
   /** Whether a request may name a standalone sandbox, one no API server knows (default: no). */
   standalonePods?: boolean;
   accounts?: ServiceAccountReader;
+  /** Where the image patch is tried as the requester first (admission-as-requester.ts). */
+  admission?: AdmissionProbe;
+  admissionUnavailable?: () => void;
 }
 
 /**
@@ -44,5 +48,5 @@ export async function gateUnclaimed(cr: ContainerRestart, now: number, d: GateDe
       ),
     };
   }
-  return { take: { pod: found.api, accounts: d.accounts } };
+  return { take: { pod: found.api, accounts: d.accounts, admission: d.admission, admissionUnavailable: d.admissionUnavailable } };
 }
