@@ -23,7 +23,7 @@ export function unclaimedExpired(cr: ContainerRestart): AgentError {
   const ttl = cr.spec.unclaimedTTLSeconds ?? UNCLAIMED_TTL_DEFAULT_SECONDS;
   return new AgentError(
     'FailedPrecondition',
-    `ContainerRestart ${keyOf(cr)} was not taken within its unclaimedTTLSeconds (${ttl} s from its creation, its pod ${cr.spec.podName} not on a node until then); it is not run; nothing was touched`,
+    `ContainerRestart ${keyOf(cr)} was not taken within its unclaimedTTLSeconds (${ttl} s from its creation; its pod ${cr.spec.podName} was not on a node, or not started there, until then); it is not run; nothing was touched`,
     { reason: RefusalReasons.UnclaimedExpired },
   );
 }
