@@ -268,8 +268,9 @@ export class ContainerRestartController {
         req = restartRequestFor(cr, this.d.defaults);
       } catch (err) {
         trace.drop(uid);
-        // The requester's refusal comes first, as it would without the request's own error.
-        const refused = await checkRequester(cr, this.d.access, this.d.selfPod, ctx).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
+        // The requester's refusal comes first, as it would without the request's own error (no admission dry run
+        // of a request the agent will not run anyway).
+        const refused = await checkRequester(cr, this.d.access, this.d.selfPod, { ...ctx, admission: undefined }).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
         if (AgentError.is(refused, 'Unavailable')) throw refused;
         return this.refuse(cr, refused ?? err);
       }
