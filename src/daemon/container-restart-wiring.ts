@@ -9,6 +9,9 @@ import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { ContainerRestartController } from '../kube/container-restart/controller.js';
 import { podIsHere } from '../kube/container-restart/pod-here.js';
 import { SubjectAccessReviewer } from '../kube/access-review.js';
+import { KubeServiceAccounts } from '../kube/requester-alive.js';
+import { ImpersonatedDryRun } from '../kube/admission-as-requester.js';
+import type { V1Pod } from '../kube/client.js';
 import { selfPod } from '../kube/self-pod.js';
 import type { DaemonOptions } from './options.js';
 
@@ -32,11 +35,25 @@ export async function startContainerRestarts(
     namespace: opts.watchNamespace,
     defaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
     // This node's pods: those the API server schedules here, and standalone pods the runtime runs (not
-    // kubelet-managed, so known to no API server). A request for a pod elsewhere is left to that node's agent.
-    hasPod: async (namespace, name) =>
-      kube.pods.get(namespace, name) !== undefined || podIsHere(false, await runtime.listPods({ withIp: false }), namespace, name),
-    // The creator's own rights, checked before a request is taken (the admission policy may be missing).
+    // kubelet-managed, so known to no API server; refused unless --container-restart-standalone-pods). A
+    // request for a pod elsewhere is left to that node's agent, and looked at again when the pod arrives here.
+    findPod: async (namespace, name) => {
+      const api = kube.pods.get(namespace, name);
+      if (api) return { api };
+      return podIsHere(false, await runtime.listPods({ withIp: false }), namespace, name) ? {} : undefined;
+    },
+    standalonePods: opts.containerRestartStandalonePods,
+    onPod: (listener) => {
+      const changed = (pod: V1Pod) => listener(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '');
+      kube.pods.on('pod', changed);
+      return () => kube.pods.off('pod', changed);
+    },
+    // The creator's own rights, checked before a request is taken (the admission policy may be missing), and
+    // that the creator still exists (a ServiceAccount, by uid).
     access: new SubjectAccessReviewer(kube.kc),
+    accounts: new KubeServiceAccounts(kube.kc),
+    // An image change is tried as the requester first (a dry run), so that admission judges the requester.
+    admission: new ImpersonatedDryRun(kube.kc),
     selfPod: selfPod(),
     clock,
     log: log.child({ component: 'containerrestart' }),

@@ -33,6 +33,14 @@ export const RefusalReasons = {
   KubeletWouldNotRestart: 'KubeletWouldNotRestart',
   /** The pod on the node is not the API server's (unknown there, another uid, being deleted). */
   PodNotInApiServer: 'PodNotInApiServer',
+  /** The request's creator no longer exists (its ServiceAccount deleted, or re-created under another uid). */
+  RequesterGone: 'RequesterGone',
+  /** No agent took the request within its spec.unclaimedTTLSeconds of its creation. */
+  UnclaimedExpired: 'UnclaimedRequestExpired',
+  /** The pod is a static pod (a mirror pod), and the request does not carry the cluster admin's opt-in. */
+  StaticPod: 'StaticPodRefused',
+  /** The API server's admission refused the pod write as the requester (a dry run, before anything stopped). */
+  AdmissionRefused: 'AdmissionRefused',
   /** The request names an option this agent does not implement. */
   Unsupported: 'UnsupportedRequest',
   /** The request's creator may not do what it asks (kube/access-review.ts). */

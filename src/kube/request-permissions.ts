@@ -27,18 +27,32 @@ export function permissionText(p: Permission): string {
 /** The fields of a ContainerRestart the rule reads. */
 export interface ContainerRestartShape {
   metadata: { namespace?: string };
-  spec: { podName: string; containers: { name: string; image?: string }[] };
+  spec: { podName: string; containers: { name: string; image?: string }[]; allowStaticPod?: boolean };
 }
 
 /**
+ * The verb on containerrestarts that lets a request restart a static pod (spec.allowStaticPod). No role Kubernetes
+ * ships names it, so only a wildcard (cluster-admin's `*`) or a role written for it grants it.
+ */
+export const RESTART_STATIC_VERB = 'restart-static';
+
+/**
  * A ContainerRestart that changes an image needs `patch pods/NAME` (the agent writes the image into the pod's
- * spec); one that only restarts needs `delete` or `patch` on the pod (a restart is less than a delete).
+ * spec); one that only restarts needs `delete` or `patch` on the pod (a restart is less than a delete). One that
+ * opts in to a static pod (allowStaticPod) also needs `restart-static containerrestarts` in its namespace: deleting
+ * a mirror pod never touches its containers, so the pod's rights say nothing about them.
  */
 export function containerRestartNeeds(cr: ContainerRestartShape): Need[] {
-  const pod = { group: '', resource: 'pods', namespace: cr.metadata.namespace ?? 'default', name: cr.spec.podName };
+  const ns = cr.metadata.namespace ?? 'default';
+  const pod = { group: '', resource: 'pods', namespace: ns, name: cr.spec.podName };
+  const needs: Need[] = [];
   const changed = cr.spec.containers.filter((c) => c.image !== undefined).map((c) => c.name);
-  if (changed.length > 0) return [{ anyOf: [{ ...pod, verb: 'patch' }], why: `to change the image of ${changed.join(', ')}` }];
-  return [{ anyOf: [{ ...pod, verb: 'delete' }, { ...pod, verb: 'patch' }], why: 'to restart its containers' }];
+  if (changed.length > 0) needs.push({ anyOf: [{ ...pod, verb: 'patch' }], why: `to change the image of ${changed.join(', ')}` });
+  else needs.push({ anyOf: [{ ...pod, verb: 'delete' }, { ...pod, verb: 'patch' }], why: 'to restart its containers' });
+  if (cr.spec.allowStaticPod === true) {
+    needs.push({ anyOf: [{ verb: RESTART_STATIC_VERB, group: 'inplace-agent.io', resource: 'containerrestarts', namespace: ns }], why: 'to restart a static pod (spec.allowStaticPod)' });
+  }
+  return needs;
 }
 
 /** The fields of an ImagePrewarm the rule reads. */

@@ -75,6 +75,16 @@ describe('ContainerRestart CRD validation (real kube-apiserver)', function () {
     for (const [i, [spec, re]] of cases.entries()) assert.match(await rejected(obj(`num-${i}`, spec)), re);
   });
 
+  it('unclaimedTTLSeconds: 3600 by default; 1 and 604800 accepted (the bounds), 0 and 604801 rejected (one past); allowStaticPod a boolean', async () => {
+    assert.equal((await api.create(obj('ttl-default', {}))).spec.unclaimedTTLSeconds, 3600);
+    assert.equal((await api.create(obj('ttl-min', { unclaimedTTLSeconds: 1 }))).spec.unclaimedTTLSeconds, 1);
+    assert.equal((await api.create(obj('ttl-max', { unclaimedTTLSeconds: 604800 }))).spec.unclaimedTTLSeconds, 604800);
+    assert.match(await rejected(obj('ttl-zero', { unclaimedTTLSeconds: 0 })), /spec\.unclaimedTTLSeconds.*greater than or equal to 1/);
+    assert.match(await rejected(obj('ttl-over', { unclaimedTTLSeconds: 604801 })), /spec\.unclaimedTTLSeconds.*less than or equal to 604800/);
+    assert.match(await rejected(obj('ttl-text', { unclaimedTTLSeconds: '60' })), /spec\.unclaimedTTLSeconds.*integer/);
+    assert.match(await rejected(obj('static-text', { allowStaticPod: 'yes' })), /spec\.allowStaticPod.*boolean/);
+  });
+
   it('rejects an unknown failure policy, an empty container list and a bad pod name', async () => {
     assert.match(await rejected(obj('fp', { strategy: { failurePolicy: 'Retry' } })), /spec\.strategy\.failurePolicy.*Unsupported value: "Retry"/);
     assert.match(await rejected(obj('none', { containers: [] })), /spec\.containers.*should have at least 1 items/);

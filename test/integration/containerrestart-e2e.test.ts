@@ -35,7 +35,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
   /** The agent's kubeconfig: deploy/'s ServiceAccount (agentKubeconfig), never admin's. */
   let agentKc = '';
   let installed: KubernetesObject[] = [];
-  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', agentKc, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s', '--no-fleet-prewarm'];
+  const agentArgs = () => ['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', agentKc, '--node-name', node, '--watch-namespace', ns, '--min-ready', '1s', '--no-fleet-prewarm', '--container-restart-standalone-pods'];
   /** Waits (at most 20 s) until the old container is gone: the agent removes it after the report. */
   const removed = async (podId: string, oldId: string) => {
     for (const t0 = Date.now(); (await rt.listContainers({ podId })).some((c) => c.id === oldId); await new Promise((r) => setTimeout(r, 200))) {
@@ -142,6 +142,27 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     await logged(agent as AgentProcess, new RegExp(`ContainerRestart left alone: its pod is not on this node .*\\bcr=${ns}/elsewhere\\b`));
     assert.equal((await api.get(ns, 'elsewhere')).status, undefined, 'no status written: not claimed, not refused');
     assert.doesNotMatch((agent as AgentProcess).log(), new RegExp(`ContainerRestart (taken|refused|submitted) .*\\bcr=${ns}/elsewhere\\b`));
+  });
+
+  it('without --container-restart-standalone-pods, a request naming a sandbox no API server knows is refused (PodNotInApiServer), nothing touched', async () => {
+    const strict = await createNamespace(cluster.kc, 'kcrd-strict');
+    const p = await fixture.create({ name: 'foreign', namespace: strict, containers: [{ name: 'app', image: env.images.appV1 }] });
+    pods.push(p);
+    const before = await running(p.podId);
+    const other = await startAgent(agentArgs().map((a) => (a === ns ? strict : a)).filter((a) => a !== '--container-restart-standalone-pods'));
+    try {
+      await api.create(containerRestart(strict, 'foreign', { podName: 'foreign', containers: [{ name: 'app', image: env.images.appV2 }] }));
+      const done = await waitForStatus(api, strict, 'foreign', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
+      assert.equal(done.status?.phase, 'Failed', JSON.stringify(done.status));
+      assert.equal(done.status?.reason, 'PodNotInApiServer');
+      assert.match(done.status?.message ?? '', /known to no API server/);
+      assert.equal(done.status?.operationId, undefined, 'never taken as an operation');
+      const after = await running(p.podId);
+      assert.equal(after.app.id, before.app.id, 'the container was not touched');
+    } finally {
+      await other.stop();
+      await deleteNamespace(cluster.kc, strict);
+    }
   });
 
   it('two agents on one node (each with its own journal): the request is taken by one and runs once', async () => {

@@ -93,7 +93,7 @@ suite('ContainerRestart status writes answered 409 by the real API server', fals
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kcrd-proxy-'));
     const kubeconfig = path.join(dir, 'kubeconfig');
     fs.writeFileSync(kubeconfig, proxy.kubeconfigJson);
-    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', kubeconfig, '--node-name', 'kcrd-node', '--watch-namespace', ns()]);
+    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', kubeconfig, '--node-name', 'kcrd-node', '--watch-namespace', ns(), '--container-restart-standalone-pods']);
     const api = new ContainerRestartApi(cluster().kc);
     await api.create(containerRestart(ns(), 'racy', { podName: 'conflict', containers: [{ name: 'app' }], strategy: { minReadySeconds: 1 } }));
     const done = await waitForStatus(api, ns(), 'racy', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed');
@@ -124,7 +124,7 @@ suite('kube-apiserver restarted in the middle of an operation (a private etcd + 
     const pb = await pod('after');
     const [beforeA] = await appContainers(rt(), pa.podId);
     const [beforeB] = await appContainers(rt(), pb.podId);
-    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', c.kubeconfig, '--node-name', 'kcrd-node', '--watch-namespace', ns()]);
+    agent = await startAgent(['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--kubeconfig', c.kubeconfig, '--node-name', 'kcrd-node', '--watch-namespace', ns(), '--container-restart-standalone-pods']);
     const api = new ContainerRestartApi(c.kc);
 
     // The operator's inplacectl follows request A; the API server goes away while A is in its min-ready window.

@@ -28,6 +28,7 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['inplace-agent.io', 'containerrestarts', 'status', ['patch', 'update']],
   ['discovery.k8s.io', 'endpointslices', '', ['get', 'list', 'watch']],
   ['authorization.k8s.io', 'subjectaccessreviews', '', ['create']],
+  ['', 'serviceaccounts', '', ['get']],
   ['apps', 'statefulsets', '', ['get', 'list', 'watch']],
   ['apps', 'daemonsets', '', ['get', 'list', 'watch']],
   ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],
@@ -109,6 +110,14 @@ describe('deploy/ RBAC (SubjectAccessReviews on the real API server)', function 
         assert.equal(await allowed(group, resource, sub, verb, 'default'), false, `${verb} ${group}/${resource}/${sub} must be refused`);
       }
     }
+  });
+
+  it('impersonation: only to patch pods (constrained), never the legacy verb, never another action', async () => {
+    for (const [mode, verb] of [['user-info', 'patch'], ['serviceaccount', 'patch']]) assert.equal(await allowed('', 'pods', '', `impersonate-on:${mode}:${verb}`, 'default'), true, `impersonate-on:${mode}:${verb} pods`);
+    for (const verb of ['get', 'create', 'delete', 'update']) assert.equal(await allowed('', 'pods', '', `impersonate-on:user-info:${verb}`, 'default'), false, `impersonate-on:user-info:${verb} pods`);
+    for (const res of ['secrets', 'nodes', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate-on:user-info:get', 'default'), false, `impersonate-on:user-info:get ${res}`);
+    for (const res of ['users', 'groups', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate'), false, `legacy impersonate ${res}`);
+    assert.equal(await allowed('authentication.k8s.io', 'users', '', 'impersonate:user-info'), true);
   });
 
   it('refuses reading Secrets and everything on resources it was not given', async () => {

@@ -100,16 +100,21 @@ const ROWS: Row[] = [
   { what: 'ttlSecondsAfterFinished -1', who: 'admin', stop: 'schema', cr: web({ ttlSecondsAfterFinished: -1 }), says: /ttlSecondsAfterFinished.*greater than or equal to 0/ },
   { what: 'ttlSecondsAfterFinished 2592001', who: 'admin', stop: 'schema', cr: web({ ttlSecondsAfterFinished: 2592001 }), says: /ttlSecondsAfterFinished.*less than or equal to 2592000/ },
   { what: 'ttlSecondsAfterFinished 2592000 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ ttlSecondsAfterFinished: 2592000 }), says: NOT_ORDERED },
+  { what: 'unclaimedTTLSeconds 0', who: 'admin', stop: 'schema', cr: web({ unclaimedTTLSeconds: 0 }), says: /unclaimedTTLSeconds.*greater than or equal to 1/ },
+  { what: 'unclaimedTTLSeconds 604801', who: 'admin', stop: 'schema', cr: web({ unclaimedTTLSeconds: 604801 }), says: /unclaimedTTLSeconds.*less than or equal to 604800/ },
+  { what: 'unclaimedTTLSeconds 604800 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ unclaimedTTLSeconds: 604800 }), says: NOT_ORDERED },
   { what: 'failurePolicy Retry', who: 'admin', stop: 'schema', cr: web({ strategy: { failurePolicy: 'Retry' } }), says: /failurePolicy.*Unsupported value: "Retry"/ },
   { what: '32 containers (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ containers: Array.from({ length: 32 }, (_, i) => ({ name: `c${i}` })) }), says: NOT_ORDERED },
   // the requester
   // A requester sent by the client is replaced at admission by the real one (checked for every row the agent refuses).
   { what: 'requester of 65 groups (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: 'x', groups: Array.from({ length: 65 }, (_, i) => `g${i}`) } }), says: NOT_ORDERED },
+  { what: 'requester with a forged extra (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: 'x', extra: { 'scopes.example.com/role': ['cluster-admin'] } } }), says: NOT_ORDERED },
   { what: 'requester name of 10 KB (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: KB10 } }), says: NOT_ORDERED },
   { what: 'requester forged as the admin, image change by a user who may only create', who: 'createOnly', stop: 'policy', cr: web({ containers: [{ name: 'app', image: 'registry.local/app:2' }], requester: { username: 'admin', groups: ['system:masters'] } }), says: /needs patch on pods\/web/ },
   { what: 'restart by a user who may only create', who: 'createOnly', stop: 'policy', cr: web({}), says: /needs delete or patch on pods\/web/ },
   // pods the agent must not touch
   { what: 'a static pod (its spec is a file on the node)', who: 'admin', stop: 'agent', cr: { podName: 'STATIC', containers: [{ name: 'app', image: 'registry.local/app:2' }] }, says: /is a static pod/ },
+  { what: 'a static pod, restart only, without allowStaticPod', who: 'admin', stop: 'agent', cr: { podName: 'STATIC', containers: [{ name: 'app' }] }, says: /is a static pod .*spec\.allowStaticPod/ },
   { what: "the agent's own pod", who: 'admin', stop: 'agent', ns: 'agent', cr: { podName: 'AGENT', containers: [{ name: 'agent' }], strategy: { ordered: false } }, says: /agent's own pod/ },
   // ImagePrewarm
   { what: 'prewarm: image URL with credentials', who: 'admin', stop: 'schema', prewarm: pw({ images: ['https://user:secret@registry.local/app:1'] }), says: /must be an image reference/ },

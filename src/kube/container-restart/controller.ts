@@ -18,12 +18,17 @@ import { containerRestartPath, type ContainerRestartApi } from './api.js';
 import type { AccessReviewer } from '../access-review.js';
 import { restartRequestFor } from './request.js';
 import type { RestartDefaults } from '../../engine/operation.js';
-import { checkRequester, type SelfPod } from './requester-check.js';
+import { checkRequester, type RequesterContext, type SelfPod } from './requester-check.js';
+import type { ServiceAccountReader } from '../requester-alive.js';
+import type { AdmissionProbe } from '../admission-as-requester.js';
+import type { FoundPod } from './pod-here.js';
+import { gateUnclaimed } from './take-gate.js';
+import { WaitingRequests } from './waiting.js';
 import { RESULT_REFUSED, type ContainerRestartMetrics } from './metrics.js';
-import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation } from './status.js';
+import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation, unclaimed } from './status.js';
 import { RefusalReasons } from '../../engine/reasons.js';
 import { writeStatus } from './status-writer.js';
-import { CR_GROUP, CR_PLURAL, isFinished, keyOf, type ContainerRestart } from './types.js';
+import { CR_GROUP, CR_PLURAL, isFinished, keyOf, newer, type ContainerRestart } from './types.js';
 
 /** The CRD's name (deploy/crds/containerrestart.yaml). */
 const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
@@ -48,8 +53,16 @@ export interface ContainerRestartControllerDeps {
   /** Watch one namespace; all when undefined. */
   namespace?: string;
   defaults: RestartDefaults;
-  /** Whether the pod namespace/name runs on this node. */
-  hasPod(namespace: string, name: string): Promise<boolean>;
+  /** The pod namespace/name when it is on this node (pod-here.ts); undefined when it is not. */
+  findPod(namespace: string, name: string): Promise<FoundPod | undefined>;
+  /** Whether a request may name a standalone sandbox, one no API server knows (default: refused, PodNotInApiServer). */
+  standalonePods?: boolean;
+  /** Where a ServiceAccount requester is looked up before the claim (requester-alive.ts). */
+  accounts?: ServiceAccountReader;
+  /** Where an image change is tried first as a dry run as the requester (admission-as-requester.ts). */
+  admission?: AdmissionProbe;
+  /** Subscribes to this node's pod watch (each pod added or changed); returns the unsubscribe. */
+  onPod?(listener: (namespace: string, name: string) => void): () => void;
   /** Checks the recorded requester's own rights before a request is taken (requester-check.ts). */
   access: AccessReviewer;
   /** The agent's own pod, which no request may target. */
@@ -78,6 +91,11 @@ export class ContainerRestartController {
   /** Requests (by uid) whose end was reported to the metrics. */
   private readonly reported = new Set<string>();
   private crdMissingSaid = false;
+  /** Unclaimed requests waiting for their pod to reach this node, looked at again when it does. */
+  private readonly waiting = new WaitingRequests();
+  /** Requests with a wake-up set for the end of their unclaimed TTL. */
+  private readonly wakes = new Set<string>();
+  private unsubscribePods?: () => void;
   /** Objects whose status write for a running operation waits out STATUS_COALESCE_MS. */
   private readonly coalescing = new Set<string>();
   private readonly onChange = (op: Operation) => {
@@ -98,6 +116,14 @@ export class ContainerRestartController {
       .catch(() => undefined)
       .finally(() => this.coalescing.delete(key));
   };
+
+  /** Said once: the cluster does not let the agent make the dry run as the requester. */
+  private readonly admissionUnavailable = () => {
+    if (this.admissionUnavailableSaid) return;
+    this.admissionUnavailableSaid = true;
+    this.d.log.warn("cannot make the dry run of an image change as its requester: the agent may not impersonate here (deploy/rbac.yaml's impersonate rules, constrained impersonation of Kubernetes 1.36); admission sees the agent's own ServiceAccount");
+  };
+  private admissionUnavailableSaid = false;
 
   constructor(private readonly d: ContainerRestartControllerDeps) {
     this.backoff = new Backoff(d.clock, { initialMs: 250, maxMs: 5000 });
@@ -129,6 +155,10 @@ export class ContainerRestartController {
       },
     );
     this.d.engine.on('change', this.onChange);
+    // A request made before its pod reached this node is taken when the pod arrives, checked as of then.
+    this.unsubscribePods = this.d.onPod?.((ns, name) => {
+      for (const key of this.waiting.take(ns, name)) this.enqueue(key);
+    });
     this.follower.start();
     this.d.log.info('watching ContainerRestarts', { namespace: this.d.namespace ?? '(all)', node: this.d.nodeName });
   }
@@ -137,6 +167,7 @@ export class ContainerRestartController {
   async stop(): Promise<void> {
     this.stopping.abort();
     this.d.engine.off('change', this.onChange);
+    this.unsubscribePods?.();
     await this.follower?.stop();
   }
 
@@ -151,6 +182,7 @@ export class ContainerRestartController {
     const uid = this.latest.get(key)?.metadata.uid;
     if (uid) this.reported.delete(uid);
     this.latest.delete(key);
+    this.waiting.remove(key);
     if (!this.syncs.get(key)?.running) this.syncs.delete(key);
     for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
   }
@@ -202,11 +234,13 @@ export class ContainerRestartController {
     const uid = cr.metadata.uid ?? '';
     // Each way of leaving an object alone is logged (debug): the sign tests wait for before they check that
     // nothing was done.
+    if (isFinished(cr.status?.phase) || cr.status?.operationId) this.waiting.remove(key);
     if (isFinished(cr.status?.phase)) {
       this.d.log.debug('ContainerRestart already finished', { cr: key, phase: cr.status?.phase });
       return this.expire(cr);
     }
     if (!this.mine(cr)) {
+      this.waiting.remove(key);
       this.d.log.debug('ContainerRestart left to another agent (taken by another, or for another node)', { cr: key, node: cr.status?.nodeName });
       return;
     }
@@ -214,17 +248,29 @@ export class ContainerRestartController {
     if (!cr.status?.operationId) {
       const trace = this.d.engine.trace;
       trace.mark(uid, 'ContainerRestart seen');
-      if (!(await this.d.hasPod(ns, cr.spec.podName))) {
-        this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+      // Noted as waiting before the pod is looked for, so that a pod arriving meanwhile brings the request back.
+      this.waiting.add(key, ns, cr.spec.podName);
+      const gate = await gateUnclaimed(cr, this.d.clock.now(), { ...this.d, admissionUnavailable: this.admissionUnavailable });
+      if ('wait' in gate) {
+        if (gate.wait === 'absent') this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+        else this.d.log.debug('ContainerRestart waits: its pod has not started on this node yet', { cr: key, pod: `${ns}/${cr.spec.podName}` });
+        if (gate.due !== undefined) this.wakeAt(key, gate.due);
         return trace.drop(uid);
       }
+      this.waiting.remove(key);
+      if ('refuse' in gate) {
+        trace.drop(uid);
+        return this.refuse(cr, gate.refuse);
+      }
+      const ctx = gate.take;
       let req: ReturnType<typeof restartRequestFor>;
       try {
         req = restartRequestFor(cr, this.d.defaults);
       } catch (err) {
         trace.drop(uid);
-        // The requester's refusal comes first, as it would without the request's own error.
-        const refused = await checkRequester(cr, this.d.access, this.d.selfPod).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
+        // The requester's refusal comes first, as it would without the request's own error (no admission dry run
+        // of a request the agent will not run anyway).
+        const refused = await checkRequester(cr, this.d.access, this.d.selfPod, { ...ctx, admission: undefined }).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
         if (AgentError.is(refused, 'Unavailable')) throw refused;
         return this.refuse(cr, refused ?? err);
       }
@@ -234,11 +280,13 @@ export class ContainerRestartController {
       // which leaves no operation in the status (the operation id is in the status before the journal has it, as
       // ever).
       const seen = cr;
-      const checked: Promise<{ refused: unknown } | undefined> = checkRequester(seen, this.d.access, this.d.selfPod).then(
+      const checked: Promise<{ refused: unknown } | undefined> = checkRequester(seen, this.d.access, this.d.selfPod, ctx).then(
         () => void trace.mark(uid, 'requester checked'),
         (refused: unknown) => ({ refused }),
       );
-      const writing: Promise<{ written: ContainerRestart } | { err: unknown }> = this.write(seen, (cur) => (cur.status?.operationId ? undefined : claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()))).then(
+      // Never over a refusal or another agent's claim that landed meanwhile (any agent refuses an expired request).
+      const claimable = (cur: ContainerRestart) => !cur.status?.operationId && !isFinished(cur.status?.phase) && this.mine(cur);
+      const writing: Promise<{ written: ContainerRestart } | { err: unknown }> = this.write(seen, (cur) => (claimable(cur) ? claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()) : undefined)).then(
         (written) => (trace.mark(uid, 'claim written'), { written }),
         (err: unknown) => ({ err }),
       );
@@ -281,7 +329,9 @@ export class ContainerRestartController {
       }
       // Claimed, but not journaled (the agent stopped in between, or the requester's check, made beside the
       // claim, could not be made): the check is made again before the request is recorded.
-      const refused = await checkRequester(cr, this.d.access, this.d.selfPod).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
+      const found = await this.d.findPod(ns, cr.spec.podName);
+      const ctx: RequesterContext = { pod: found?.api, accounts: this.d.accounts, admission: this.d.admission, admissionUnavailable: this.admissionUnavailable };
+      const refused = await checkRequester(cr, this.d.access, this.d.selfPod, ctx).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
       if (refused !== undefined) {
         if (AgentError.is(refused, 'Unavailable')) throw refused;
         return this.refuse(cr, refused, opId);
@@ -347,6 +397,19 @@ export class ContainerRestartController {
     return out;
   }
 
+  /** Looks at the request again at time at (ms), once per request. */
+  private wakeAt(key: string, at: number): void {
+    if (this.wakes.has(key)) return;
+    this.wakes.add(key);
+    this.d.clock
+      .sleep(Math.max(0, at - this.d.clock.now()), this.stopping.signal)
+      .then(() => {
+        this.wakes.delete(key);
+        this.enqueue(key);
+      })
+      .catch(() => undefined);
+  }
+
   /** Deletes a finished object this node ran once its TTL has passed; otherwise comes back when it has. */
   private async expire(cr: ContainerRestart): Promise<void> {
     const ttl = cr.spec.ttlSecondsAfterFinished;
@@ -369,19 +432,4 @@ export class ContainerRestartController {
     }
     this.forget(key);
   }
-}
-
-/** cr without the claim of operation opId in its status (as it was before the claim), if its status holds that claim. */
-function unclaimed(cr: ContainerRestart, opId: string): ContainerRestart {
-  if (cr.status?.operationId !== opId) return cr;
-  const { operationId: _id, operationState: _state, summary: _summary, startTime: _start, conditions: _conditions, phase: _phase, ...rest } = cr.status;
-  return { ...cr, status: rest };
-}
-
-/** Whether a is a newer version of the same object than b (resource versions compared as numbers when they are). */
-function newer(a: ContainerRestart, b: ContainerRestart): boolean {
-  const ra = a.metadata.resourceVersion ?? '';
-  const rb = b.metadata.resourceVersion ?? '';
-  if (/^\d+$/.test(ra) && /^\d+$/.test(rb)) return BigInt(ra) > BigInt(rb);
-  return false;
 }

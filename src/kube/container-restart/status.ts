@@ -130,3 +130,10 @@ function canonical(v: unknown): string {
   }
   return JSON.stringify(v);
 }
+
+/** cr without the claim of operation opId in its status (as it was before the claim), if its status holds that claim. */
+export function unclaimed(cr: ContainerRestart, opId: string): ContainerRestart {
+  if (cr.status?.operationId !== opId) return cr;
+  const { operationId: _id, operationState: _state, summary: _summary, startTime: _start, conditions: _conditions, phase: _phase, ...rest } = cr.status;
+  return { ...cr, status: rest };
+}

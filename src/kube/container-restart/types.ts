@@ -27,6 +27,10 @@ export interface ContainerRestartSpec {
   };
   activeDeadlineSeconds?: number;
   ttlSecondsAfterFinished?: number;
+  /** How long the request may wait for an agent to take it, from its creation (the CRD's default: 3600). */
+  unclaimedTTLSeconds?: number;
+  /** The cluster admin's opt-in to restarting a static (mirror) pod (needs `restart-static containerrestarts`). */
+  allowStaticPod?: boolean;
   /** Who created the request (written at admission, see requester.ts); the agent acts only within their rights. */
   requester?: Requester;
 }
@@ -97,6 +101,8 @@ export interface ContainerRestart {
     generation?: number;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
+    /** Typed as the client library types it; from the custom objects API it arrives as an RFC 3339 string. */
+    creationTimestamp?: Date;
   };
   spec: ContainerRestartSpec;
   status?: ContainerRestartStatus;
@@ -110,4 +116,12 @@ export function isFinished(phase: ContainerRestartPhase | undefined): boolean {
 /** `namespace/name` of an object. */
 export function keyOf(cr: ContainerRestart): string {
   return `${cr.metadata.namespace ?? ''}/${cr.metadata.name ?? ''}`;
+}
+
+/** Whether a is a newer version of the same object than b (resource versions compared as numbers when they are). */
+export function newer(a: ContainerRestart, b: ContainerRestart): boolean {
+  const ra = a.metadata.resourceVersion ?? '';
+  const rb = b.metadata.resourceVersion ?? '';
+  if (/^\d+$/.test(ra) && /^\d+$/.test(rb)) return BigInt(ra) > BigInt(rb);
+  return false;
 }
