@@ -2,7 +2,7 @@
 // @kubernetes/client-node. Every call here is one API request, so the requests an agent makes can be counted.
 // Every method throws AgentError (kubeError), which keeps the HTTP status for httpStatus.
 import * as k8s from '../kube/client.js';
-import { apiStatusCode, kubeCall, kubeError, type KubeCaller } from '../kube/api-error.js';
+import { apiStatusCode, isConflict, kubeCall, kubeError, type KubeCaller } from '../kube/api-error.js';
 import { followerDeps, followList, type FollowerDeps, type FollowFailure } from '../kube/list-follower.js';
 import type { Clock } from '../clock.js';
 import { createHash } from 'node:crypto';
@@ -226,7 +226,7 @@ export class KubeFleetApi implements FleetApi {
     } catch (err) {
       const s = httpStatus(err);
       if (s === 404) return true;
-      if (s === 409) return false;
+      if (isConflict(err)) return false;
       throw kubeError(err, `delete slot Lease ${namespace}/${lease.name}`, this.caller);
     }
   }

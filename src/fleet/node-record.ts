@@ -1,7 +1,8 @@
 // This node's NodePrewarm object: one per node, written by that node's agent alone, holding one entry per
 // ImagePrewarm. Thousands of agents never contend on one object; a 409 here only means our own copy was
 // stale (an agent restarted), and is settled by reading it again and writing our entry over it.
-import { httpStatus, type FleetApi } from './fleet-api.js';
+import { isConflict } from '../kube/api-error.js';
+import type { FleetApi } from './fleet-api.js';
 import type { NodePrewarm, NodePrewarmEntry } from './types.js';
 
 /** Reads and writes one node's NodePrewarm. */
@@ -44,7 +45,7 @@ export class NodeRecord {
           this.writes++;
           this.obj = await this.api.createNodePrewarm({ metadata: { name: this.node }, spec: { nodeName: this.node } });
         } catch (err) {
-          if (httpStatus(err) !== 409) throw err;
+          if (!isConflict(err)) throw err;
           await this.load();
           continue;
         }
@@ -57,7 +58,7 @@ export class NodeRecord {
         this.obj = await this.api.writeNodePrewarmStatus({ ...this.obj, status: { prewarms } });
         return;
       } catch (err) {
-        if (httpStatus(err) !== 409 || attempt >= 5) throw err;
+        if (!isConflict(err) || attempt >= 5) throw err;
         await this.load();
       }
     }

@@ -3,6 +3,7 @@
 // hands it on to its successor (slot-chain.ts) or deletes it. A node that dies stops renewing, and the slot is
 // free again once its lease has expired. Optimistic concurrency (create fails with 409 when taken; replace
 // fails with 409 when someone else wrote first) decides races.
+import { isConflict } from '../kube/api-error.js';
 import type { Clock } from '../clock.js';
 import { httpStatus, type FleetApi, type SlotLease } from './fleet-api.js';
 import { rankKey } from './node-order.js';
@@ -62,7 +63,7 @@ export class SlotClaimer {
       try {
         return l ? await this.api.updateSlot(this.namespace, l, this.holder, now) : await this.api.createSlot(this.namespace, prewarm, name, this.holder, this.durationSeconds, now);
       } catch (err) {
-        if (httpStatus(err) === 409) continue; // another node was first
+        if (isConflict(err)) continue; // another node was first
         throw err;
       }
     }
@@ -74,7 +75,7 @@ export class SlotClaimer {
     try {
       return await this.api.createSlot(this.namespace, prewarm, slotName(prewarm, i), this.holder, this.durationSeconds, this.clock.now());
     } catch (err) {
-      if (httpStatus(err) === 409) return undefined;
+      if (isConflict(err)) return undefined;
       throw err;
     }
   }
@@ -99,7 +100,7 @@ export class SlotClaimer {
       await this.api.updateSlot(this.namespace, l, next, this.clock.now());
       return true;
     } catch (err) {
-      if (httpStatus(err) === 409 || httpStatus(err) === 404) return false;
+      if (isConflict(err) || httpStatus(err) === 404) return false;
       throw err;
     }
   }
@@ -109,7 +110,7 @@ export class SlotClaimer {
     try {
       return await this.api.updateSlot(this.namespace, l, this.holder, this.clock.now());
     } catch (err) {
-      if (httpStatus(err) !== 409 && httpStatus(err) !== 404) throw err;
+      if (!isConflict(err) && httpStatus(err) !== 404) throw err;
       const now = (await this.api.listSlots(this.namespace, l.prewarm)).find((x) => x.name === l.name);
       if (now && now.holder === this.holder) return this.renew(now);
       return undefined;
