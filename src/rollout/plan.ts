@@ -23,6 +23,7 @@ import { diffTemplates, mapChanges } from './template-diff.js';
 import { COMPLETE, IGNORED_REVISIONS, PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
 import { DEFAULT_MAX_UNAVAILABLE, type Plan, type PlanInput, type PodView, type RevisionView, type RolloutAction, type WorkloadView } from './plan-types.js';
 import type { InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
+import { keepTransition } from '../kube/conditions.js';
 
 export * from './plan-types.js';
 export { restartName, prewarmName } from './names.js';
@@ -55,9 +56,7 @@ function ordered(w: WorkloadView, pods: PodView[], partition: number): { order: 
 
 /** The condition next, keeping its lastTransitionTime from prev while its status stays the same. */
 export function condition(prev: InPlaceRolloutStatus | undefined, next: Omit<RolloutCondition, 'lastTransitionTime'>, now: string): RolloutCondition {
-  const old = prev?.conditions?.find((c) => c.type === next.type);
-  const lastTransitionTime = old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : now;
-  return { ...next, lastTransitionTime };
+  return keepTransition<RolloutCondition>(prev?.conditions, next, now);
 }
 
 /** What to do next, and the status: see the table at the top of this file. */

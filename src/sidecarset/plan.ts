@@ -14,6 +14,7 @@
 import { createHash } from 'node:crypto';
 import { selectorMatches } from './selector.js';
 import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetCondition, type SidecarSetStatus } from './types.js';
+import { keepTransition } from '../kube/conditions.js';
 
 /** Reasons of the status's Updated condition. */
 export const SidecarReasons = {
@@ -110,8 +111,7 @@ export function podMatched(set: SidecarSet, p: SidecarPodView): boolean {
 
 /** A condition, keeping its transition time while its status stays. */
 function condition(prev: SidecarSetStatus | undefined, next: Omit<SidecarSetCondition, 'lastTransitionTime'>, now: string): SidecarSetCondition {
-  const old = prev?.conditions?.find((c) => c.type === next.type);
-  return { ...next, lastTransitionTime: old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : now };
+  return keepTransition<SidecarSetCondition>(prev?.conditions, next, now);
 }
 
 /** What to start, and the status: see the table at the top of this file. */

@@ -2,6 +2,7 @@
 import type { Operation, OperationState } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
 import type { ContainerRestart, ContainerRestartCondition, ContainerRestartPhase, ContainerRestartStatus } from './types.js';
+import { keepTransition } from '../conditions.js';
 
 /** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
 export const SUCCEEDED_CONDITION = 'Succeeded';
@@ -27,9 +28,7 @@ export function phaseOf(state: OperationState): ContainerRestartPhase {
 
 /** The condition, keeping the previous lastTransitionTime unless its status changed. */
 function condition(prev: ContainerRestartStatus | undefined, next: Omit<ContainerRestartCondition, 'lastTransitionTime'>, now: string): ContainerRestartCondition {
-  const old = prev?.conditions?.find((c) => c.type === next.type);
-  const lastTransitionTime = old && old.status === next.status && old.lastTransitionTime ? old.lastTransitionTime : now;
-  return { ...next, lastTransitionTime };
+  return keepTransition<ContainerRestartCondition>(prev?.conditions, next, now);
 }
 
 /** The status recorded when the agent takes the request, before the operation is submitted. */
