@@ -13,7 +13,7 @@
 import type { ContainerRestart } from '../kube/container-restart/types.js';
 import type { ImagePrewarm } from '../fleet/types.js';
 import { prewarmPrefix } from './names.js';
-import { sameJson } from './template-diff.js';
+import { sameJson } from '../same-json.js';
 import { IPR_GROUP, IPR_KIND, IPR_VERSION, type InPlaceRollout } from './types.js';
 
 /** An ownerReference as objects carry it. */

@@ -17,7 +17,7 @@ import type { RolloutApi, Workload } from './rollout-api.js';
 import { guardPlan } from './rollout-access.js';
 import { targetHolder } from './target-claim.js';
 import { boundStatus } from './status-bounds.js';
-import { sameJson } from './template-diff.js';
+import { sameJson } from '../same-json.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 
 /** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */

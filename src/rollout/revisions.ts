@@ -8,7 +8,7 @@
 //   revisions whose template equals spec.template    the target: the highest numbered (the controller keeps one)
 //   others with a lower number                      older revisions (what a pod may still run)
 //   others with a higher number                     not the controller's: ignored, and reported in the status
-import { sameJson } from './template-diff.js';
+import { sameJson } from '../same-json.js';
 import type { RevisionView, WorkloadView } from './plan-types.js';
 
 /** The target revision, and revisions that claim to be newer than it but are not the template (DaemonSet only). */

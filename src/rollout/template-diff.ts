@@ -1,6 +1,7 @@
 // What differs between two pod templates of one workload, sorted by what can change in place: container images
 // (the kubelet restarts just that container), labels and annotations (a pod patch changes them), and everything
 // else (named by its field path, so that a rollout that cannot go on says why).
+import { sameJson } from '../same-json.js';
 
 /** A pod template as a ControllerRevision stores it (API field names). */
 export interface PodTemplate {
@@ -20,23 +21,6 @@ export interface TemplateDiff {
   other: string[];
 }
 
-/** Whether two JSON values say the same (key order and absent-vs-null aside). */
-export function sameJson(a: unknown, b: unknown): boolean {
-  return canonical(a) === canonical(b);
-}
-
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') {
-    const o = v as Record<string, unknown>;
-    return `{${Object.keys(o)
-      .filter((k) => o[k] !== undefined && o[k] !== null)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical(o[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v ?? null);
-}
 
 /** Keys whose values differ between two string maps: new value, or null for a key that is gone. */
 export function mapChanges(from: Record<string, string> | undefined, to: Record<string, string> | undefined): Record<string, string | null> {

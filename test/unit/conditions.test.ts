@@ -16,3 +16,12 @@ describe('conditions: lastTransitionTime', () => {
     assert.equal(keepTransition(undefined, { type: 'Other', status: 'True' }, 'NOW').lastTransitionTime, 'NOW');
   });
 });
+
+describe('sameJson: the one "did it change?" before a write', () => {
+  it('ignores key order and absent-versus-null, and tells any other difference', async () => {
+    const { sameJson } = await import('../../src/same-json.js');
+    assert.equal(sameJson({ a: 1, b: { c: [1, 2] } }, { b: { c: [1, 2] }, a: 1, d: null, e: undefined }), true);
+    assert.equal(sameJson({ a: [1, 2] }, { a: [2, 1] }), false);
+    assert.equal(sameJson({ a: '1' }, { a: 1 }), false);
+  });
+});

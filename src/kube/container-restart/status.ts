@@ -3,6 +3,7 @@ import type { Operation, OperationState } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
 import type { ContainerRestart, ContainerRestartCondition, ContainerRestartPhase, ContainerRestartStatus } from './types.js';
 import { keepTransition } from '../conditions.js';
+import { sameJson } from '../../same-json.js';
 
 /** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
 export const SUCCEEDED_CONDITION = 'Succeeded';
@@ -115,20 +116,9 @@ export function dropUndefined<T>(v: T): T {
 
 /** Whether two statuses say the same thing (ignoring key order). */
 export function sameStatus(a: ContainerRestartStatus | undefined, b: ContainerRestartStatus | undefined): boolean {
-  return canonical(a ?? {}) === canonical(b ?? {});
+  return sameJson(a ?? {}, b ?? {});
 }
 
-function canonical(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') {
-    return `{${Object.keys(v)
-      .filter((k) => (v as Record<string, unknown>)[k] !== undefined)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
-      .join(',')}}`;
-  }
-  return JSON.stringify(v);
-}
 
 /** cr without the claim of operation opId in its status (as it was before the claim), if its status holds that claim. */
 export function unclaimed(cr: ContainerRestart, opId: string): ContainerRestart {
