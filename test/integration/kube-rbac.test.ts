@@ -31,6 +31,8 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['apps', 'statefulsets', '', ['get', 'list', 'watch']],
   ['apps', 'daemonsets', '', ['get', 'list', 'watch']],
   ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],
+  ['apps', 'deployments', '', ['get', 'list', 'watch', 'patch']],
+  ['apps', 'replicasets', '', ['get', 'list', 'watch', 'patch']],
   ['inplace-agent.io', 'inplacerollouts', '', ['get', 'list', 'watch']],
   ['inplace-agent.io', 'inplacerollouts', 'status', ['update']],
   ['inplace-agent.io', 'imageprewarms', '', ['get', 'list', 'watch', 'create', 'delete']],
@@ -46,8 +48,6 @@ const REFUSED_EVERYWHERE: [string, string, string][] = [
   ['', 'endpoints', ''],
   ['', 'nodes', ''],
   ['', 'serviceaccounts', 'token'],
-  ['apps', 'deployments', ''],
-  ['apps', 'replicasets', ''],
   ['events.k8s.io', 'events', ''],
   ['rbac.authorization.k8s.io', 'clusterroles', ''],
 ];

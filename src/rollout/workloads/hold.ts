@@ -1,0 +1,32 @@
+// The hold of deploy/workload-hold-policy.yaml, as the agent reads and releases it: the annotations the policies
+// write on a held workload (what the user's own value was), and the patches that give the workload back to its
+// stock controller.
+
+/** On a Deployment the hold paused (value "paused"); absent when its user paused it. */
+export const DEPLOYMENT_HOLD_ANNOTATION = 'inplace-agent.io/hold';
+/** On a held StatefulSet: the user's partition, put back on release. */
+export const PARTITION_HOLD_ANNOTATION = 'inplace-agent.io/hold-partition';
+/** On a held DaemonSet: its rolling update ("maxUnavailable=1,maxSurge=0"), put back on release. */
+export const DAEMONSET_HOLD_ANNOTATION = 'inplace-agent.io/hold-strategy';
+
+/** A JSON patch operation. */
+export interface JsonPatchOp {
+  op: 'add' | 'replace' | 'remove' | 'test';
+  path: string;
+  value?: unknown;
+}
+
+const escapeKey = (k: string) => k.replace(/~/g, '~0').replace(/\//g, '~1');
+
+/**
+ * Releases a Deployment the hold paused: paused false and the annotation removed, only if it is still held (the
+ * annotation is tested, so a user's pause or a release by another coordinator meanwhile makes the patch fail).
+ */
+export function deploymentRelease(): JsonPatchOp[] {
+  const ann = `/metadata/annotations/${escapeKey(DEPLOYMENT_HOLD_ANNOTATION)}`;
+  return [
+    { op: 'test', path: ann, value: 'paused' },
+    { op: 'remove', path: ann },
+    { op: 'replace', path: '/spec/paused', value: false },
+  ];
+}
