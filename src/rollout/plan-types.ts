@@ -60,6 +60,10 @@ export interface WorkloadView {
   desired: number;
   /** StatefulSet: status.updateRevision (a revision name); DaemonSet: undefined (see template). */
   updateRevision?: string;
+  /** StatefulSet: status.currentRevision. */
+  currentRevision?: string;
+  /** StatefulSet on RollingUpdate held at admission (workloads/hold.ts): the user's partition, restored on release. */
+  heldPartition?: number;
   /** DaemonSet: the template generation its new pods carry. */
   templateGeneration?: number;
   /** DaemonSet, Deployment: its spec.template as the API serves it (the target revision is the one whose data equals it). */

@@ -88,11 +88,13 @@ export function planRollout(input: PlanInput): Plan {
   }
   if (!w) return stopped('Failed', REASON.targetNotFound, `${spec.targetRef.kind} ${spec.targetRef.name} not found in namespace ${rollout.metadata.namespace ?? 'default'}`);
   if (w.gate) return stopped(w.gate.phase, w.gate.reason, w.gate.message);
-  if (w.kind !== 'Deployment' && w.updateStrategy !== 'OnDelete') {
+  // A StatefulSet on RollingUpdate: held at admission, or at rest (nothing for its controller to roll).
+  const rollingHeld = w.kind === 'StatefulSet' && (w.heldPartition !== undefined || (!!w.updateRevision && w.currentRevision === w.updateRevision));
+  if (w.kind !== 'Deployment' && w.updateStrategy !== 'OnDelete' && !rollingHeld) {
     return stopped(
       'Failed',
       REASON.notOnDelete,
-      `${w.kind} ${w.name} has updateStrategy ${w.updateStrategy || 'RollingUpdate'}: the stock controller would recreate the pods itself; set updateStrategy.type to OnDelete`,
+      `${w.kind} ${w.name} has updateStrategy ${w.updateStrategy || 'RollingUpdate'}: the stock controller would recreate the pods itself; set updateStrategy.type to OnDelete, or install deploy/workload-hold-policy.yaml (StatefulSets: it holds the change at admission)`,
     );
   }
   const waiting = (message: string): Plan => ({ actions: [], status: { ...(prev ?? {}), ...base, message } });
@@ -109,7 +111,7 @@ export function planRollout(input: PlanInput): Plan {
   const byHash = new Map(input.revisions.filter((r) => !ignored.includes(r)).sort((a, b) => own(a) - own(b)).map((r) => [r.hash, r]));
   const conflictOf = new Map((input.conflicts ?? []).map((c) => [c.name, c]));
   const live = input.pods.filter((p) => !p.deleting);
-  const partition = spec.partition ?? 0;
+  const partition = Math.max(spec.partition ?? 0, w.heldPartition ?? 0);
   const { order, inScope } = ordered(w, live, partition);
   const minReadyMs = (spec.strategy?.minReadySeconds ?? 0) * 1000;
   const available = (p: PodView) => p.ready && (p.readySinceMs === undefined || nowMs - p.readySinceMs >= minReadyMs);

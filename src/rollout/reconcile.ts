@@ -20,7 +20,7 @@ import { boundStatus } from './status-bounds.js';
 import { sameJson } from './template-diff.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
-import { finishDeployment, observeDeployment } from './workloads/deployment-round.js';
+import { finishDeployment, observeDeployment, releaseStatefulSet } from './workloads/deployment-round.js';
 import type { DeploymentObserved } from './workloads/deployment-view.js';
 
 /** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */
@@ -213,6 +213,10 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
   // A Deployment's hold released once its pods are done, or for a change beyond images (workloads/deployment-round.ts).
   if (deployment && d.deployments && d.leading()) {
     const note = await finishDeployment(d.api, d.deployments, rollout, deployment, plan, d.log);
+    if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
+  }
+  if (input.workload && d.deployments && d.leading()) {
+    const note = await releaseStatefulSet(d.api, d.deployments, rollout, input.workload, plan, d.log);
     if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });

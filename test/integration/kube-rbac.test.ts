@@ -28,7 +28,7 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['inplace-agent.io', 'containerrestarts', 'status', ['patch', 'update']],
   ['discovery.k8s.io', 'endpointslices', '', ['get', 'list', 'watch']],
   ['authorization.k8s.io', 'subjectaccessreviews', '', ['create']],
-  ['apps', 'statefulsets', '', ['get', 'list', 'watch']],
+  ['apps', 'statefulsets', '', ['get', 'list', 'watch', 'patch']],
   ['apps', 'daemonsets', '', ['get', 'list', 'watch']],
   ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],
   ['apps', 'deployments', '', ['get', 'list', 'watch', 'patch']],

@@ -3,7 +3,7 @@
 import * as k8s from '../../kube/client.js';
 import { apiStatusCode, kubeCall, kubeError } from '../../kube/api-error.js';
 import { selectorFor } from '../../kube/label-selector.js';
-import { deploymentRelease } from './hold.js';
+import { deploymentRelease, partitionRelease } from './hold.js';
 
 const FIELD_MANAGER = 'inplace-agent-rollout';
 
@@ -15,6 +15,8 @@ export interface DeploymentApi {
   patchReplicaSetTemplate(namespace: string, rs: k8s.V1ReplicaSet, template: k8s.V1PodTemplateSpec): Promise<k8s.V1ReplicaSet>;
   /** Gives a Deployment the hold paused back to its controller (hold.ts); fails (Aborted/InvalidArgument) when it is no longer held. */
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment>;
+  /** Gives a StatefulSet the hold holds back to its controller: the user's partition (hold.ts); fails when no longer held. */
+  releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet>;
 }
 
 /** DeploymentApi on a real API server, with the agent's credentials. */
@@ -46,6 +48,10 @@ export class KubeDeploymentApi implements DeploymentApi {
       { op: 'replace', path: '/spec/template', value: template },
     ];
     return kubeCall(`patch the template of ReplicaSet ${namespace}/${name}`, () => this.apps.patchNamespacedReplicaSet({ namespace, name, body, fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
+  }
+
+  releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet> {
+    return kubeCall(`release StatefulSet ${namespace}/${name}`, () => this.apps.patchNamespacedStatefulSet({ namespace, name, body: partitionRelease(partition), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment> {

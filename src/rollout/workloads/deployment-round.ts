@@ -9,7 +9,7 @@ import { rolloutNeeds } from '../../kube/request-permissions.js';
 import { recordedRequester } from '../../kube/requester.js';
 import type { Logger } from '../../log.js';
 import { podViews } from '../observe.js';
-import type { Plan, PlanInput } from '../plan-types.js';
+import type { Plan, PlanInput, WorkloadView } from '../plan-types.js';
 import type { RolloutApi, Workload } from '../rollout-api.js';
 import { ownedBy } from '../ownership.js';
 import { restartViews } from '../observe.js';
@@ -31,10 +31,29 @@ export async function observeDeployment(api: RolloutApi, deployments: Deployment
   return { observed, input: { rollout, workload: observed.workload, revisions: observed.revisions, pods: observed.pods, restarts: restartViews(crs.filter((cr) => ownedBy(uid, cr))), nowMs } };
 }
 
+/**
+ * Whether the plan says Succeeded of the workload as it is now: a plan that waits for the controller (a new
+ * generation not observed yet, a revision not listed) carries the last status over, Succeeded of the last template.
+ */
+export function succeededNow(w: WorkloadView, plan: Plan): boolean {
+  if (plan.status.phase !== 'Succeeded' || w.observedGeneration < w.generation) return false;
+  return w.kind !== 'StatefulSet' || plan.status.updateRevision === w.updateRevision;
+}
+
+/** A held StatefulSet whose pods are all at the update revision and available: its partition back to the user's. */
+export async function releaseStatefulSet(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, w: WorkloadView, plan: Plan, log: Logger): Promise<string | undefined> {
+  if (w.kind !== 'StatefulSet' || w.heldPartition === undefined || !succeededNow(w, plan)) return undefined;
+  const ns = rollout.metadata.namespace ?? 'default';
+  await requireAccess(api, recordedRequester(rollout.spec), rolloutNeeds(ns, rollout.spec.targetRef) ?? [], `InPlaceRollout ${ns}/${rollout.metadata.name}`);
+  await deployments.releaseStatefulSet(ns, w.name, w.heldPartition);
+  log.info('rollout: StatefulSet released', { rollout: `${ns}/${rollout.metadata.name}`, statefulset: w.name, partition: w.heldPartition });
+  return `; StatefulSet ${w.name} released (partition ${w.heldPartition})`;
+}
+
 /** What a round writes for a Deployment after its plan's actions; answers what it did, for the status message. */
 export async function finishDeployment(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, o: DeploymentObserved, plan: Plan, log: Logger): Promise<string | undefined> {
   if (!o.held) return undefined;
-  const finished = plan.status.phase === 'Succeeded';
+  const finished = succeededNow(o.workload, plan);
   if (!finished && !o.handOver) return undefined;
   const ns = rollout.metadata.namespace ?? 'default';
   const name = o.workload.name;

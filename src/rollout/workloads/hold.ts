@@ -9,6 +9,16 @@ export const PARTITION_HOLD_ANNOTATION = 'inplace-agent.io/hold-partition';
 /** On a held DaemonSet: its rolling update ("maxUnavailable=1,maxSurge=0"), put back on release. */
 export const DAEMONSET_HOLD_ANNOTATION = 'inplace-agent.io/hold-strategy';
 
+/** Releases a StatefulSet the hold holds: its partition back to the user's, the annotation removed (tested first). */
+export function partitionRelease(partition: number): JsonPatchOp[] {
+  const ann = `/metadata/annotations/${escapeKey(PARTITION_HOLD_ANNOTATION)}`;
+  return [
+    { op: 'test', path: ann, value: String(partition) },
+    { op: 'remove', path: ann },
+    { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/partition', value: partition },
+  ];
+}
+
 /** A JSON patch operation. */
 export interface JsonPatchOp {
   op: 'add' | 'replace' | 'remove' | 'test';

@@ -1,0 +1,90 @@
+// A StatefulSet left on its default RollingUpdate strategy, rolled out in place by the DaemonSet's agents: the
+// hold of deploy/workload-hold-policy.yaml sets its partition to its replicas as the template changes, the agents
+// update the pods in place and relabel them to the update revision, then put the user's partition back. The
+// StatefulSet's own status must then say it is done: currentRevision == updateRevision, and
+// `kubectl rollout status` exits 0.
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { READY_CONDITION } from '../../src/kube/ready-condition.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION } from '../../src/rollout/types.js';
+import { PARTITION_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { kubeEnv } from '../testbed/kube-env.js';
+import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
+import { until } from '../support/kube-users.js';
+import { agentOnEveryNode, AGENT_NS } from '../support/rollout-wait.js';
+import { requireRuntime } from '../support/require-runtime.js';
+
+const run = promisify(execFile);
+const env = kubeEnv();
+const NAME = 'db';
+const REPLICAS = 3;
+const APP = `trap 'exit 0' TERM; while :; do sleep 1 & wait $!; done`;
+
+describe("A StatefulSet on RollingUpdate rolled out in place by the DaemonSet's agents (real cluster)", function () {
+  this.timeout(600_000);
+  const kc = new KubeConfig();
+  let apps: AppsV1Api;
+  let core: CoreV1Api;
+  let ns = '';
+  const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
+  const pods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${NAME}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+
+  before(async function () {
+    await requireRuntime(this, `the agent's DaemonSet ${AGENT_NS}/inplace-agent Ready on every node, with deploy/workload-hold-policy.yaml (scripts/kube-deploy-agent)`, async () => {
+      kc.loadFromFile(env.kubeconfig);
+      apps = kc.makeApiClient(AppsV1Api);
+      core = kc.makeApiClient(CoreV1Api);
+      await agentOnEveryNode(kc);
+    });
+    ns = await createNamespace(kc, 'iprs');
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: {
+        metadata: { name: NAME },
+        spec: {
+          replicas: REPLICAS,
+          serviceName: NAME,
+          podManagementPolicy: 'Parallel',
+          selector: { matchLabels: { app: NAME } },
+          template: {
+            metadata: { labels: { app: NAME } },
+            spec: { terminationGracePeriodSeconds: 5, readinessGates: [{ conditionType: READY_CONDITION }], containers: [{ name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] }] },
+          },
+        },
+      },
+    });
+    await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group: IPR_GROUP,
+      version: IPR_VERSION,
+      plural: IPR_PLURAL,
+      namespace: ns,
+      body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name: NAME }, spec: { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: NAME }, prewarm: false } },
+    });
+    await kubectl('rollout', 'status', `statefulset/${NAME}`, '--timeout=180s');
+  });
+
+  after(async () => {
+    if (ns) await deleteNamespace(kc, ns);
+  });
+
+  it('kubectl set image: the same pods, currentRevision == updateRevision, the partition back at 0, kubectl rollout status exits 0', async () => {
+    const before = (await pods()).map((p) => p.metadata?.uid).sort();
+    assert.equal(before.length, REPLICAS);
+    await kubectl('set', 'image', `statefulset/${NAME}`, `app=${env.sandbox.images.appV2}`);
+    // (While held, kubectl rollout status would answer at once: with the partition at replicas, 0 pods are due.)
+    const sts = await until('the StatefulSet released, its currentRevision at the update revision', 300_000, async () => {
+      const s = await apps.readNamespacedStatefulSet({ namespace: ns, name: NAME });
+      return s.status?.currentRevision === s.status?.updateRevision && s.status?.observedGeneration === s.metadata?.generation && !s.metadata?.annotations?.[PARTITION_HOLD_ANNOTATION] ? s : undefined;
+    });
+    assert.equal(sts.spec?.updateStrategy?.rollingUpdate?.partition, 0, "the user's partition back");
+    assert.equal(sts.status?.updatedReplicas, REPLICAS);
+    const after = await pods();
+    assert.deepEqual(after.map((p) => p.metadata?.uid).sort(), before, 'the same pods');
+    for (const p of after) assert.equal(p.spec?.containers[0].image, env.sandbox.images.appV2);
+    // Exit 0, or the call throws.
+    assert.match(await kubectl('rollout', 'status', `statefulset/${NAME}`, '--timeout=60s'), /3 new pods have been updated/);
+  });
+});
