@@ -7,6 +7,8 @@ import { planRollout, POD_TEMPLATE_ANNOTATION, restartName, type PodView } from 
 import type { InPlaceRollout } from '../../src/rollout/types.js';
 import { deploymentObserved, DEPLOYMENT_REASON, templateHash, withoutHash } from '../../src/rollout/workloads/deployment-view.js';
 import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { roundNeeds } from '../../src/rollout/rollout-access.js';
+import { permissionText } from '../../src/kube/request-permissions.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 const template = (image: string, annotations?: Record<string, string>, env?: string) => ({
@@ -92,6 +94,12 @@ describe('rollout of a Deployment (deployment-view.ts)', () => {
   it('kubectl rollout restart (a template annotation): every container restarted in place with its own image', () => {
     const { p } = plan(deployment(template('app:v1', { 'kubectl.kubernetes.io/restartedAt': '2026-12-02T12:00:00Z' }), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
     assert.deepEqual(p.actions.map((a) => a.kind === 'restart' && a.containers), [[{ name: 'app', image: 'app:v1' }]]);
+  });
+
+  it("a round that acts on a Deployment's pods needs its requester to hold patch on the Deployment", () => {
+    const { p } = plan(deployment(template('app:v2'), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
+    const needs = roundNeeds({ ...rollout, metadata: { ...rollout.metadata, namespace: 'shop' } }, p.actions).map((n) => n.anyOf.map(permissionText).join(' or '));
+    assert.equal(needs[0], 'patch deployments.apps/web in namespace shop');
   });
 
   it('a change beyond images and annotations: handed over to the stock rolling update, naming the field', () => {
