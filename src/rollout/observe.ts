@@ -8,7 +8,7 @@ import type { PodView, PrewarmView, RestartView, RevisionView, WorkloadView } fr
 import { REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan.js';
 import type { Workload } from './rollout-api.js';
 import type { PodTemplate } from './template-diff.js';
-import { PARTITION_HOLD_ANNOTATION } from './workloads/hold.js';
+import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from './workloads/hold.js';
 
 /** Annotations on a rollout's ContainerRestart: the revision it takes its pod to. */
 export const REVISION_HASH_ANNOTATION = 'inplace-agent.io/rollout-revision';
@@ -28,7 +28,8 @@ export function workloadView(w: Workload): WorkloadView {
   const tg = Number(m.annotations?.[DS_TEMPLATE_GENERATION] ?? m.generation ?? 0);
   // As JSON, the form a ControllerRevision's data has (a typed client object may hold Dates).
   const template = JSON.parse(JSON.stringify(w.obj.spec?.template ?? {})) as PodTemplate;
-  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg, template };
+  const heldStrategy = m.annotations?.[DAEMONSET_HOLD_ANNOTATION];
+  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg, template, ...(heldStrategy !== undefined ? { heldStrategy } : {}) };
 }
 
 /** The selector's matchLabels (what pods and revisions are listed by). */

@@ -64,6 +64,8 @@ export interface WorkloadView {
   currentRevision?: string;
   /** StatefulSet on RollingUpdate held at admission (workloads/hold.ts): the user's partition, restored on release. */
   heldPartition?: number;
+  /** DaemonSet held at admission (OnDelete while held): its rolling update as recorded, restored on release. */
+  heldStrategy?: string;
   /** DaemonSet: the template generation its new pods carry. */
   templateGeneration?: number;
   /** DaemonSet, Deployment: its spec.template as the API serves it (the target revision is the one whose data equals it). */

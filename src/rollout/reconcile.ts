@@ -216,7 +216,7 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
     if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   if (input.workload && d.deployments && d.leading()) {
-    const note = await releaseStatefulSet(d.api, d.deployments, rollout, input.workload, plan, d.log);
+    const note = await releaseStatefulSet(d.api, d.deployments, rollout, input.workload, plan, d.log, targetRevision(input.workload, input.revisions)?.hash);
     if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });

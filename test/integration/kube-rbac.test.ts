@@ -29,7 +29,7 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['discovery.k8s.io', 'endpointslices', '', ['get', 'list', 'watch']],
   ['authorization.k8s.io', 'subjectaccessreviews', '', ['create']],
   ['apps', 'statefulsets', '', ['get', 'list', 'watch', 'patch']],
-  ['apps', 'daemonsets', '', ['get', 'list', 'watch']],
+  ['apps', 'daemonsets', '', ['get', 'list', 'watch', 'patch']],
   ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],
   ['apps', 'deployments', '', ['get', 'list', 'watch', 'patch']],
   ['apps', 'replicasets', '', ['get', 'list', 'watch', 'patch']],

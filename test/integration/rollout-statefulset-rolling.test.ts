@@ -10,7 +10,7 @@ import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION } from '../../src/rollout/types.js';
-import { PARTITION_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
@@ -86,5 +86,46 @@ describe("A StatefulSet on RollingUpdate rolled out in place by the DaemonSet's 
     for (const p of after) assert.equal(p.spec?.containers[0].image, env.sandbox.images.appV2);
     // Exit 0, or the call throws.
     assert.match(await kubectl('rollout', 'status', `statefulset/${NAME}`, '--timeout=60s'), /3 new pods have been updated/);
+  });
+
+  it('a DaemonSet on RollingUpdate, kubectl set image: the same pods, every one updated, its rolling update back, kubectl rollout status exits 0', async () => {
+    const DS = 'agentlike';
+    await apps.createNamespacedDaemonSet({
+      namespace: ns,
+      body: {
+        metadata: { name: DS },
+        spec: {
+          selector: { matchLabels: { app: DS } },
+          updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1 } },
+          template: {
+            metadata: { labels: { app: DS } },
+            spec: { terminationGracePeriodSeconds: 5, readinessGates: [{ conditionType: READY_CONDITION }], containers: [{ name: 'app', image: env.sandbox.images.appV1, args: ['sh', '-c', APP] }] },
+          },
+        },
+      },
+    });
+    await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
+      group: IPR_GROUP,
+      version: IPR_VERSION,
+      plural: IPR_PLURAL,
+      namespace: ns,
+      body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name: DS }, spec: { targetRef: { apiVersion: 'apps/v1', kind: 'DaemonSet', name: DS }, prewarm: false } },
+    });
+    await kubectl('rollout', 'status', `daemonset/${DS}`, '--timeout=180s');
+    const dsPods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${DS}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+    const before = (await dsPods()).map((p) => p.metadata?.uid).sort();
+    await kubectl('set', 'image', `daemonset/${DS}`, `app=${env.sandbox.images.appV2}`);
+    const ds = await until('the DaemonSet released, every pod updated', 300_000, async () => {
+      const d = await apps.readNamespacedDaemonSet({ namespace: ns, name: DS });
+      const st = d.status;
+      const done = d.spec?.updateStrategy?.type === 'RollingUpdate' && !d.metadata?.annotations?.[DAEMONSET_HOLD_ANNOTATION] && st?.observedGeneration === d.metadata?.generation;
+      return done && st?.updatedNumberScheduled === st?.desiredNumberScheduled ? d : undefined;
+    });
+    assert.equal(ds.spec?.updateStrategy?.rollingUpdate?.maxUnavailable, 1, 'the rolling update as it was');
+    const after = await dsPods();
+    assert.deepEqual(after.map((p) => p.metadata?.uid).sort(), before, 'the same pods');
+    for (const p of after) assert.equal(p.spec?.containers[0].image, env.sandbox.images.appV2);
+    // Exit 0, or the call throws.
+    assert.match(await kubectl('rollout', 'status', `daemonset/${DS}`, '--timeout=60s'), /successfully rolled out/);
   });
 });

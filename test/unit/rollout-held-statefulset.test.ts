@@ -6,6 +6,7 @@ import { planRollout, REASON, type PodView, type WorkloadView } from '../../src/
 import type { PodTemplate } from '../../src/rollout/template-diff.js';
 import type { InPlaceRollout } from '../../src/rollout/types.js';
 import { succeededNow } from '../../src/rollout/workloads/deployment-round.js';
+import { DAEMONSET_HOLD_ANNOTATION, strategyRelease } from '../../src/rollout/workloads/hold.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 const tpl = (image: string): PodTemplate => ({ metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'app', image }] } });
@@ -48,6 +49,17 @@ describe('rollout of a StatefulSet on RollingUpdate', () => {
     // Listed, but not yet the update revision the StatefulSet names.
     assert.equal(succeededNow(sts({ heldPartition: 0, updateRevision: 'db-c' }), { actions: [], status: { phase: 'Succeeded', updateRevision: 'db-b' } }), false);
     assert.equal(succeededNow(sts({ heldPartition: 0 }), { actions: [], status: { phase: 'Succeeded', updateRevision: 'db-b' } }), true);
+  });
+
+  it("a held DaemonSet: released only on a Succeeded of its template's revision, its rolling update put back as recorded", () => {
+    const ds: WorkloadView = { kind: 'DaemonSet', name: 'agent', uid: 'd1', generation: 2, observedGeneration: 2, updateStrategy: 'OnDelete', desired: 3, heldStrategy: 'maxUnavailable=25%,maxSurge=0' };
+    assert.equal(succeededNow(ds, { actions: [], status: { phase: 'Succeeded', updateRevision: 'old' } }, 'new'), false, 'carried over from the last template');
+    assert.equal(succeededNow(ds, { actions: [], status: { phase: 'Succeeded', updateRevision: 'new' } }, 'new'), true);
+    assert.deepEqual(strategyRelease('maxUnavailable=25%,maxSurge=0'), [
+      { op: 'test', path: `/metadata/annotations/${DAEMONSET_HOLD_ANNOTATION.replace('/', '~1')}`, value: 'maxUnavailable=25%,maxSurge=0' },
+      { op: 'remove', path: `/metadata/annotations/${DAEMONSET_HOLD_ANNOTATION.replace('/', '~1')}` },
+      { op: 'replace', path: '/spec/updateStrategy', value: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: 0 } } },
+    ]);
   });
 
   it('a change its controller rolls (not held): refused, naming the hold policy', () => {

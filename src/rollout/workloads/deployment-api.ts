@@ -3,7 +3,7 @@
 import * as k8s from '../../kube/client.js';
 import { apiStatusCode, kubeCall, kubeError } from '../../kube/api-error.js';
 import { selectorFor } from '../../kube/label-selector.js';
-import { deploymentRelease, partitionRelease } from './hold.js';
+import { deploymentRelease, partitionRelease, strategyRelease } from './hold.js';
 
 const FIELD_MANAGER = 'inplace-agent-rollout';
 
@@ -17,6 +17,8 @@ export interface DeploymentApi {
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment>;
   /** Gives a StatefulSet the hold holds back to its controller: the user's partition (hold.ts); fails when no longer held. */
   releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet>;
+  /** Gives a DaemonSet the hold holds back to its controller: its rolling update as recorded (hold.ts). */
+  releaseDaemonSet(namespace: string, name: string, recorded: string): Promise<k8s.V1DaemonSet>;
 }
 
 /** DeploymentApi on a real API server, with the agent's credentials. */
@@ -52,6 +54,10 @@ export class KubeDeploymentApi implements DeploymentApi {
 
   releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet> {
     return kubeCall(`release StatefulSet ${namespace}/${name}`, () => this.apps.patchNamespacedStatefulSet({ namespace, name, body: partitionRelease(partition), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
+  }
+
+  releaseDaemonSet(namespace: string, name: string, recorded: string): Promise<k8s.V1DaemonSet> {
+    return kubeCall(`release DaemonSet ${namespace}/${name}`, () => this.apps.patchNamespacedDaemonSet({ namespace, name, body: strategyRelease(recorded), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment> {

@@ -35,19 +35,25 @@ export async function observeDeployment(api: RolloutApi, deployments: Deployment
  * Whether the plan says Succeeded of the workload as it is now: a plan that waits for the controller (a new
  * generation not observed yet, a revision not listed) carries the last status over, Succeeded of the last template.
  */
-export function succeededNow(w: WorkloadView, plan: Plan): boolean {
+export function succeededNow(w: WorkloadView, plan: Plan, target?: string): boolean {
   if (plan.status.phase !== 'Succeeded' || w.observedGeneration < w.generation) return false;
+  if (w.kind === 'DaemonSet') return target !== undefined && plan.status.updateRevision === target;
   return w.kind !== 'StatefulSet' || plan.status.updateRevision === w.updateRevision;
 }
 
-/** A held StatefulSet whose pods are all at the update revision and available: its partition back to the user's. */
-export async function releaseStatefulSet(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, w: WorkloadView, plan: Plan, log: Logger): Promise<string | undefined> {
-  if (w.kind !== 'StatefulSet' || w.heldPartition === undefined || !succeededNow(w, plan)) return undefined;
+/**
+ * A held StatefulSet or DaemonSet whose pods are all at the target revision (`target`, its hash) and available:
+ * its partition, or its rolling update, back as the user had it.
+ */
+export async function releaseStatefulSet(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, w: WorkloadView, plan: Plan, log: Logger, target?: string): Promise<string | undefined> {
+  const held = w.kind === 'StatefulSet' ? w.heldPartition !== undefined : w.kind === 'DaemonSet' && w.heldStrategy !== undefined;
+  if (!held || !succeededNow(w, plan, target)) return undefined;
   const ns = rollout.metadata.namespace ?? 'default';
   await requireAccess(api, recordedRequester(rollout.spec), rolloutNeeds(ns, rollout.spec.targetRef) ?? [], `InPlaceRollout ${ns}/${rollout.metadata.name}`);
-  await deployments.releaseStatefulSet(ns, w.name, w.heldPartition);
-  log.info('rollout: StatefulSet released', { rollout: `${ns}/${rollout.metadata.name}`, statefulset: w.name, partition: w.heldPartition });
-  return `; StatefulSet ${w.name} released (partition ${w.heldPartition})`;
+  if (w.kind === 'DaemonSet') await deployments.releaseDaemonSet(ns, w.name, w.heldStrategy ?? '');
+  else await deployments.releaseStatefulSet(ns, w.name, w.heldPartition ?? 0);
+  log.info(`rollout: ${w.kind} released`, { rollout: `${ns}/${rollout.metadata.name}`, workload: w.name, ...(w.kind === 'DaemonSet' ? { updateStrategy: w.heldStrategy } : { partition: w.heldPartition }) });
+  return `; ${w.kind} ${w.name} released (${w.kind === 'DaemonSet' ? `RollingUpdate ${w.heldStrategy ?? ''}` : `partition ${w.heldPartition}`})`;
 }
 
 /** What a round writes for a Deployment after its plan's actions; answers what it did, for the status message. */

@@ -19,6 +19,18 @@ export function partitionRelease(partition: number): JsonPatchOp[] {
   ];
 }
 
+/** Releases a DaemonSet the hold holds: its rolling update back as recorded ("maxUnavailable=1,maxSurge=0"). */
+export function strategyRelease(recorded: string): JsonPatchOp[] {
+  const ann = `/metadata/annotations/${escapeKey(DAEMONSET_HOLD_ANNOTATION)}`;
+  const fields = Object.fromEntries(recorded.split(',').map((kv) => kv.split('=')));
+  const value = (v: string | undefined, dflt: number) => (v === undefined ? dflt : /^\d+$/.test(v) ? Number(v) : v);
+  return [
+    { op: 'test', path: ann, value: recorded },
+    { op: 'remove', path: ann },
+    { op: 'replace', path: '/spec/updateStrategy', value: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: value(fields.maxUnavailable, 1), maxSurge: value(fields.maxSurge, 0) } } },
+  ];
+}
+
 /** A JSON patch operation. */
 export interface JsonPatchOp {
   op: 'add' | 'replace' | 'remove' | 'test';
