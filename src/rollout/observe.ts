@@ -29,7 +29,9 @@ export function workloadView(w: Workload): WorkloadView {
   // As JSON, the form a ControllerRevision's data has (a typed client object may hold Dates).
   const template = JSON.parse(JSON.stringify(w.obj.spec?.template ?? {})) as PodTemplate;
   const heldStrategy = m.annotations?.[DAEMONSET_HOLD_ANNOTATION];
-  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg, template, ...(heldStrategy !== undefined ? { heldStrategy } : {}) };
+  const st = w.obj.status;
+  const atRest = st?.observedGeneration === m.generation && st?.updatedNumberScheduled === st?.desiredNumberScheduled;
+  return { kind: 'DaemonSet', ...common, desired: st?.desiredNumberScheduled ?? 0, templateGeneration: tg, template, atRest, ...(heldStrategy !== undefined ? { heldStrategy } : {}) };
 }
 
 /** The selector's matchLabels (what pods and revisions are listed by). */

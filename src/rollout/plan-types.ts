@@ -66,6 +66,8 @@ export interface WorkloadView {
   heldPartition?: number;
   /** DaemonSet held at admission (OnDelete while held): its rolling update as recorded, restored on release. */
   heldStrategy?: string;
+  /** DaemonSet: every pod updated by its controller's count (status.updatedNumberScheduled == desiredNumberScheduled). */
+  atRest?: boolean;
   /** DaemonSet: the template generation its new pods carry. */
   templateGeneration?: number;
   /** DaemonSet, Deployment: its spec.template as the API serves it (the target revision is the one whose data equals it). */

@@ -88,8 +88,8 @@ export function planRollout(input: PlanInput): Plan {
   }
   if (!w) return stopped('Failed', REASON.targetNotFound, `${spec.targetRef.kind} ${spec.targetRef.name} not found in namespace ${rollout.metadata.namespace ?? 'default'}`);
   if (w.gate) return stopped(w.gate.phase, w.gate.reason, w.gate.message);
-  // A StatefulSet on RollingUpdate: held at admission, or at rest (nothing for its controller to roll).
-  const rollingHeld = w.kind === 'StatefulSet' && (w.heldPartition !== undefined || (!!w.updateRevision && w.currentRevision === w.updateRevision));
+  // A StatefulSet or DaemonSet on RollingUpdate: held at admission, or at rest (nothing for its controller to roll).
+  const rollingHeld = w.kind === 'StatefulSet' ? w.heldPartition !== undefined || (!!w.updateRevision && w.currentRevision === w.updateRevision) : w.atRest === true;
   if (w.kind !== 'Deployment' && w.updateStrategy !== 'OnDelete' && !rollingHeld) {
     return stopped(
       'Failed',

@@ -15,6 +15,7 @@ import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
 import { agentOnEveryNode, AGENT_NS } from '../support/rollout-wait.js';
+import type { InPlaceRollout } from '../../src/rollout/types.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
 const run = promisify(execFile);
@@ -31,6 +32,16 @@ describe("A StatefulSet on RollingUpdate rolled out in place by the DaemonSet's 
   let ns = '';
   const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
   const pods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${NAME}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
+
+  /** The rollout's round after the release (its message no longer saying "released"): Succeeded, not refused. */
+  const atRest = async (name: string) => {
+    let last = '';
+    await until(`rollout ${name} Succeeded after the release`, 60_000, async () => {
+      const r = (await kc.makeApiClient(CustomObjectsApi).getNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: ns, name })) as InPlaceRollout;
+      last = JSON.stringify(r.status);
+      return r.status?.phase === 'Succeeded' && !/released/.test(r.status.message ?? '') ? r : undefined;
+    }, () => last);
+  };
 
   before(async function () {
     await requireRuntime(this, `the agent's DaemonSet ${AGENT_NS}/inplace-agent Ready on every node, with deploy/workload-hold-policy.yaml (scripts/kube-deploy-agent)`, async () => {
@@ -86,6 +97,7 @@ describe("A StatefulSet on RollingUpdate rolled out in place by the DaemonSet's 
     for (const p of after) assert.equal(p.spec?.containers[0].image, env.sandbox.images.appV2);
     // Exit 0, or the call throws.
     assert.match(await kubectl('rollout', 'status', `statefulset/${NAME}`, '--timeout=60s'), /3 new pods have been updated/);
+    await atRest(NAME);
   });
 
   it('a DaemonSet on RollingUpdate, kubectl set image: the same pods, every one updated, its rolling update back, kubectl rollout status exits 0', async () => {
@@ -127,5 +139,7 @@ describe("A StatefulSet on RollingUpdate rolled out in place by the DaemonSet's 
     for (const p of after) assert.equal(p.spec?.containers[0].image, env.sandbox.images.appV2);
     // Exit 0, or the call throws.
     assert.match(await kubectl('rollout', 'status', `daemonset/${DS}`, '--timeout=60s'), /successfully rolled out/);
+    // And the rollout, seeing it at rest on RollingUpdate again, says Succeeded (not refused).
+    await atRest(DS);
   });
 });

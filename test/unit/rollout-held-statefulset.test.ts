@@ -62,6 +62,13 @@ describe('rollout of a StatefulSet on RollingUpdate', () => {
     ]);
   });
 
+  it('a DaemonSet on RollingUpdate at rest (after its release): Succeeded, not refused', () => {
+    const ds: WorkloadView = { kind: 'DaemonSet', name: 'db', uid: 'd1', generation: 2, observedGeneration: 2, updateStrategy: 'RollingUpdate', desired: 3, atRest: true, template: tpl('app:v2') };
+    const p = planRollout({ rollout, workload: ds, revisions: [{ name: 'db-b', hash: 'db-b', revision: 2, template: tpl('app:v2') }], pods: [0, 1, 2].map((i) => pod(i, 'db-b', 'app:v2')), restarts: [], nowMs: NOW });
+    assert.equal(p.status.phase, 'Succeeded', p.status.message);
+    assert.equal(planRollout({ rollout, workload: { ...ds, atRest: false }, revisions: [], pods: [], restarts: [], nowMs: NOW }).status.conditions?.[0].reason, REASON.notOnDelete);
+  });
+
   it('a change its controller rolls (not held): refused, naming the hold policy', () => {
     const p = plan(sts({}));
     assert.equal(p.status.conditions?.[0].reason, REASON.notOnDelete);
