@@ -20,7 +20,7 @@ import { boundStatus } from './status-bounds.js';
 import { sameJson } from './template-diff.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
-import { finishDeployment, observeDeployment, releaseStatefulSet } from './workloads/deployment-round.js';
+import { finishDeployment, observeDeployment, releaseHeld } from './workloads/deployment-round.js';
 import type { DeploymentObserved } from './workloads/deployment-view.js';
 
 /** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */
@@ -216,7 +216,7 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
     if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   if (input.workload && d.deployments && d.leading()) {
-    const note = await releaseStatefulSet(d.api, d.deployments, rollout, input.workload, plan, d.log, targetRevision(input.workload, input.revisions)?.hash);
+    const note = await releaseHeld(d.api, d.deployments, rollout, input.workload, plan, d.log, targetRevision(input.workload, input.revisions)?.hash);
     if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });

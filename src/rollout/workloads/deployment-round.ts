@@ -1,8 +1,9 @@
 // The Deployment part of a rollout's round (reconcile.ts calls it): what to read before the plan, and what to
 // write after it: once every pod runs the target template and is available, the ReplicaSet's template is replaced
 // by the Deployment's (pod-template-hash kept) and the hold released; a change beyond images and annotations
-// releases the hold at once (the stock rolling update takes it). Both writes are the rollout requester's to ask for:
-// patch on the Deployment, as for every round that acts (rollout-access.ts).
+// releases the hold at once (the stock rolling update takes it). A held StatefulSet or DaemonSet is released the same
+// way once done (releaseHeld): its partition, or its rolling update, back as recorded. Every release is the rollout
+// requester's to ask for: patch on the workload, as for every round that acts (rollout-access.ts).
 import type { V1PodTemplateSpec } from '../../kube/client.js';
 import { requireAccess } from '../../kube/access-review.js';
 import { rolloutNeeds } from '../../kube/request-permissions.js';
@@ -45,7 +46,7 @@ export function succeededNow(w: WorkloadView, plan: Plan, target?: string): bool
  * A held StatefulSet or DaemonSet whose pods are all at the target revision (`target`, its hash) and available:
  * its partition, or its rolling update, back as the user had it.
  */
-export async function releaseStatefulSet(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, w: WorkloadView, plan: Plan, log: Logger, target?: string): Promise<string | undefined> {
+export async function releaseHeld(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, w: WorkloadView, plan: Plan, log: Logger, target?: string): Promise<string | undefined> {
   const held = w.kind === 'StatefulSet' ? w.heldPartition !== undefined : w.kind === 'DaemonSet' && w.heldStrategy !== undefined;
   if (!held || !succeededNow(w, plan, target)) return undefined;
   const ns = rollout.metadata.namespace ?? 'default';
