@@ -5,6 +5,7 @@ import type { Logger } from '../log.js';
 import { KubeFleetApi } from '../fleet/fleet-api.js';
 import { COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
 import { KubeRolloutApi } from '../rollout/rollout-api.js';
+import { KubeDeploymentApi } from '../rollout/workloads/deployment-api.js';
 import { kubeLists, RolloutCache } from '../rollout/rollout-cache.js';
 import { followerDeps } from '../kube/list-follower.js';
 import type { DaemonOptions } from './options.js';
@@ -18,7 +19,7 @@ export async function startRollouts(kc: KubeConfig, nodeName: string, agentId: s
   const c = new RolloutCoordinator(
     new KubeRolloutApi(kc),
     new KubeFleetApi(kc, clock),
-    { ...COORDINATOR_DEFAULTS, node: nodeName, holder, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace },
+    { ...COORDINATOR_DEFAULTS, node: nodeName, holder, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace, deployments: new KubeDeploymentApi(kc) },
     clock,
     rlog,
     // While it leads, the coordinator reads through watches and acts on every change they hear.

@@ -21,6 +21,7 @@ import { SlotClaimer, slotFree, slotName } from '../fleet/slots.js';
 import { CreateRefusals } from './create-refusals.js';
 import { reconcileRollout } from './reconcile.js';
 import type { RolloutApi } from './rollout-api.js';
+import type { DeploymentApi } from './workloads/deployment-api.js';
 import { directView, type RolloutView } from './rollout-cache.js';
 
 /** The coordination Lease's group name among the fleet's slot Leases: the Lease is `inplace-rollouts-slot-0`. */
@@ -45,6 +46,8 @@ export interface CoordinatorOptions {
   retryMs: number;
   /** Only the rollouts of this namespace; all when undefined. */
   namespace?: string;
+  /** Deployments and their ReplicaSets, for rollouts of Deployments. */
+  deployments?: DeploymentApi;
 }
 
 /** Defaults for a real agent. */
@@ -222,7 +225,7 @@ export class RolloutCoordinator {
       for (const r of rollouts) {
         if (!this.leading()) break;
         try {
-          const plan = await reconcileRollout({ api: reads, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals }, r, rollouts);
+          const plan = await reconcileRollout({ api: reads, deployments: this.opts.deployments, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals }, r, rollouts);
           if (plan.wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, plan.wakeAtMs);
           this.failingRollouts.delete(r.metadata.uid ?? '');
         } catch (err) {

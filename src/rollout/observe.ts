@@ -8,6 +8,7 @@ import type { PodView, PrewarmView, RestartView, RevisionView, WorkloadView } fr
 import { REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan.js';
 import type { Workload } from './rollout-api.js';
 import type { PodTemplate } from './template-diff.js';
+import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from './workloads/hold.js';
 
 /** Annotations on a rollout's ContainerRestart: the revision it takes its pod to. */
 export const REVISION_HASH_ANNOTATION = 'inplace-agent.io/rollout-revision';
@@ -19,11 +20,18 @@ const DS_TEMPLATE_GENERATION = 'deprecated.daemonset.template.generation';
 export function workloadView(w: Workload): WorkloadView {
   const m = w.obj.metadata ?? {};
   const common = { name: m.name ?? '', uid: m.uid ?? '', generation: m.generation ?? 0, observedGeneration: w.obj.status?.observedGeneration ?? 0, updateStrategy: w.obj.spec?.updateStrategy?.type ?? 'RollingUpdate' };
-  if (w.kind === 'StatefulSet') return { kind: 'StatefulSet', ...common, desired: w.obj.spec?.replicas ?? 1, updateRevision: w.obj.status?.updateRevision };
+  if (w.kind === 'StatefulSet') {
+    const held = m.annotations?.[PARTITION_HOLD_ANNOTATION];
+    const st = w.obj.status;
+    return { kind: 'StatefulSet', ...common, desired: w.obj.spec?.replicas ?? 1, updateRevision: st?.updateRevision, currentRevision: st?.currentRevision, ...(held !== undefined ? { heldPartition: Number(held) || 0 } : {}) };
+  }
   const tg = Number(m.annotations?.[DS_TEMPLATE_GENERATION] ?? m.generation ?? 0);
   // As JSON, the form a ControllerRevision's data has (a typed client object may hold Dates).
   const template = JSON.parse(JSON.stringify(w.obj.spec?.template ?? {})) as PodTemplate;
-  return { kind: 'DaemonSet', ...common, desired: w.obj.status?.desiredNumberScheduled ?? 0, templateGeneration: tg, template };
+  const heldStrategy = m.annotations?.[DAEMONSET_HOLD_ANNOTATION];
+  const st = w.obj.status;
+  const atRest = st?.observedGeneration === m.generation && st?.updatedNumberScheduled === st?.desiredNumberScheduled;
+  return { kind: 'DaemonSet', ...common, desired: st?.desiredNumberScheduled ?? 0, templateGeneration: tg, template, atRest, ...(heldStrategy !== undefined ? { heldStrategy } : {}) };
 }
 
 /** The selector's matchLabels (what pods and revisions are listed by). */

@@ -33,6 +33,8 @@ export const IGNORED_REVISIONS = 'IgnoredRevisions';
 
 /** Label the stock controllers put on every pod: the revision it was made from. */
 export const REVISION_HASH_LABEL = 'controller-revision-hash';
+/** Annotation on a Deployment's pod updated in place: the template (its hash, workloads/deployment-view.ts) it now runs. */
+export const POD_TEMPLATE_ANNOTATION = 'inplace-agent.io/template';
 /** Label the DaemonSet controller puts on its pods: the template generation. */
 export const TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
 
@@ -47,7 +49,7 @@ export interface CreateConflict {
 
 /** The target workload as the planner needs it. */
 export interface WorkloadView {
-  kind: 'StatefulSet' | 'DaemonSet';
+  kind: 'Deployment' | 'StatefulSet' | 'DaemonSet';
   name: string;
   uid: string;
   generation: number;
@@ -58,10 +60,24 @@ export interface WorkloadView {
   desired: number;
   /** StatefulSet: status.updateRevision (a revision name); DaemonSet: undefined (see template). */
   updateRevision?: string;
+  /** StatefulSet: status.currentRevision. */
+  currentRevision?: string;
+  /** StatefulSet on RollingUpdate held at admission (workloads/hold.ts): the user's partition, restored on release. */
+  heldPartition?: number;
+  /** DaemonSet held at admission (OnDelete while held): its rolling update as recorded, restored on release. */
+  heldStrategy?: string;
+  /** DaemonSet: every pod updated by its controller's count (status.updatedNumberScheduled == desiredNumberScheduled). */
+  atRest?: boolean;
   /** DaemonSet: the template generation its new pods carry. */
   templateGeneration?: number;
-  /** DaemonSet: its spec.template as the API serves it (the target revision is the one whose data equals it). */
+  /** DaemonSet, Deployment: its spec.template as the API serves it (the target revision is the one whose data equals it). */
   template?: PodTemplate;
+  /** Deployment: its own maxUnavailable (the budget the stock controller would keep), over the rollout's. */
+  maxUnavailable?: number | string;
+  /** Deployment: why the rollout does not act (workloads/deployment-view.ts); undefined: held, or nothing to do. */
+  gate?: { phase: 'Progressing' | 'Paused'; reason: string; message: string };
+  /** Deployment: a pod updated in place is marked with an annotation (the ReplicaSet keeps its hash label). */
+  marksPods?: boolean;
 }
 
 /** One ControllerRevision of the workload. */

@@ -20,7 +20,7 @@ import { imageMatches } from '../image-ref.js';
 import { restartName, prewarmName } from './names.js';
 import { chooseTarget, ignoredMessage } from './revisions.js';
 import { diffTemplates, mapChanges } from './template-diff.js';
-import { COMPLETE, IGNORED_REVISIONS, PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
+import { COMPLETE, IGNORED_REVISIONS, POD_TEMPLATE_ANNOTATION, PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
 import { DEFAULT_MAX_UNAVAILABLE, type Plan, type PlanInput, type PodView, type RevisionView, type RolloutAction, type WorkloadView } from './plan-types.js';
 import type { InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
 import { keepTransition } from '../kube/conditions.js';
@@ -86,11 +86,14 @@ export function planRollout(input: PlanInput): Plan {
     );
   }
   if (!w) return stopped('Failed', REASON.targetNotFound, `${spec.targetRef.kind} ${spec.targetRef.name} not found in namespace ${rollout.metadata.namespace ?? 'default'}`);
-  if (w.updateStrategy !== 'OnDelete') {
+  if (w.gate) return stopped(w.gate.phase, w.gate.reason, w.gate.message);
+  // A StatefulSet or DaemonSet on RollingUpdate: held at admission, or at rest (nothing for its controller to roll).
+  const rollingHeld = w.kind === 'StatefulSet' ? w.heldPartition !== undefined || (!!w.updateRevision && w.currentRevision === w.updateRevision) : w.atRest === true;
+  if (w.kind !== 'Deployment' && w.updateStrategy !== 'OnDelete' && !rollingHeld) {
     return stopped(
       'Failed',
       REASON.notOnDelete,
-      `${w.kind} ${w.name} has updateStrategy ${w.updateStrategy || 'RollingUpdate'}: the stock controller would recreate the pods itself; set updateStrategy.type to OnDelete`,
+      `${w.kind} ${w.name} has updateStrategy ${w.updateStrategy || 'RollingUpdate'}: the stock controller would recreate the pods itself; set updateStrategy.type to OnDelete, or install deploy/workload-hold-policy.yaml (StatefulSets: it holds the change at admission)`,
     );
   }
   const waiting = (message: string): Plan => ({ actions: [], status: { ...(prev ?? {}), ...base, message } });
@@ -107,7 +110,7 @@ export function planRollout(input: PlanInput): Plan {
   const byHash = new Map(input.revisions.filter((r) => !ignored.includes(r)).sort((a, b) => own(a) - own(b)).map((r) => [r.hash, r]));
   const conflictOf = new Map((input.conflicts ?? []).map((c) => [c.name, c]));
   const live = input.pods.filter((p) => !p.deleting);
-  const partition = spec.partition ?? 0;
+  const partition = Math.max(spec.partition ?? 0, w.heldPartition ?? 0);
   const { order, inScope } = ordered(w, live, partition);
   const minReadyMs = (spec.strategy?.minReadySeconds ?? 0) * 1000;
   const available = (p: PodView) => p.ready && (p.readySinceMs === undefined || nowMs - p.readySinceMs >= minReadyMs);
@@ -148,9 +151,11 @@ export function planRollout(input: PlanInput): Plan {
       unscheduled.push(p.name);
       continue;
     }
-    const images = wanted.filter((c) => p.containers.find((x) => x.name === c.name)?.image !== c.image).map((c) => ({ name: c.name, image: c.image as string }));
     const from = byHash.get(p.revisionHash);
     const diff = from ? diffTemplates(from.template, target.template) : undefined;
+    // A template annotation changed (kubectl rollout restart, Reloader): a Deployment's pod restarts every container in place.
+    const restartAll = w.kind === 'Deployment' && r?.phase !== 'Succeeded' && Object.keys(diff?.annotations ?? {}).length > 0;
+    const images = wanted.filter((c) => restartAll || p.containers.find((x) => x.name === c.name)?.image !== c.image).map((c) => ({ name: c.name, image: c.image as string }));
     if (images.length === 0 && (diff ? diff.other.length === 0 : r?.phase === 'Succeeded')) {
       // Spec at the target: only the labels are left (the restart succeeded, or nothing but labels changed).
       inFlight.add(p.name);
@@ -169,7 +174,7 @@ export function planRollout(input: PlanInput): Plan {
       if (failures.length === 1) conflictFirst = conflict.reason;
       continue;
     }
-    if (!fallback) for (const c of images) imagesToWarm.add(c.image);
+    if (!fallback) for (const c of images) if (p.containers.find((x) => x.name === c.name)?.image !== c.image) imagesToWarm.add(c.image);
     candidates.push({ pod: p, images, fallback });
   }
 
@@ -186,7 +191,7 @@ export function planRollout(input: PlanInput): Plan {
   };
 
   // Budget: pods not available, pods missing, and pods in flight (once each), against maxUnavailable.
-  const maxUnavailable = resolveMaxUnavailable(spec.maxUnavailable, w.desired);
+  const maxUnavailable = resolveMaxUnavailable(w.maxUnavailable ?? spec.maxUnavailable, w.desired);
   const unavailable = new Set(live.filter((p) => !available(p)).map((p) => p.name));
   for (const p of live) if (inFlight.has(p.name) && !back(p)) unavailable.add(p.name);
   let budget = maxUnavailable - unavailable.size - Math.max(0, w.desired - live.length);
@@ -279,7 +284,8 @@ export function planRollout(input: PlanInput): Plan {
 function relabelling(w: WorkloadView, target: RevisionView, p: PodView, diff: ReturnType<typeof diffTemplates> | undefined): { labels: Record<string, string | null>; annotations: Record<string, string | null> } {
   const labels = { ...(diff?.labels ?? mapChanges({}, target.template.metadata?.labels)) };
   const annotations = { ...(diff?.annotations ?? {}) };
-  labels[REVISION_HASH_LABEL] = target.hash;
+  if (w.marksPods) annotations[POD_TEMPLATE_ANNOTATION] = target.hash;
+  else labels[REVISION_HASH_LABEL] = target.hash;
   if (w.kind === 'DaemonSet' && w.templateGeneration !== undefined) labels[TEMPLATE_GENERATION_LABEL] = String(w.templateGeneration);
   // Only what differs from the pod as it is.
   for (const [k, v] of Object.entries(labels)) if ((p.labels[k] ?? null) === v) delete labels[k];

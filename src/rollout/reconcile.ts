@@ -19,6 +19,9 @@ import { targetHolder } from './target-claim.js';
 import { boundStatus } from './status-bounds.js';
 import { sameJson } from '../same-json.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
+import type { DeploymentApi } from './workloads/deployment-api.js';
+import { finishDeployment, observeDeployment, releaseHeld } from './workloads/deployment-round.js';
+import type { DeploymentObserved } from './workloads/deployment-view.js';
 
 /** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */
 export const PREWARM_PARALLEL_NODES = 5;
@@ -41,15 +44,22 @@ export interface ReconcileDeps {
   log: Logger;
   /** Creates that could not be made, and their back-off (kept by the coordinator across rounds). */
   refusals?: CreateRefusals;
+  /** Deployments and their ReplicaSets (a rollout of a Deployment fails its rounds without). */
+  deployments?: DeploymentApi;
 }
 
 /** Reads everything the planner looks at for the rollout; `all` is every rollout, to see which one holds the workload. */
-export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InPlaceRollout[], nowMs: number): Promise<{ input: PlanInput; workload?: Workload }> {
+export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InPlaceRollout[], nowMs: number, deployments?: DeploymentApi): Promise<{ input: PlanInput; workload?: Workload; deployment?: DeploymentObserved }> {
   const ns = rollout.metadata.namespace ?? 'default';
   const ref = rollout.spec.targetRef;
   const holder = targetHolder(rollout, all);
   // Held by another rollout: nothing of the workload is read, nothing will be done.
   if (holder !== rollout) return { input: { rollout, revisions: [], pods: [], restarts: [], heldBy: holder.metadata.name, nowMs } };
+  if (ref.kind === 'Deployment') {
+    if (!deployments) throw new AgentError('FailedPrecondition', 'this agent reads no Deployments');
+    const { input, observed } = await observeDeployment(api, deployments, rollout, nowMs);
+    return { input, deployment: observed };
+  }
   const w = await api.getWorkload(ns, ref.kind, ref.name);
   if (!w) return { input: { rollout, revisions: [], pods: [], restarts: [], nowMs } };
   const sel = selectorOf(w);
@@ -180,7 +190,7 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
   const uid = rollout.metadata.uid ?? '';
   const generation = rollout.metadata.generation ?? 0;
   const refusals = d.refusals ?? new CreateRefusals();
-  const { input: observed, workload } = await observe(d.api, rollout, all, d.nowMs());
+  const { input: observed, workload, deployment } = await observe(d.api, rollout, all, d.nowMs(), d.deployments);
   // Creates still backing off are not tried again: the planner makes them failures at once.
   const input: PlanInput = { ...observed, conflicts: refusals.active(uid, generation, d.nowMs()) };
   // Nothing is done that the rollout's requester could not do (rollout-access.ts).
@@ -199,6 +209,15 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
   // Pre-warms of this rollout that no round needs any more (started, or of an older revision): its own only.
   for (const pw of await d.api.listPrewarms(uid)) {
     if (pw.metadata.name !== plan.prewarm && deletablePrewarm(rollout, pw) && d.leading()) await d.api.deletePrewarm(pw.metadata.name, pw.metadata.uid ?? '');
+  }
+  // A Deployment's hold released once its pods are done, or for a change beyond images (workloads/deployment-round.ts).
+  if (deployment && d.deployments && d.leading()) {
+    const note = await finishDeployment(d.api, d.deployments, rollout, deployment, plan, d.log);
+    if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
+  }
+  if (input.workload && d.deployments && d.leading()) {
+    const note = await releaseHeld(d.api, d.deployments, rollout, input.workload, plan, d.log, targetRevision(input.workload, input.revisions)?.hash);
+    if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });
   if (d.leading() && !sameJson(rollout.status ?? {}, status)) await d.api.writeRolloutStatus(rollout, status);

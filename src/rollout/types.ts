@@ -22,7 +22,7 @@ export type RolloutPhase = 'Prewarming' | 'Progressing' | 'Paused' | 'Succeeded'
 
 /** InPlaceRollout.spec */
 export interface InPlaceRolloutSpec {
-  targetRef: { apiVersion: string; kind: 'StatefulSet' | 'DaemonSet'; name: string };
+  targetRef: { apiVersion: string; kind: 'Deployment' | 'StatefulSet' | 'DaemonSet'; name: string };
   /** Pods not ready at once, counting those already unavailable: an integer or a percent ("25%"). Default 1. */
   maxUnavailable?: number | string;
   /** StatefulSet: ordinals below it keep the old revision; DaemonSet: this many pods (last in node order) keep it. */

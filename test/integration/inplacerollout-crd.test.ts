@@ -63,7 +63,7 @@ describe('InPlaceRollout CRD (real kube-apiserver)', function () {
   });
 
   it('refuses other targets, and a change of targetRef', async () => {
-    assert.match(await refusal(create('deploy', { targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' } })), /spec\.targetRef\.kind: Unsupported value: \\"Deployment\\"/);
+    assert.match(await refusal(create('rs', { targetRef: { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web' } })), /spec\.targetRef\.kind: Unsupported value: \\"ReplicaSet\\"/);
     assert.match(await refusal(create('nover', { targetRef: { kind: 'StatefulSet', name: 'web' } })), /apiVersion: Required value/);
     await create('fixed', { targetRef: target });
     const patch = api.patchNamespacedCustomObject({ ...base(), name: 'fixed', body: { spec: { targetRef: { ...target, name: 'other' } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));

@@ -1,0 +1,125 @@
+// A Deployment as the rollout planner sees it (src/rollout/workloads/deployment-view.ts): its ReplicaSets as
+// revisions, its template as the target while it is held, the pods marked by annotation, and why the rollout does
+// not act when the Deployment is not held.
+import assert from 'node:assert/strict';
+import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
+import { planRollout, POD_TEMPLATE_ANNOTATION, restartName, type PodView } from '../../src/rollout/plan.js';
+import type { InPlaceRollout } from '../../src/rollout/types.js';
+import { deploymentObserved, DEPLOYMENT_REASON, templateHash, withoutHash } from '../../src/rollout/workloads/deployment-view.js';
+import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { roundNeeds } from '../../src/rollout/rollout-access.js';
+import { permissionText } from '../../src/kube/request-permissions.js';
+
+const NOW = Date.parse('2026-12-02T12:00:00Z');
+const template = (image: string, annotations?: Record<string, string>, env?: string) => ({
+  metadata: { labels: { app: 'web' }, ...(annotations ? { annotations } : {}) },
+  spec: { containers: [{ name: 'app', image, ...(env ? { env: [{ name: 'X', value: env }] } : {}) }] },
+});
+const deployment = (t: ReturnType<typeof template>, over: { paused?: boolean; held?: boolean; maxUnavailable?: string | number } = {}): V1Deployment => ({
+  metadata: { name: 'web', uid: 'd1', generation: 3, annotations: over.held ? { [DEPLOYMENT_HOLD_ANNOTATION]: 'paused' } : {} },
+  spec: { replicas: 4, paused: over.paused, selector: { matchLabels: { app: 'web' } }, strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: over.maxUnavailable ?? '25%' } }, template: t },
+  status: { observedGeneration: 3 },
+});
+const replicaSet = (name: string, hash: string, t: ReturnType<typeof template>, replicas: number): V1ReplicaSet => ({
+  metadata: { name, uid: `rs-${name}`, labels: { app: 'web', 'pod-template-hash': hash }, annotations: { 'deployment.kubernetes.io/revision': '1' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd1', controller: true }] },
+  spec: { replicas, selector: { matchLabels: { app: 'web' } }, template: { ...t, metadata: { ...t.metadata, labels: { ...t.metadata.labels, 'pod-template-hash': hash } } } },
+});
+const pod = (i: number, image: string, annotations: Record<string, string> = {}): V1Pod => ({
+  metadata: { name: `web-${i}`, uid: `p${i}`, labels: { app: 'web', 'pod-template-hash': 'aaa' }, annotations, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-aaa', uid: 'rs-web-aaa', controller: true }] },
+  spec: { nodeName: `n${i}`, containers: [{ name: 'app', image }] },
+  status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: new Date(NOW - 60_000) }], containerStatuses: [{ name: 'app', image, ready: true, imageID: '', restartCount: 0, started: true }] as never },
+});
+/** The pods' fields as observe.ts reads them, for the ReplicaSets given. */
+const base = (pods: V1Pod[], owners: Set<string>): PodView[] =>
+  pods
+    .filter((p) => owners.has(p.metadata?.ownerReferences?.[0].uid ?? ''))
+    .map((p) => ({
+      name: p.metadata?.name ?? '',
+      uid: p.metadata?.uid ?? '',
+      nodeName: p.spec?.nodeName,
+      revisionHash: '',
+      deleting: false,
+      ready: true,
+      readySinceMs: NOW - 60_000,
+      containers: (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
+      statuses: [{ name: 'app', image: p.spec?.containers[0].image ?? '', ready: true }],
+      labels: p.metadata?.labels ?? {},
+      annotations: p.metadata?.annotations ?? {},
+    }));
+const rollout: InPlaceRollout = { metadata: { name: 'web', namespace: 'ns', uid: 'r1', generation: 1 }, spec: { targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'web' }, prewarm: false, maxUnavailable: 3 } };
+const plan = (d: V1Deployment, rss: V1ReplicaSet[], pods: V1Pod[]) => {
+  const o = deploymentObserved(d, rss, pods, base);
+  return { o, p: planRollout({ rollout, workload: o.workload, revisions: o.revisions, pods: o.pods, restarts: [], nowMs: NOW }) };
+};
+const V1T = template('app:v1');
+const four = (image: string, ann?: Record<string, string>) => [0, 1, 2, 3].map((i) => pod(i, image, ann));
+
+describe('rollout of a Deployment (deployment-view.ts)', () => {
+  it("its template equal to its ReplicaSet's (the hash aside): nothing to do, Succeeded", () => {
+    const { o, p } = plan(deployment(V1T), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
+    assert.deepEqual(withoutHash(o.revisions[0].template), o.revisions[0].template);
+    assert.equal(o.revisions.length, 1, 'no target of its own: the ReplicaSet is it');
+    assert.equal(p.status.phase, 'Succeeded');
+    assert.deepEqual(p.actions, []);
+  });
+
+  it("held with a new image: ContainerRestarts within the Deployment's maxUnavailable (25% of 4 = 1), not the rollout's", () => {
+    const { p } = plan(deployment(template('app:v2'), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
+    assert.equal(p.status.phase, 'Progressing');
+    assert.deepEqual(p.actions.map((a) => a.kind), ['restart']);
+    const a = p.actions[0] as Extract<(typeof p.actions)[0], { kind: 'restart' }>;
+    assert.deepEqual(a.containers, [{ name: 'app', image: 'app:v2' }]);
+    assert.equal(a.name, restartName('web', 'web-0', 3), "numbered by the Deployment's generation");
+  });
+
+  it('a pod whose restart succeeded is marked with the template by annotation (its pod-template-hash label kept)', () => {
+    const d = deployment(template('app:v2'), { paused: true, held: true });
+    const o = deploymentObserved(d, [replicaSet('web-aaa', 'aaa', V1T, 4)], [pod(0, 'app:v2'), ...[1, 2, 3].map((i) => pod(i, 'app:v1'))], base);
+    const target = templateHash(d.spec?.template as never);
+    const p = planRollout({ rollout, workload: o.workload, revisions: o.revisions, pods: o.pods, nowMs: NOW, restarts: [{ name: restartName('web', 'web-0', 3), pod: 'web-0', revisionHash: target, revisionNumber: 3, phase: 'Succeeded' }] });
+    const relabel = p.actions.find((a) => a.kind === 'relabel');
+    assert.ok(relabel && relabel.kind === 'relabel');
+    assert.deepEqual(relabel.labels, {});
+    assert.deepEqual(relabel.annotations, { [POD_TEMPLATE_ANNOTATION]: target });
+  });
+
+  it('every pod marked with the template and available: Succeeded (the round then finishes the ReplicaSet and releases)', () => {
+    const d = deployment(template('app:v2'), { paused: true, held: true });
+    const target = templateHash(d.spec?.template as never);
+    const { o, p } = plan(d, [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v2', { [POD_TEMPLATE_ANNOTATION]: target }));
+    assert.equal(o.held, true);
+    assert.equal(p.status.phase, 'Succeeded', p.status.message);
+  });
+
+  it('kubectl rollout restart (a template annotation): every container restarted in place with its own image', () => {
+    const { p } = plan(deployment(template('app:v1', { 'kubectl.kubernetes.io/restartedAt': '2026-12-02T12:00:00Z' }), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
+    assert.deepEqual(p.actions.map((a) => a.kind === 'restart' && a.containers), [[{ name: 'app', image: 'app:v1' }]]);
+  });
+
+  it("a round that acts on a Deployment's pods needs its requester to hold patch on the Deployment", () => {
+    const { p } = plan(deployment(template('app:v2'), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
+    const needs = roundNeeds({ ...rollout, metadata: { ...rollout.metadata, namespace: 'shop' } }, p.actions).map((n) => n.anyOf.map(permissionText).join(' or '));
+    assert.equal(needs[0], 'patch deployments.apps/web in namespace shop');
+  });
+
+  it('a change beyond images and annotations: handed over to the stock rolling update, naming the field', () => {
+    const { o, p } = plan(deployment(template('app:v1', undefined, 'x'), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
+    assert.equal(o.handOver, 'spec.containers[app].env changed');
+    assert.equal(p.status.conditions?.[0].reason, DEPLOYMENT_REASON.handedOver);
+    assert.match(p.status.message ?? '', /handed over .*spec\.containers\[app\]\.env changed/);
+    assert.deepEqual(p.actions, []);
+  });
+
+  it('not held (no policy), paused by its user, or rolled by the stock controller: nothing done, the status says which', () => {
+    const rs = [replicaSet('web-aaa', 'aaa', V1T, 4)];
+    const notHeld = plan(deployment(template('app:v2')), rs, four('app:v1')).p;
+    assert.equal(notHeld.status.conditions?.[0].reason, DEPLOYMENT_REASON.notHeld);
+    assert.match(notHeld.status.message ?? '', /not held.*workload-hold-policy\.yaml.*kubectl rollout pause/);
+    const user = plan(deployment(template('app:v2'), { paused: true }), rs, four('app:v1')).p;
+    assert.equal(user.status.phase, 'Paused');
+    assert.equal(user.status.conditions?.[0].reason, DEPLOYMENT_REASON.pausedByUser);
+    const stock = plan(deployment(template('app:v2')), [...rs, replicaSet('web-bbb', 'bbb', template('app:v2'), 1)], four('app:v1')).p;
+    assert.equal(stock.status.conditions?.[0].reason, DEPLOYMENT_REASON.stockRollingUpdate);
+    for (const x of [notHeld, user, stock]) assert.deepEqual(x.actions, []);
+  });
+});
