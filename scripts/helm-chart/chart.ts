@@ -34,6 +34,23 @@ function source(deploy: string, file: string): string {
 const header = (file: string) => `# Generated from deploy/${file} by scripts/helm-chart (npm run gen:helm); do not edit.\n`;
 const when = (cond: string, body: string) => `{{- if ${cond} }}\n${body.replace(/\n?$/, '\n')}{{- end }}\n`;
 
+/**
+ * A file's YAML documents, each admission policy (and binding) under the value of its Kubernetes versions:
+ * mutating ones (1.36+) under admissionPolicies.mutating, validating ones under admissionPolicies.validating,
+ * as components/pre-1.36 leaves out every mutating one. Other documents as they are.
+ */
+function byPolicyKind(text: string): string {
+  const docs = text.split(/^---\n/m);
+  if (!docs.some((d) => /^kind: (Mutating|Validating)AdmissionPolicy/m.test(d))) return text;
+  return docs
+    .map((d) => {
+      const kind = d.match(/^kind: (Mutating|Validating)AdmissionPolicy/m)?.[1];
+      if (!kind) return d;
+      return when(kind === 'Mutating' ? '.Values.admissionPolicies.mutating' : '.Values.admissionPolicies.validating', d);
+    })
+    .join('---\n');
+}
+
 function agentOf(ds: V1DaemonSet): V1Container {
   const agent = ds.spec?.template.spec?.containers.find((c) => c.name === 'agent');
   if (!agent) throw new Error('no agent container');
@@ -209,10 +226,8 @@ export function chartFiles(root: string): Map<string, string> {
     let t: string;
     if (file === 'namespace.yaml') t = namespaceTemplate(text);
     else if (file === 'daemonset.yaml') t = daemonSetTemplate(text);
-    else if (file === 'admission-policy.yaml') t = when('.Values.admissionPolicies.validating', text);
-    else if (file === 'admission-requester.yaml') t = when('.Values.admissionPolicies.mutating', text);
     else if (file === 'optional/fleet-prewarm-rbac.yaml') t = when('.Values.fleetPrewarmRBAC', text);
-    else t = text;
+    else t = byPolicyKind(text);
     files.set(`templates/${file.replace('/', '-')}`, header(file) + t);
   }
   return files;
