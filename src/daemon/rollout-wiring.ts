@@ -2,8 +2,8 @@
 import type { KubeConfig } from '../kube/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { KubeFleetApi } from '../fleet/fleet-api.js';
-import { COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
+import { KubeLease } from '../kube/kube-lease.js';
+import { COORDINATION, COORDINATION_LEASE, COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
 import { KubeRolloutApi } from '../rollout/rollout-api.js';
 import { KubeDeploymentApi } from '../rollout/workloads/deployment-api.js';
 import { kubeLists, RolloutCache } from '../rollout/rollout-cache.js';
@@ -18,7 +18,7 @@ export async function startRollouts(kc: KubeConfig, nodeName: string, agentId: s
   const rlog = log.child({ component: 'rollout' });
   const c = new RolloutCoordinator(
     new KubeRolloutApi(kc),
-    new KubeFleetApi(kc, clock),
+    new KubeLease(kc, clock, opts.fleetNamespace, COORDINATION_LEASE, COORDINATION),
     { ...COORDINATOR_DEFAULTS, node: nodeName, holder, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000), namespace: opts.watchNamespace, deployments: new KubeDeploymentApi(kc) },
     clock,
     rlog,

@@ -3,8 +3,8 @@
 import type { KubeConfig } from '../kube/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { KubeFleetApi } from '../fleet/fleet-api.js';
-import { SIDECAR_COORDINATOR_DEFAULTS, SidecarSetCoordinator } from '../sidecarset/coordinator.js';
+import { KubeLease } from '../kube/kube-lease.js';
+import { SIDECAR_COORDINATION, SIDECAR_COORDINATION_LEASE, SIDECAR_COORDINATOR_DEFAULTS, SidecarSetCoordinator } from '../sidecarset/coordinator.js';
 import { KubeSidecarSetApi } from '../sidecarset/sidecarset-api.js';
 import type { DaemonOptions } from './options.js';
 
@@ -13,7 +13,7 @@ export function startSidecarSets(kc: KubeConfig, nodeName: string, agentId: stri
   if (!opts.rollouts) return undefined;
   const c = new SidecarSetCoordinator(
     new KubeSidecarSetApi(kc),
-    new KubeFleetApi(kc, clock),
+    new KubeLease(kc, clock, opts.fleetNamespace, SIDECAR_COORDINATION_LEASE, SIDECAR_COORDINATION),
     { ...SIDECAR_COORDINATOR_DEFAULTS, holder: `${nodeName}/${agentId}`, leaseNamespace: opts.fleetNamespace, leaseSeconds: Math.ceil(opts.rolloutLeaseMs / 1000) },
     clock,
     log.child({ component: 'sidecarset' }),

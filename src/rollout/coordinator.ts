@@ -1,13 +1,7 @@
-// The rollout coordinator inside every agent of the DaemonSet. One agent at a time holds the coordination
-// Lease (the fleet's slot machinery: slot 0 of "inplace-rollouts", held by node name and agent id) and plans every
-// InPlaceRollout; the pod updates it starts are ContainerRestarts, which each node's agent runs as ever.
-//
-//   follower --lease free or expired (seen through the watch)--> try to take it --won--> coordinator
-//   coordinator --renew every third of the lease--> coordinator; --renew lost / stopping--> follower
-//
-// A coordinator acts only while its last renewal is younger than two thirds of the lease, and a follower takes
-// the lease only once it has expired, so two agents never act at once (clocks agreeing within a third of the
-// lease). Nothing else is handed over: every round reads the cluster again (see reconcile.ts).
+// The rollout coordinator inside every agent of the DaemonSet. One agent at a time leads (kube/lease-election.ts:
+// the Lease `inplace-rollouts-slot-0`, held by node name and agent id, watched so a given-back Lease is taken at
+// once) and plans every InPlaceRollout; the pod updates it starts are ContainerRestarts, which each node's agent
+// runs as ever. Nothing else is handed over: every round reads the cluster again (see reconcile.ts).
 //
 // While it leads, the coordinator reads through watches (rollout-cache.ts, started when it takes the Lease and
 // stopped when it loses it, so a new coordinator begins from fresh lists) and runs a round on every change they
@@ -16,16 +10,16 @@
 import type { Clock } from '../clock.js';
 import { AgentError, asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { FleetApi, PrewarmFollower, SlotLease } from '../fleet/fleet-api.js';
-import { SlotClaimer, slotFree, slotName } from '../fleet/slots.js';
+import { LeaseElection, type LeaseApi } from '../kube/lease-election.js';
 import { CreateRefusals } from './create-refusals.js';
 import { reconcileRollout } from './reconcile.js';
 import type { RolloutApi } from './rollout-api.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
 import { directView, type RolloutView } from './rollout-cache.js';
 
-/** The coordination Lease's group name among the fleet's slot Leases: the Lease is `inplace-rollouts-slot-0`. */
+/** The election's name; its Lease (the name agents of earlier versions used, so that both agree during an upgrade). */
 export const COORDINATION = 'inplace-rollouts';
+export const COORDINATION_LEASE = 'inplace-rollouts-slot-0';
 
 /** Settings of the coordinator. */
 export interface CoordinatorOptions {
@@ -56,13 +50,9 @@ export const COORDINATOR_DEFAULTS = { leaseSeconds: 15, resyncMs: 10_000, idleTi
 /** Takes part in the election and, while holding the Lease, coordinates every rollout. */
 export class RolloutCoordinator {
   private readonly stopping = new AbortController();
-  private readonly slots: SlotClaimer;
-  private held?: SlotLease;
-  private view_?: SlotLease[];
-  private follower?: PrewarmFollower;
+  private readonly election: LeaseElection;
   private loop?: Promise<void>;
   private nap?: AbortController;
-  private watchWarned = false;
   private failing = false;
   /** What the rounds read through while this agent leads. */
   private reads?: RolloutView;
@@ -76,33 +66,20 @@ export class RolloutCoordinator {
 
   constructor(
     private readonly api: RolloutApi,
-    private readonly fleetApi: FleetApi,
+    lease: LeaseApi,
     private readonly opts: CoordinatorOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
     /** The view the rounds read through while leading (default: the API server itself, no watches). */
     private readonly view: (api: RolloutApi) => RolloutView = directView,
   ) {
-    this.slots = new SlotClaimer(fleetApi, opts.leaseNamespace, opts.holder, opts.leaseSeconds, clock);
+    // A Lease given back or taken (seen through its watch): look now rather than at the next tick.
+    this.election = new LeaseElection(lease, { holder: opts.holder, leaseSeconds: opts.leaseSeconds, what: 'rollouts', watch: true }, clock, log, () => this.wake());
   }
 
   /** Starts in the background. */
   start(): void {
-    this.follower = this.fleetApi.followSlots(
-      this.opts.leaseNamespace,
-      COORDINATION,
-      (leases) => {
-        this.view_ = leases;
-        this.watchWarned = false;
-        // A Lease given back or taken: look now rather than at the next tick.
-        this.wake();
-      },
-      (f) => {
-        this.view_ = undefined;
-        if (!this.watchWarned) this.log.warn('watch of the rollout coordination Lease failed; listing it each round meanwhile', { error: asAgentError(f.error).message, retryInMs: f.retryInMs });
-        this.watchWarned = true;
-      },
-    );
+    this.election.start();
     this.loop ??= this.run();
   }
 
@@ -111,15 +88,13 @@ export class RolloutCoordinator {
     this.stopping.abort();
     this.nap?.abort();
     await this.loop;
-    await this.follower?.stop().catch(() => undefined);
     await this.dropReads();
-    if (this.held) await this.slots.release(this.held).catch(() => undefined);
-    this.held = undefined;
+    await this.election.stop();
   }
 
   /** Whether this agent may act as the coordinator now. */
   leading(): boolean {
-    return !!this.held && !this.stopping.signal.aborted && this.clock.now() < this.held.renewMs + (this.opts.leaseSeconds * 1000 * 2) / 3;
+    return !this.stopping.signal.aborted && this.election.leading();
   }
 
   /** Something changed: the next round now (or right after the one under way). */
@@ -133,7 +108,7 @@ export class RolloutCoordinator {
       let wakeAt: number | undefined;
       let failed = false;
       try {
-        await this.elect();
+        await this.election.elect();
         if (this.leading()) wakeAt = await this.coordinate();
         else await this.dropReads();
         if (this.failing) this.log.info('rollout coordination works again');
@@ -165,16 +140,11 @@ export class RolloutCoordinator {
    * the time a plan asked for; a follower until the holder's Lease would expire.
    */
   private pause(wakeAt: number | undefined, failed: boolean): number {
-    const now = this.clock.now();
-    if (this.held) {
-      const leaseMs = this.opts.leaseSeconds * 1000;
-      const next = Math.min(this.held.renewMs + leaseMs / 3, this.lastResync + this.opts.resyncMs, wakeAt ?? Infinity);
-      return Math.max(failed ? this.opts.retryMs : 10, Math.min(next - now, leaseMs / 3));
-    }
-    const lease = this.view_?.find((l) => l.name === slotName(COORDINATION, 0));
-    if (!lease || !this.view_) return this.opts.idleTickMs;
-    const expiresIn = lease.renewMs + lease.durationSeconds * 1000 - now;
-    return Math.max(50, Math.min(this.opts.idleTickMs, expiresIn + 50));
+    const renewAt = this.election.renewDueMs();
+    if (renewAt === undefined) return this.election.followerPauseMs(this.opts.idleTickMs);
+    const leaseMs = this.opts.leaseSeconds * 1000;
+    const next = Math.min(renewAt, this.lastResync + this.opts.resyncMs, wakeAt ?? Infinity);
+    return Math.max(failed ? this.opts.retryMs : 10, Math.min(next - this.clock.now(), leaseMs / 3));
   }
 
   /** The view the rounds read through, started when this agent began to lead. */
@@ -192,24 +162,6 @@ export class RolloutCoordinator {
     const r = this.reads;
     this.reads = undefined;
     await r?.stop().catch(() => undefined);
-  }
-
-  /** Renews the held Lease when a third of it has passed; takes it when it is free or expired. */
-  private async elect(): Promise<void> {
-    const now = this.clock.now();
-    const leaseMs = this.opts.leaseSeconds * 1000;
-    if (this.held) {
-      if (now - this.held.renewMs < leaseMs / 3) return;
-      const renewed = await this.slots.renew(this.held);
-      if (!renewed) this.log.info('no longer coordinating rollouts: the Lease was taken', { lease: slotName(COORDINATION, 0) });
-      this.held = renewed;
-      return;
-    }
-    const seen = this.view_;
-    const lease = seen?.find((l) => l.name === slotName(COORDINATION, 0));
-    if (seen && lease && !slotFree(lease, now) && lease.holder !== this.opts.holder) return;
-    this.held = await this.slots.tryAcquire(COORDINATION, 1, seen);
-    if (this.held) this.log.info('coordinating rollouts: this agent holds the Lease', { lease: slotName(COORDINATION, 0), namespace: this.opts.leaseNamespace, holder: this.opts.holder });
   }
 
   /** One round over every rollout; answers when a plan asked to look again (ms since the epoch). */

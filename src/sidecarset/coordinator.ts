@@ -1,23 +1,19 @@
-// The SidecarSet coordinator inside every agent of the DaemonSet. One agent at a time holds the coordination
-// Lease (the fleet's slot machinery: slot 0 of "inplace-sidecarsets", held by node name and agent id) and plans
-// every SidecarSet each round; the sidecar upgrades it starts are ContainerRestarts, which each node's agent runs
-// as ever (the pod's image patched, so the kubelet recreates that container alone).
-//
-//   follower --lease free or expired--> take it --won--> coordinator --renew lost / stopping--> follower
-//
-// A coordinator acts only while its last renewal is younger than two thirds of the lease, and a follower takes
-// the Lease only once it has expired. Nothing is handed over: every round reads the cluster again (plan.ts).
+// The SidecarSet coordinator inside every agent of the DaemonSet. One agent at a time leads (kube/lease-election.ts:
+// the Lease `inplace-sidecarsets-slot-0`, held by node name and agent id) and plans every SidecarSet each round;
+// the sidecar upgrades it starts are ContainerRestarts, which each node's agent runs as ever (the pod's image
+// patched, so the kubelet recreates that container alone). Nothing is handed over: every round reads the cluster
+// again (plan.ts).
 import type { Clock } from '../clock.js';
 import { AgentError, asAgentError } from '../errors.js';
 import type { Logger } from '../log.js';
-import type { FleetApi, SlotLease } from '../fleet/fleet-api.js';
-import { SlotClaimer, slotName } from '../fleet/slots.js';
+import { LeaseElection, type LeaseApi } from '../kube/lease-election.js';
 import { planSidecarSet } from './plan.js';
 import type { SidecarSetApi } from './sidecarset-api.js';
 import type { SidecarSet } from './types.js';
 
-/** The coordination Lease's group among the slot Leases: the Lease is `inplace-sidecarsets-slot-0`. */
+/** The election's name; its Lease (named as by earlier versions, so that both agree during an upgrade). */
 export const SIDECAR_COORDINATION = 'inplace-sidecarsets';
+export const SIDECAR_COORDINATION_LEASE = 'inplace-sidecarsets-slot-0';
 
 /** Settings of the coordinator. */
 export interface SidecarCoordinatorOptions {
@@ -55,19 +51,18 @@ export async function reconcileSidecarSet(api: SidecarSetApi, set: SidecarSet, n
 /** Takes part in the election and, while holding the Lease, coordinates every SidecarSet. */
 export class SidecarSetCoordinator {
   private readonly stopping = new AbortController();
-  private readonly slots: SlotClaimer;
-  private held?: SlotLease;
+  private readonly election: LeaseElection;
   private loop?: Promise<void>;
   private failing = false;
 
   constructor(
     private readonly api: SidecarSetApi,
-    fleetApi: FleetApi,
+    lease: LeaseApi,
     private readonly opts: SidecarCoordinatorOptions,
     private readonly clock: Clock,
     private readonly log: Logger,
   ) {
-    this.slots = new SlotClaimer(fleetApi, opts.leaseNamespace, opts.holder, opts.leaseSeconds, clock);
+    this.election = new LeaseElection(lease, { holder: opts.holder, leaseSeconds: opts.leaseSeconds, what: 'SidecarSets' }, clock, log);
   }
 
   /** Starts in the background. */
@@ -79,19 +74,18 @@ export class SidecarSetCoordinator {
   async stop(): Promise<void> {
     this.stopping.abort();
     await this.loop;
-    if (this.held) await this.slots.release(this.held).catch(() => undefined);
-    this.held = undefined;
+    await this.election.stop();
   }
 
   /** Whether this agent may act as the coordinator now. */
   leading(): boolean {
-    return !!this.held && !this.stopping.signal.aborted && this.clock.now() < this.held.renewMs + (this.opts.leaseSeconds * 1000 * 2) / 3;
+    return !this.stopping.signal.aborted && this.election.leading();
   }
 
   private async run(): Promise<void> {
     while (!this.stopping.signal.aborted) {
       try {
-        await this.elect();
+        await this.election.elect();
         if (this.leading()) await this.round();
         if (this.failing) this.log.info('sidecarset coordination works again');
         this.failing = false;
@@ -102,19 +96,6 @@ export class SidecarSetCoordinator {
       }
       await this.clock.sleep(this.opts.roundMs, this.stopping.signal).catch(() => undefined);
     }
-  }
-
-  /** Renews the held Lease when a third of it has passed; takes it when it is free or expired. */
-  private async elect(): Promise<void> {
-    if (this.held) {
-      if (this.clock.now() - this.held.renewMs < (this.opts.leaseSeconds * 1000) / 3) return;
-      const renewed = await this.slots.renew(this.held);
-      if (!renewed) this.log.info('no longer coordinating SidecarSets: the Lease was taken', { lease: slotName(SIDECAR_COORDINATION, 0) });
-      this.held = renewed;
-      return;
-    }
-    this.held = await this.slots.tryAcquire(SIDECAR_COORDINATION, 1);
-    if (this.held) this.log.info('coordinating SidecarSets: this agent holds the Lease', { lease: slotName(SIDECAR_COORDINATION, 0), holder: this.opts.holder });
   }
 
   private async round(): Promise<void> {

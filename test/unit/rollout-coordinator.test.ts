@@ -1,70 +1,71 @@
 import assert from 'node:assert/strict';
-import type { FleetApi, PrewarmFollower, SlotLease } from '../../src/fleet/fleet-api.js';
+import type { ElectionLease, LeaseApi, LeaseWatch } from '../../src/kube/lease-election.js';
 import { RolloutCoordinator } from '../../src/rollout/coordinator.js';
 import type { RolloutApi } from '../../src/rollout/rollout-api.js';
 import { ManualClock } from '../support/manual-timers.js';
 import { memoryLogger } from '../support/memory-logger.js';
 
-/** Leases in memory with resourceVersions, shared by every node; a node cut off gets only failures. */
+/** One Lease in memory with resourceVersions, shared by every node; a node cut off gets only failures. */
 class LeaseStore {
-  leases = new Map<string, SlotLease>();
+  leases = new Map<string, ElectionLease>();
   private rv = 1;
   private listeners = new Set<() => void>();
   cut = new Set<string>();
 
-  api(node: string): FleetApi {
+  api(node: string): LeaseApi {
+    const name = 'inplace-rollouts-slot-0';
     const check = () => {
       if (this.cut.has(node)) throw Object.assign(new Error('unreachable'), { code: undefined });
     };
     const conflict = () => Object.assign(new Error('conflict'), { code: 409 });
     const changed = () => setImmediate(() => this.listeners.forEach((l) => l()));
-    const api: Partial<FleetApi> = {
-      listSlots: async () => {
+    return {
+      name,
+      get: async () => {
         check();
-        return [...this.leases.values()];
+        return this.leases.get(name);
       },
-      followSlots: (_ns, _p, onList): PrewarmFollower => {
+      follow: (onLease): LeaseWatch => {
         const l = () => {
-          if (!this.cut.has(node)) onList([...this.leases.values()]);
+          if (!this.cut.has(node)) onLease(this.leases.get(name));
         };
         this.listeners.add(l);
         setImmediate(l);
         return { stop: async () => void this.listeners.delete(l) };
       },
-      createSlot: async (_ns, prewarm, name, holder, durationSeconds, nowMs) => {
+      create: async (holder, durationSeconds, nowMs) => {
         check();
         if (this.leases.has(name)) throw conflict();
-        const l = { name, prewarm, holder, renewMs: nowMs, acquireMs: nowMs, durationSeconds, resourceVersion: String(this.rv++) };
+        const l = { name, holder, renewMs: nowMs, acquireMs: nowMs, durationSeconds, resourceVersion: String(this.rv++) };
         this.leases.set(name, l);
         changed();
         return l;
       },
-      updateSlot: async (_ns, lease, holder, nowMs) => {
+      update: async (lease, holder, nowMs) => {
         check();
-        const cur = this.leases.get(lease.name);
+        const cur = this.leases.get(name);
         if (!cur) throw Object.assign(new Error('gone'), { code: 404 });
         if (cur.resourceVersion !== lease.resourceVersion) throw conflict();
         const l = { ...cur, holder, renewMs: nowMs, resourceVersion: String(this.rv++) };
-        this.leases.set(lease.name, l);
+        this.leases.set(name, l);
         changed();
         return l;
       },
-      deleteSlot: async (_ns, lease) => {
+      delete: async (lease) => {
         check();
-        const cur = this.leases.get(lease.name);
+        const cur = this.leases.get(name);
         if (cur && cur.resourceVersion !== lease.resourceVersion) return false;
-        this.leases.delete(lease.name);
+        this.leases.delete(name);
         changed();
         return true;
       },
     };
-    return api as FleetApi;
   }
 }
 
 const noRollouts = { listRollouts: async () => [] } as unknown as RolloutApi;
 
-describe('rollout coordinator election (the fleet slot Lease, fake API, manual clock)', () => {
+describe('rollout coordinator election (LeaseElection on one Lease, fake API, manual clock)', () => {
   const LEASE_S = 15;
   const setup = () => {
     const clock = new ManualClock();
