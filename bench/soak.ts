@@ -102,7 +102,8 @@ async function startAgent(work: string, name: string, retention = RETENTION): Pr
       path.join(root, 'dist/src/daemon/main.js'),
       ...['--runtime', 'cri', '--cri-endpoint', env.criEndpoint, '--listen', `unix://${sock}`, '--state-dir', stateDir],
       ...['--log-level', 'warn', '--min-ready', MIN_READY, '--grace', '10s', '--retention', String(retention)],
-      ...(KUBECONFIG ? ['--kubeconfig', KUBECONFIG, '--node-name', NODE_NAME ?? ''] : []),
+      // The soak's pods are sandboxes no kubelet made: Kubernetes mode refuses them without the opt-in.
+      ...(KUBECONFIG ? ['--kubeconfig', KUBECONFIG, '--node-name', NODE_NAME ?? '', '--container-restart-standalone-pods'] : []),
     ],
     { stdio: ['ignore', log, log] },
   );

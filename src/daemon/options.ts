@@ -135,7 +135,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: in-cluster when run in a cluster; $KUBECONFIG is not read)', 'kubeconfig'))
     .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
     .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
-    .addOption(opt('--container-restart-standalone-pods', 'Kubernetes mode: let ContainerRestarts name sandboxes without a kubelet\'s labels, pods no API server knows (their creator\'s rights are checked on a pod that does not exist)', 'container-restart-standalone-pods'))
+    .addOption(opt('--container-restart-standalone-pods', 'Kubernetes mode: let ContainerRestarts and RPC restarts name sandboxes without a kubelet\'s labels, pods no API server knows (a ContainerRestart\'s creator has its rights checked on a pod that does not exist)', 'container-restart-standalone-pods'))
     .addOption(opt('--max-parallel-operations <n>', 'restart operations executing at once (the rest wait Pending)', 'max-parallel-operations').default('4'))
     .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'))
     .addOption(opt('--proxy-metrics-url <url>', 'Kubernetes mode: kube-proxy\'s metrics address; a drain waits until it has applied the change ("none": not read, the settle time is used)', 'proxy-metrics-url').default(DEFAULT_PROXY_METRICS_URL))

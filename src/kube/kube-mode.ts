@@ -30,15 +30,17 @@ export interface KubeMode {
   stop(): Promise<void>;
 }
 
-/** How restarts drain a pod (--proxy-metrics-url, --drain-settle). */
-export interface DrainSettings {
+/** How restarts drain a pod (--proxy-metrics-url, --drain-settle), and which sandboxes they may name. */
+export interface KubeModeSettings {
   /** kube-proxy's metrics address ('' : none, the settle time is used). */
   proxyMetricsUrl: string;
   settleMs: number;
+  /** Sandboxes no kubelet made may be restarted (--container-restart-standalone-pods); default: refused. */
+  standalonePods?: boolean;
 }
 
 /** Builds Kubernetes mode for one node; drainMetrics receives the drain's parts. */
-export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, drain: DrainSettings, drainMetrics?: DrainMetrics): KubeMode {
+export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtime, clock: Clock, log: Logger, settings: KubeModeSettings, drainMetrics?: DrainMetrics): KubeMode {
   const api = new ClientKubeApi(kc);
   const klog = log.child({ component: 'kube' });
   const pods = new NodePods(kc.makeApiClient(CoreV1Api), nodeName, clock, klog, followerDeps(kc, clock));
@@ -46,9 +48,9 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   // One writer of the condition, so that its writes to a pod land in the order they were made.
   const conditions = new ConditionWriter(api, clock, klog);
   const gates = new ReadyGates(conditions, klog);
-  const dataPlane = new DataPlane(drain.proxyMetricsUrl ? new KubeProxyMetrics(drain.proxyMetricsUrl) : undefined, drain.settleMs, clock, klog);
+  const dataPlane = new DataPlane(settings.proxyMetricsUrl ? new KubeProxyMetrics(settings.proxyMetricsUrl) : undefined, settings.settleMs, clock, klog);
   const drainer = new Drainer(watchedSlices(kc, clock, klog), dataPlane, clock);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, watched: (ns, name) => pods.get(ns, name), drainer, drainMetrics }, conditions);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, watched: (ns, name) => pods.get(ns, name), drainer, drainMetrics, standalonePods: settings.standalonePods }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

@@ -419,3 +419,28 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.ok(trueAt - began >= 2000, `True only after min-ready (at ${trueAt - began} ms)`);
   });
 });
+
+describe('kube: the kubelet strategy and sandboxes no kubelet made', () => {
+  const foreign = { name: 'app', current: { labels: {}, image: 'app:v1' } } as never;
+  it('refuses a container without the kubelet pod uid label (an RPC restart too), reason PodNotInApiServer, without reading the API server', async () => {
+    const s = setup();
+    let reads = 0;
+    s.api.onRead = () => void reads++;
+    await assert.rejects(s.strategy.claim({ name: 'shop/loose' } as never, foreign, s.op.request), (err: unknown) => {
+      assert.ok(err instanceof AgentError);
+      assert.equal(err.kind, 'FailedPrecondition');
+      assert.equal(err.reason, 'PodNotInApiServer');
+      assert.match(err.message, /pod shop\/loose is a sandbox no kubelet made \(container app has no io\.kubernetes\.pod\.uid label\).*nothing was touched/);
+      return true;
+    });
+    assert.equal(reads, 0);
+    assert.equal(s.rt.stops, 0);
+  });
+
+  it('with standalonePods (--container-restart-standalone-pods) leaves it to the standalone strategy', async () => {
+    const s = setup();
+    const log = silentLogger();
+    const open = new KubeletStrategy({ api: s.api, runtime: s.rt as unknown as Runtime, events: new PodEvents(s.api, 'node1', s.clock, log), clock: s.clock, log, standalonePods: true });
+    assert.equal(await open.claim({ name: 'shop/loose' } as never, foreign, s.op.request), false);
+  });
+});

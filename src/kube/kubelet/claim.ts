@@ -25,6 +25,11 @@ export interface ClaimDeps {
    * not read from the API server again before the claim.
    */
   watched?: (namespace: string, name: string) => V1Pod | undefined;
+  /**
+   * Whether a container of a sandbox no kubelet made (no io.kubernetes.pod.uid label) is left to the standalone
+   * strategy (--container-restart-standalone-pods); by default it is refused, whoever asks (PodNotInApiServer).
+   */
+  standalonePods?: boolean;
 }
 
 /** Claims kubelet-managed containers, and records the pull events of the operations that change their images. */
@@ -39,10 +44,20 @@ export class KubeletClaims {
 
   constructor(private readonly d: ClaimDeps) {}
 
-  /** See RestartStrategy.claim: every kubelet-managed container, unless the API server's pod forbids it. */
+  /**
+   * See RestartStrategy.claim: every kubelet-managed container, unless the API server's pod forbids it. A
+   * container of a sandbox no kubelet made is refused (an RPC restart too), unless standalonePods.
+   */
   async claim(pod: Pod, target: PlannedTarget, req: RestartRequest): Promise<boolean> {
     const uid = target.current.labels[KUBELET_POD_UID_LABEL];
-    if (!uid) return false;
+    if (!uid) {
+      if (this.d.standalonePods) return false;
+      throw new AgentError(
+        'FailedPrecondition',
+        `pod ${pod.name} is a sandbox no kubelet made (container ${target.name} has no ${KUBELET_POD_UID_LABEL} label), so no API server knows it: in Kubernetes mode the agent restarts the API server's pods only (--container-restart-standalone-pods lets it take such sandboxes); nothing was touched`,
+        { reason: R.PodNotInApiServer },
+      );
+    }
     const [ns, name] = splitName(pod.name);
     let apiPod: V1Pod;
     try {

@@ -63,6 +63,8 @@ export interface KubeletStrategyDeps {
   drainer?: Drainer;
   /** Where each part of a drain reports how long it took (inplace_drain_duration_seconds). */
   drainMetrics?: DrainMetrics;
+  /** Containers of sandboxes no kubelet made go to the standalone strategy (default: refused; see ClaimDeps). */
+  standalonePods?: boolean;
 }
 
 /** Restarts kubelet-managed containers through the kubelet. */
@@ -86,7 +88,7 @@ export class KubeletStrategy implements RestartStrategy {
   ) {
     const pollMs = d.pollMs ?? (d.pods ? WATCHED_POLL_MS : 200);
     this.cache = new PodCache(d.api, d.clock, d.log);
-    this.claims = new KubeletClaims({ cache: this.cache, runtime: d.runtime, events: d.events, log: d.log, watched: d.watched });
+    this.claims = new KubeletClaims({ cache: this.cache, runtime: d.runtime, events: d.events, log: d.log, watched: d.watched, standalonePods: d.standalonePods });
     const writer = conditions ?? new ConditionWriter(d.api, d.clock, d.log);
     this.report = new RestartReport({ api: d.api, conditions: writer, events: d.events, log: d.log });
     const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
