@@ -15,6 +15,7 @@ import { Engine } from '../engine/engine.js';
 import { Journal } from '../engine/journal.js';
 import { isTerminal, type ContainerStep, type ContainerTarget, type Operation } from '../engine/operation.js';
 import { connectRuntime } from '../runtime/detect.js';
+import { DEFAULT_RUNTIME_CALL_TIMEOUT_MS, withCallDeadlines } from '../runtime/call-deadline.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
@@ -88,7 +89,10 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const kc = kubeSource && k8s ? k8s.kubeConfigFrom(kubeSource) : undefined;
   const socketPath = unixPath(opts.listen);
   if (socketPath) await prepareSocketPath(socketPath);
-  const { runtime, version: v } = await connectRuntime(opts, runtimeFactories());
+  const connected = await connectRuntime(opts, runtimeFactories());
+  const v = connected.version;
+  // Every later call with a deadline too, so a runtime that wedges after start-up fails calls instead of hanging them.
+  const runtime = withCallDeadlines(connected.runtime, v.endpoint, DEFAULT_RUNTIME_CALL_TIMEOUT_MS, clock);
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
 
   const registry = new Registry();
