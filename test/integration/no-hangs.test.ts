@@ -10,10 +10,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { KubeConfig, type KubernetesListObject, type KubernetesObject } from '../../src/kube/client.js';
+import { CoreV1Api, KubeConfig, type KubernetesListObject, type KubernetesObject } from '../../src/kube/client.js';
 import { systemClock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import { Follower, followerDeps, type FollowFailure } from '../../src/kube/list-follower.js';
+import { limitRequests } from '../../src/kube/request-deadline.js';
 import { withCallDeadlines } from '../../src/runtime/call-deadline.js';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
@@ -133,6 +134,21 @@ describe('no hangs: what accepts and never answers fails within its deadline, in
       }
     });
   }
+
+  it("the agent's API requests to a silent API server are aborted by their deadline", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(httpConfig);
+    kc.setCurrentContext('mute');
+    let told = 0;
+    limitRequests(kc, 500, () => told++);
+    const t0 = Date.now();
+    await assert.rejects(kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'shop' }), (err: Error) => {
+      assert.match(`${err.name} ${err.message}`, /abort/i);
+      return true;
+    });
+    assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+    assert.equal(told, 1);
+  });
 
   it("the agent's follower of the API server: a watch the server never answers ends by its deadline and is made again", async () => {
     const kc = new KubeConfig();
