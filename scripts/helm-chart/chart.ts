@@ -130,6 +130,9 @@ function valuesYaml(deploy: string, version: string): string {
     '# node\'s address, with scrape annotations; deploy/components/metrics-on-node-ip).',
     'metrics: { onNodeIP: false }',
     '',
+    '# The agent\'s --log-level (debug, info, warn, error); empty: the agent\'s default (info).',
+    'logLevel: ""',
+    '',
     `resources: ${y(agent.resources)}`,
     `tolerations: ${y(pod?.tolerations ?? [])}`,
     `nodeSelector: ${y(pod?.nodeSelector ?? {})}`,
@@ -142,10 +145,11 @@ function daemonSetTemplate(text: string): string {
   const f = 'daemonset.yaml';
   let t = text;
   t = swap(t, f, '          image: registry.invalid/inplace-agent:0.1.0\n', '          image: {{ include "inplace-agent.image" . | quote }}\n');
+  t = swap(t, f, '            - --log-format=json\n', '            - --log-format=json\n            {{- with .Values.logLevel }}\n            - --log-level={{ . }}\n            {{- end }}\n');
   t = swap(t, f, '      priorityClassName: system-node-critical\n', '      {{- with .Values.priorityClassName }}\n      priorityClassName: {{ . }}\n      {{- end }}\n');
   t = swap(t, f, '      tolerations: [{ operator: Exists }]\n', '      {{- with .Values.tolerations }}\n      tolerations: {{- toYaml . | nindent 8 }}\n      {{- end }}\n');
   t = swap(t, f, '      nodeSelector: { kubernetes.io/os: linux }\n', '      {{- with .Values.nodeSelector }}\n      nodeSelector: {{- toYaml . | nindent 8 }}\n      {{- end }}\n');
-  t = swap(t, f, '          resources:\n            requests: { cpu: 20m, memory: 96Mi }\n            limits: { memory: 256Mi }\n', '          resources: {{- toYaml .Values.resources | nindent 12 }}\n');
+  t = swap(t, f, '          resources:\n            requests: { cpu: 20m, memory: 128Mi }\n            limits: { memory: 256Mi }\n', '          resources: {{- toYaml .Values.resources | nindent 12 }}\n');
   t = swap(t, f, '            - { name: INPLACE_AGENT_RUNTIME, value: cri }\n            - { name: INPLACE_AGENT_CRI_ENDPOINT, value: unix:///run/containerd/containerd.sock }\n', [
     '            - { name: INPLACE_AGENT_RUNTIME, value: {{ $rt.runtime | quote }} }',
     '            {{- with $rt.criEndpoint }}',

@@ -6,6 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { durationFlagMs, formatDuration } from '../duration.js';
 import { AgentError, asAgentError } from '../errors.js';
 import { UsageError } from './args.js';
+import { limitRequests } from '../kube/request-deadline.js';
 
 /** The default, as a duration flag takes it. */
 export const DEFAULT_REQUEST_TIMEOUT = '30s';
@@ -37,20 +38,9 @@ let kubeTimedOut: AgentError | undefined;
  * kubeTimeout() says so in one line naming the server. Watches (the library's Watch) are not limited.
  */
 export function limitKubeRequests(kc: KubeConfig, ms: number): KubeConfig {
-  if (ms <= 0) return kc;
-  const apply = kc.applySecurityAuthentication.bind(kc);
-  kc.applySecurityAuthentication = async (context) => {
-    await apply(context);
-    const ctl = new AbortController();
-    const timer = setTimeout(() => {
-      kubeTimedOut = noAnswer(`the Kubernetes API server at ${kc.getCurrentCluster()?.server ?? '(unknown)'}`, ms);
-      ctl.abort();
-    }, ms);
-    timer.unref();
-    const given = context.getSignal();
-    context.setSignal(given ? AbortSignal.any([given, ctl.signal]) : ctl.signal);
-  };
-  return kc;
+  return limitRequests(kc, ms, () => {
+    kubeTimedOut = noAnswer(`the Kubernetes API server at ${kc.getCurrentCluster()?.server ?? '(unknown)'}`, ms);
+  });
 }
 
 /**

@@ -8,11 +8,13 @@
 //
 // Callers hear of each object as the client takes it in (add, update, delete), and of the whole cache (changed)
 // only once a list has succeeded, after each batch of changes: never an empty list made up from a failed one,
-// nor a list handed on item by item while it is being taken in.
+// nor a list handed on item by item while it is being taken in. Each watch request has a deadline
+// (watch-deadline.ts): a stream gone silent ends as a failure and is followed again like any other.
 import { ListWatch, Watch, type KubeConfig, type KubernetesListObject, type KubernetesObject } from './client.js';
 import { Backoff } from '../backoff.js';
 import { apiStatusCode } from './api-error.js';
 import type { Clock } from '../clock.js';
+import { watchWithDeadline, type WatchDeadline, type WatchSource } from './watch-deadline.js';
 
 /** Why the follow failed, and when it is tried again. */
 export interface FollowFailure {
@@ -26,8 +28,7 @@ export interface FollowFailure {
   retryInMs: number;
 }
 
-/** The watch requests a follower makes: the client's Watch, or a unit test's fake. */
-export type WatchSource = Pick<Watch, 'watch'>;
+export type { WatchSource } from './watch-deadline.js';
 
 /** What a follower runs on. */
 export interface FollowerDeps {
@@ -58,6 +59,8 @@ export interface FollowSpec<T extends KubernetesObject> {
   maxBackoffMs?: number;
   /** Delay before trying again after a 403 or 404 (default 5 min). */
   deniedRetryMs?: number;
+  /** Each watch request's deadline (default DEFAULT_WATCH_DEADLINE: 5 min asked of the server, 30 s of grace). */
+  watchDeadline?: WatchDeadline;
 }
 
 /** Where a follower reports; every callback is optional. */
@@ -112,7 +115,8 @@ export class Follower<T extends KubernetesObject> implements ListFollower {
       this.schedule();
       return r;
     };
-    this.informer = new ListWatch<T>(spec.path, d.watch as Watch, list, false, spec.labelSelector, spec.fieldSelector);
+    const watch = watchWithDeadline(d.watch, d.clock, spec.watchDeadline);
+    this.informer = new ListWatch<T>(spec.path, watch as Watch, list, false, spec.labelSelector, spec.fieldSelector);
     this.informer.on('add', (o) => this.heard(o, this.on.add));
     this.informer.on('update', (o) => this.heard(o, this.on.update));
     this.informer.on('delete', (o) => this.heard(o, this.on.delete));

@@ -1,6 +1,7 @@
 // No hangs: a runtime socket, an agent socket or an API server that accepts connections and never answers fails the
 // command within its deadline, with one line naming what did not answer and the flag that bounds the wait. Local
 // listeners only (a mute unix socket, a silent HTTP listener, a silent TLS port on 127.0.0.1): no runtime, no cluster.
+// The daemon's later runtime calls and its watches of the API server are held to their deadlines the same way.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -9,6 +10,12 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig, type KubernetesListObject, type KubernetesObject } from '../../src/kube/client.js';
+import { systemClock } from '../../src/clock.js';
+import { AgentError } from '../../src/errors.js';
+import { Follower, followerDeps, type FollowFailure } from '../../src/kube/list-follower.js';
+import { limitRequests } from '../../src/kube/request-deadline.js';
+import { withCallDeadlines } from '../../src/runtime/call-deadline.js';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');
 const CTL = path.join(dist, 'cli/main.js');
@@ -103,6 +110,63 @@ describe('no hangs: what accepts and never answers fails within its deadline, in
       assert.doesNotMatch(res.stderr, /LB pick|Deadline exceeded after/);
     });
   }
+
+  for (const runtime of ['docker', 'cri'] as const) {
+    it(`the daemon's later ${runtime} calls on a runtime gone mute fail by their deadline, naming the call and the socket`, async () => {
+      const rt = runtime === 'docker' ? new (await import('../../src/runtime/docker/docker-runtime.js')).DockerRuntime(`unix://${muteSock}`) : new (await import('../../src/runtime/cri/cri-runtime.js')).CriRuntime(`unix://${muteSock}`);
+      const bounded = withCallDeadlines(rt, `unix://${muteSock}`, 500, systemClock);
+      try {
+        for (const [call, limit, p] of [
+          ['listContainers', '0.5s', () => bounded.listContainers()],
+          ['inspectContainer', '0.5s', () => bounded.inspectContainer('abc')],
+          ['stopContainer', '1.5s', () => bounded.stopContainer('abc', 1)],
+        ] as const) {
+          const t0 = Date.now();
+          await assert.rejects(p(), (err: Error) => {
+            assert.ok(AgentError.is(err, 'DeadlineExceeded'), String(err));
+            assert.equal(err.message, `container runtime at unix://${muteSock} did not answer ${call} within ${limit}`);
+            return true;
+          });
+          assert.ok(Date.now() - t0 < 5000, `${call} took ${Date.now() - t0} ms`);
+        }
+      } finally {
+        rt.close();
+      }
+    });
+  }
+
+  it("the agent's API requests to a silent API server are aborted by their deadline", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(httpConfig);
+    kc.setCurrentContext('mute');
+    let told = 0;
+    limitRequests(kc, 500, () => told++);
+    const t0 = Date.now();
+    await assert.rejects(kc.makeApiClient(CoreV1Api).listNamespacedPod({ namespace: 'shop' }), (err: Error) => {
+      assert.match(`${err.name} ${err.message}`, /abort/i);
+      return true;
+    });
+    assert.ok(Date.now() - t0 < 5000, `took ${Date.now() - t0} ms`);
+    assert.equal(told, 1);
+  });
+
+  it("the agent's follower of the API server: a watch the server never answers ends by its deadline and is made again", async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(httpConfig);
+    kc.setCurrentContext('mute');
+    const failures: FollowFailure[] = [];
+    const list = (): Promise<KubernetesListObject<KubernetesObject>> => Promise.resolve({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '5' }, items: [] });
+    const t0 = Date.now();
+    const f = new Follower<KubernetesObject>(followerDeps(kc, systemClock), { path: '/api/v1/pods', list, initialBackoffMs: 100, watchDeadline: { timeoutSeconds: 1, graceMs: 500 } }, { failed: (x) => failures.push(x) }).start();
+    try {
+      while (failures.length < 2 && Date.now() - t0 < 10_000) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(failures.length, 2, 'two watches ended by their deadline');
+      for (const x of failures) assert.match(String((x.error as Error).message), /^watch of \/api\/v1\/pods: nothing from the API server for 1\.5s/);
+      assert.ok(Date.now() - t0 < 6000, `took ${Date.now() - t0} ms`);
+    } finally {
+      await f.stop();
+    }
+  });
 
   for (const args of [['pods'], ['pull', '127.0.0.1:5000/x:1'], ['get', 'abcdef12']]) {
     it(`inplacectl ${args[0]} fails a mute agent socket after --request-timeout, exit 1`, async () => {

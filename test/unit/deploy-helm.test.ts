@@ -4,27 +4,15 @@
 // documented difference: the order of the agent's env, volumeMounts and volumes (kustomize's patches put what
 // they change first), so lists are compared by name. helm is scripts/build-deps helm's (built by .ci/run).
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadAllYaml, type V1DaemonSet } from '@kubernetes/client-node';
 import { chartFiles } from '../../scripts/helm-chart/chart.js';
-import { buildDepsDir } from '../support/build-deps.js';
+import { CHART, helm } from '../support/helm.js';
 import { agentOf, envValue, find, plain, renderDeploy, REPO_ROOT, type Rendered } from '../support/deploy-render.js';
 
-const CHART = path.join(REPO_ROOT, 'deploy/helm/inplace-agent');
 /** The Kubernetes version helm renders for (the chart needs >= 1.30; helm's offline default is older). */
 const KUBE_VERSION = '1.36.0';
-
-function helm(args: string[]): string {
-  const dir = buildDepsDir('helm');
-  if (!dir) throw new Error('helm is not built: run scripts/build-deps helm');
-  try {
-    return execFileSync(path.join(dir, 'helm'), args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-  } catch (err) {
-    throw new Error(`helm ${args.join(' ')}: ${String((err as { stderr?: string }).stderr ?? err)}`);
-  }
-}
 
 /** `helm template` of the chart with these --set values. */
 function template(set: string[] = []): Rendered[] {
@@ -112,6 +100,11 @@ describe('the Helm chart deploy/helm/inplace-agent', function () {
     });
     assert.equal(template(['namespace.create=false']).some((o) => o.kind === 'Namespace'), false);
     assert.equal(envValue(agentOf(template()).agent, 'METRICS_HOST'), '127.0.0.1');
+  });
+
+  it('takes the agent\'s log level (none by default: the agent\'s own, info)', () => {
+    assert.ok(agentOf(template(['logLevel=debug'])).agent.args?.includes('--log-level=debug'));
+    assert.equal(agentOf(template()).agent.args?.some((a) => a.startsWith('--log-level')), false);
   });
 
   it('refuses a runtime it has no paths for, naming the ones it has', () => {
