@@ -1,15 +1,11 @@
 // The status of a ContainerRestart, computed from the agent's operation record: pure functions of their inputs.
 import type { Operation, OperationState } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
-import type { ContainerRestart, ContainerRestartCondition, ContainerRestartPhase, ContainerRestartStatus } from './types.js';
+import { REASON_REFUSED, SUCCEEDED_CONDITION, type ContainerRestart, type ContainerRestartCondition, type ContainerRestartPhase, type ContainerRestartStatus } from './types.js';
 import { keepTransition } from '../conditions.js';
 import { sameJson } from '../../same-json.js';
 
-/** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
-export const SUCCEEDED_CONDITION = 'Succeeded';
-
-/** Reason of a request the agent refused without touching anything, when the refusal carries no reason of its own. */
-export const REASON_REFUSED = 'Refused';
+export { REASON_REFUSED, SUCCEEDED_CONDITION } from './types.js';
 
 const PHASE: Record<OperationState, ContainerRestartPhase> = {
   Pending: 'Pending',
