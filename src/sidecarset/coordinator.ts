@@ -8,7 +8,8 @@
 // A coordinator acts only while its last renewal is younger than two thirds of the lease, and a follower takes
 // the Lease only once it has expired. Nothing is handed over: every round reads the cluster again (plan.ts).
 import type { Clock } from '../clock.js';
-import { AgentError, asAgentError } from '../errors.js';
+import { asAgentError } from '../errors.js';
+import { isConflict } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
 import type { FleetApi, SlotLease } from '../fleet/fleet-api.js';
 import { SlotClaimer, slotName } from '../fleet/slots.js';
@@ -43,7 +44,7 @@ export async function reconcileSidecarSet(api: SidecarSetApi, set: SidecarSet, n
       log.info('sidecarset: sidecar upgrade started', { sidecarset: set.metadata.name, pod: `${a.namespace}/${a.pod}`, containerrestart: a.name, images: a.containers.map((c) => `${c.name}=${c.image}`).join(',') });
     } catch (err) {
       // Exists: started already (by this agent or an earlier coordinator); never a second one.
-      if (!AgentError.is(err, 'Aborted')) throw err;
+      if (!isConflict(err)) throw err;
     }
   }
   const { lastTransitionTime: _a, ...was } = set.status?.conditions?.[0] ?? {};
@@ -124,7 +125,7 @@ export class SidecarSetCoordinator {
         await reconcileSidecarSet(this.api, set, this.clock.now(), () => this.leading(), this.log);
       } catch (err) {
         // A status write that lost a race (409) is done again next round, from a fresh read.
-        this.log.log(AgentError.is(err, 'Aborted') ? 'debug' : 'warn', 'sidecarset round failed; trying again', { sidecarset: set.metadata.name, error: asAgentError(err).message });
+        this.log.log(isConflict(err) ? 'debug' : 'warn', 'sidecarset round failed; trying again', { sidecarset: set.metadata.name, error: asAgentError(err).message });
       }
     }
   }

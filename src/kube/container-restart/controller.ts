@@ -9,6 +9,7 @@
 import { AgentError } from '../../errors.js';
 import { isTerminal, type Operation } from '../../engine/operation.js';
 import { Backoff } from '../../backoff.js';
+import { isConflict } from '../api-error.js';
 import { Follower, followerDeps } from '../list-follower.js';
 import { containerRestartPath } from './api.js';
 import type { ContainerRestartControllerDeps } from './controller-deps.js';
@@ -17,8 +18,6 @@ import { statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
 import { resumeRequest, takeRequest, type TakeHost } from './take.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, newer, type ContainerRestart } from './types.js';
-
-export type { ContainerRestartControllerDeps } from './controller-deps.js';
 
 /** The CRD's name (deploy/crds/containerrestart.yaml). */
 const CRD_NAME = `${CR_PLURAL}.${CR_GROUP}`;
@@ -293,7 +292,7 @@ export class ContainerRestartController {
       await this.d.api.delete(cr.metadata.namespace ?? 'default', cr.metadata.name ?? '', cr.metadata.uid);
       this.d.log.info('ContainerRestart deleted after its TTL', { cr: key, ttlSeconds: ttl });
     } catch (err) {
-      if (!AgentError.is(err, 'NotFound') && !AgentError.is(err, 'Aborted')) throw err;
+      if (!AgentError.is(err, 'NotFound') && !isConflict(err)) throw err;
     }
     this.forget(key);
   }
