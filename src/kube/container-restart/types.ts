@@ -9,6 +9,12 @@ export const SUCCEEDED_CONDITION = 'Succeeded';
 /** Reason of a request the agent refused without touching anything, when the refusal carries no reason of its own. */
 export const REASON_REFUSED = 'Refused';
 
+/** Reason of the Succeeded condition while a taken request has not started (Unknown). */
+export const REASON_PENDING = 'Pending';
+
+/** Reason of the Succeeded condition once every container was restarted and verified (True). */
+export const REASON_SUCCEEDED = 'Succeeded';
+
 /** API group, version and plural of the resource. */
 export const CR_GROUP = 'inplace-agent.io';
 /** API version of the resource. */
