@@ -128,6 +128,12 @@ describe('import graph of src/', () => {
     assert.deepEqual(found, [], `import cycles between rooms:\n${why.join('\n')}`);
   });
 
+  it('has the foundation (top of src/, src/gen/) import no room', () => {
+    const files = fileGraph();
+    const up = [...files].flatMap(([f, ts]) => (roomOf(f, rooms) === 'base' ? [...ts].filter((t) => roomOf(t, rooms) !== 'base').map((t) => `${f} -> ${t}`) : []));
+    assert.deepEqual(up, [], `the foundation imports rooms:\n${up.join('\n')}`);
+  });
+
   it('names the files of a planted cycle, and finds none in a chain', () => {
     const planted = graphOf([
       ['src/a.ts', 'src/b.ts'],
