@@ -1,13 +1,9 @@
-// Domain types <-> the agent API's wire types (proto/inplace/v1/agent.proto).
+// Domain types <-> the agent API's wire types (proto/inplace/v1/agent.proto): operations here, pods in
+// convert-pods.ts, pull events in convert-pulls.ts.
 import type { ContainerStep, ImagePull, Operation, OperationState, StepRecord } from '../engine/operation.js';
 import { RefusalReasons } from '../engine/reasons.js';
 import { ClientReasons, type ImagePullView, type OperationStateName, type StepName, type StepView } from './operation-states.js';
-import type { PodView } from '../engine/engine.js';
-import type { PullEvent } from '../pull/types.js';
 import type { Operation as WireOperation, Operation__Output as WireOperationOut } from '../gen/inplace/v1/Operation.js';
-import type { Pod as WirePod } from '../gen/inplace/v1/Pod.js';
-import type { ListPodsResponse__Output } from '../gen/inplace/v1/ListPodsResponse.js';
-import type { PullImagesEvent, PullImagesEvent__Output } from '../gen/inplace/v1/PullImagesEvent.js';
 import type { RestartSettings__Output } from '../gen/inplace/v1/RestartSettings.js';
 
 /** Holds when A and B are the same type (a compile-time check). */
@@ -16,92 +12,8 @@ type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const _wireMatches: [Same<OperationState, OperationStateName>, Same<ContainerStep, StepName>, Same<StepRecord, StepView>, Same<ImagePull, ImagePullView>] = [true, true, true, true];
 const _reasonsMatch: typeof ClientReasons.InvalidPreStopHook = RefusalReasons.InvalidPreStopHook;
 
-/** A pod view as sent by ListPods: containers by name (then newest attempt first), the exit code only once exited. */
-export function podToWire(v: PodView): WirePod {
-  const containers = [...v.containers].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : b.attempt - a.attempt));
-  return {
-    id: v.pod.id,
-    name: v.pod.name,
-    namespace: v.pod.namespace,
-    uid: v.pod.uid,
-    state: v.pod.state,
-    ip: v.pod.ip,
-    attempt: v.pod.attempt,
-    createdAtUnixMs: String(v.pod.createdAt.getTime()),
-    containers: containers.map((c) => ({
-      id: c.id,
-      name: c.name,
-      image: c.image,
-      imageId: c.imageId,
-      state: c.state,
-      attempt: c.attempt,
-      createdAtUnixMs: String(c.createdAt.getTime()),
-      startedAtUnixMs: String(c.startedAt?.getTime() ?? 0),
-      ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}),
-    })),
-  };
-}
-
-/** A container as a client sees it: times in RFC 3339, startedAt once started, exitCode once exited. */
-export interface PodContainerView {
-  id: string;
-  name: string;
-  image: string;
-  imageId: string;
-  state: string;
-  attempt: number;
-  createdAt: string;
-  startedAt?: string;
-  exitCode?: number;
-}
-
-/** A pod as a client sees it (what `inplacectl pods` prints, `-o json` included). */
-export interface PodItemView {
-  id: string;
-  name: string;
-  namespace: string;
-  uid: string;
-  state: string;
-  /** Absent when the pod has no IP of its own. */
-  ip?: string;
-  attempt: number;
-  createdAt: string;
-  containers: PodContainerView[];
-}
-
-/** ListPods as a client sees it. */
-export interface PodListView {
-  runtime: string;
-  pods: PodItemView[];
-}
-
-/** Unix ms on the wire (a decimal string) as an RFC 3339 time; undefined for 0 (not known). */
-function rfc3339(ms: string | number): string | undefined {
-  const n = Number(ms);
-  return n > 0 ? new Date(n).toISOString() : undefined;
-}
-
-/** The client's view of ListPods: nothing filled in, containers by name. */
-export function podsFromWire(w: ListPodsResponse__Output): PodListView {
-  return {
-    runtime: w.runtime,
-    pods: w.pods.map((p) => {
-      const pod: PodItemView = { id: p.id, name: p.name, namespace: p.namespace, uid: p.uid, state: p.state, attempt: p.attempt, createdAt: rfc3339(p.createdAtUnixMs) ?? '', containers: [] };
-      if (p.ip) pod.ip = p.ip;
-      else delete pod.ip;
-      pod.containers = p.containers
-        .map((c) => {
-          const v: PodContainerView = { id: c.id, name: c.name, image: c.image, imageId: c.imageId, state: c.state, attempt: c.attempt, createdAt: rfc3339(c.createdAtUnixMs) ?? '' };
-          const started = rfc3339(c.startedAtUnixMs);
-          if (started) v.startedAt = started;
-          if (c.exitCode !== undefined && c.exitCode !== null) v.exitCode = c.exitCode;
-          return v;
-        })
-        .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : b.attempt - a.attempt));
-      return pod;
-    }),
-  };
-}
+export { podToWire, podsFromWire, type PodContainerView, type PodItemView, type PodListView } from './convert-pods.js';
+export { pullEventFromWire, pullEventToWire, pullEventView } from './convert-pulls.js';
 
 /** Restart settings as a client sees them: a field is present only when it was given or applies. */
 export interface SettingsView {
@@ -260,59 +172,4 @@ export function operationFromWire(w: WireOperationOut): OperationView {
   if (w.cancelRequested) view.cancelRequested = true;
   if (w.podAfter) view.podAfter = { podId: w.podAfter.podId, podIp: w.podAfter.podIp };
   return view;
-}
-
-/** A pull progress event as sent by PullImages. */
-export function pullEventToWire(e: PullEvent): PullImagesEvent {
-  return {
-    ...e,
-    bytesDone: String(e.bytesDone),
-    bytesTotal: String(e.bytesTotal),
-    elapsedMs: String(e.elapsedMs),
-    layers: e.layers.map((l) => ({ ...l, current: String(l.current), total: String(l.total) })),
-  };
-}
-
-/**
- * A pull event as a client prints it with `-o json`: only what is known. A byte total, layers, a digest, an
- * image id, an error or a queue position that the agent did not have (sent as 0 or empty) are left out.
- */
-export function pullEventView(e: PullEvent, pinRequested: boolean): Record<string, unknown> {
-  const v: Record<string, unknown> = { image: e.image, phase: e.phase };
-  if (e.queuePosition > 0) v.queuePosition = e.queuePosition;
-  if (e.phase !== 'Queued') v.bytesDone = e.bytesDone;
-  if (e.bytesTotal > 0) v.bytesTotal = e.bytesTotal;
-  // A layer's total is 0 until the runtime knows it: unknown, so left out rather than said to be 0.
-  if (e.layers.length > 0) v.layers = e.layers.map((l) => (l.total > 0 ? l : { id: l.id, status: l.status, current: l.current }));
-  if (e.digest) v.digest = e.digest;
-  if (e.imageId) v.imageId = e.imageId;
-  if (e.error) v.error = e.error;
-  if (e.errorKind) v.errorKind = e.errorKind;
-  if (e.attempt > 0) v.attempt = e.attempt;
-  v.elapsedMs = e.elapsedMs;
-  if (e.phase === 'Done') {
-    v.alreadyPresent = e.alreadyPresent;
-    if (pinRequested || e.pinned) v.pinned = e.pinned;
-  }
-  return v;
-}
-
-/** A received pull progress event in domain form. */
-export function pullEventFromWire(w: PullImagesEvent__Output): PullEvent {
-  return {
-    image: w.image,
-    phase: w.phase as PullEvent['phase'],
-    queuePosition: w.queuePosition,
-    bytesDone: Number(w.bytesDone),
-    bytesTotal: Number(w.bytesTotal),
-    layers: w.layers.map((l) => ({ id: l.id, status: l.status, current: Number(l.current), total: Number(l.total) })),
-    digest: w.digest,
-    imageId: w.imageId,
-    error: w.error,
-    errorKind: w.errorKind,
-    attempt: w.attempt,
-    elapsedMs: Number(w.elapsedMs),
-    pinned: w.pinned,
-    alreadyPresent: w.alreadyPresent,
-  };
 }

@@ -5,15 +5,15 @@ import { AgentError } from '../errors.js';
 import { loadTarget, namespaceOf } from './kube-target.js';
 import { ContainerRestartApi } from '../kube/container-restart/api.js';
 import { followContainerRestart } from './follow-container-restart.js';
-import { operationView, refusal } from '../kube/container-restart/operation-view.js';
-import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
+import { operationView, type OperationRecord } from './operation-view.js';
+import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, refusal, type ContainerRestart } from '../kube/container-restart/types.js';
 import { restartSummary } from './render.js';
 import { structured, type OutputFormat } from './output.js';
 import { ProgressPrinter } from './progress.js';
 import { operationFromWire, operationToWire, type OperationView } from '../api/convert.js';
 
 /** The view inplacectl prints, from an operation rebuilt out of a ContainerRestart. */
-function toView(op: Parameters<typeof operationToWire>[0]): OperationView {
+function toView(op: OperationRecord): OperationView {
   return operationFromWire(operationToWire(op) as Parameters<typeof operationFromWire>[0]);
 }
 

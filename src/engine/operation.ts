@@ -22,7 +22,8 @@
 // (standalone-strategy.ts here, src/kube/kubelet/ for the kubelet's). Each step is journaled before its side
 // effect; recovery reads the step and the runtime's facts.
 
-import type { StrategyName } from './restart-strategy.js';
+/** The strategies a container can be restarted with (restart-strategy.ts). */
+export type StrategyName = 'standalone' | 'kubelet';
 
 /** Operation-level states. */
 export const OperationStates = [

@@ -4,11 +4,8 @@
 // are the two implementations, of equal rank. Which one handles a container is decided when the plan is made
 // and journaled with it. The executor (restart-executor.ts) runs the loop around them.
 import type { ContainerDetail, Pod } from '../runtime/types.js';
-import type { ContainerStep, ContainerTarget, Operation, RestartRequest } from './operation.js';
+import type { ContainerStep, ContainerTarget, Operation, RestartRequest, StrategyName } from './operation.js';
 import type { PlannedTarget } from './restart-plan.js';
-
-/** The strategies a container can be restarted with. */
-export type StrategyName = 'standalone' | 'kubelet';
 
 /** What the executor lends a strategy for one container. */
 export interface StepContext {

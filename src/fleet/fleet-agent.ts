@@ -18,59 +18,10 @@ import type { PrewarmPins } from './prewarm-pins.js';
 import { isSummarizer, sameSummary, summarize } from './summary.js';
 import { TargetCache } from './targets.js';
 import type { ImagePrewarm } from './types.js';
+import { wakePart, type Part } from './part-wake.js';
+import type { FleetOptions } from './fleet-options.js';
 
-/** Settings of the fleet pre-warm (ms unless named otherwise). */
-export interface FleetOptions {
-  node: string;
-  /** Namespace of the slot Leases. */
-  leaseNamespace: string;
-  leaseSeconds: number;
-  pollMs: number;
-  idleMs: number;
-  seedGoneMs: number;
-  backoffBaseMs: number;
-  progressEveryMs: number;
-  summaryEveryMs: number;
-  targetsTtlMs: number;
-  maxPollMs: number;
-  /** After a 403 (the optional fleet RBAC is not installed): how long before the part tries again. */
-  forbiddenRetryMs: number;
-  /** Source of the polls' jitter, in [0, 1) (Math.random in an agent; tests give their own). */
-  random: () => number;
-}
-
-/** Defaults for a real agent. */
-export const FLEET_DEFAULTS: Omit<FleetOptions, 'node' | 'leaseNamespace'> = {
-  leaseSeconds: 15,
-  pollMs: 3_000,
-  idleMs: 60_000,
-  seedGoneMs: 120_000,
-  backoffBaseMs: 10_000,
-  progressEveryMs: 2_000,
-  summaryEveryMs: 5_000,
-  targetsTtlMs: 300_000,
-  maxPollMs: 30_000,
-  forbiddenRetryMs: 60_000,
-  random: Math.random,
-};
-
-/** One prewarm's part as the agent runs it: its loop, and what wakes the loop before its delay is over. */
-interface Part {
-  uid: string;
-  gen: number;
-  pw: ImagePrewarm;
-  stop: AbortController;
-  done: Promise<void>;
-  /** Ends the current sleep between two steps. */
-  nap?: AbortController;
-  /** A wake came while no sleep was under way: the next sleep is skipped. */
-  woken?: boolean;
-  /** The API server refused a step with 403 and the agent has said so: later refusals are not logged again. */
-  forbiddenSaid?: boolean;
-  /** A wake due later: when, and how to cancel it. */
-  wakeDue?: number;
-  wakeTimer?: AbortController;
-}
+export { FLEET_DEFAULTS, type FleetOptions } from './fleet-options.js';
 
 /** Runs this node's part of every ImagePrewarm until stopped. */
 export class FleetAgent {
@@ -195,26 +146,7 @@ export class FleetAgent {
   /** Runs the prewarm's next step within inMs, or sooner when it is due sooner anyway. */
   private wake(prewarm: string, inMs: number): void {
     const p = this.parts.get(prewarm);
-    if (!p || p.stop.signal.aborted) return;
-    const due = this.clock.now() + Math.max(0, inMs);
-    if (p.wakeDue !== undefined && p.wakeDue <= due) return;
-    p.wakeTimer?.abort();
-    p.wakeTimer = undefined;
-    p.wakeDue = undefined;
-    const now = () => {
-      if (p.nap) p.nap.abort();
-      else p.woken = true;
-    };
-    if (inMs <= 0) return now();
-    const timer = new AbortController();
-    p.wakeDue = due;
-    p.wakeTimer = timer;
-    this.clock.sleep(inMs, timer.signal).then(() => {
-      if (p.wakeTimer !== timer) return;
-      p.wakeTimer = undefined;
-      p.wakeDue = undefined;
-      now();
-    }, () => undefined);
+    if (p) wakePart(p, this.clock, inMs);
   }
 
   private async run(): Promise<void> {

@@ -9,71 +9,17 @@
 // Every change is written to this node's NodePrewarm before the next side effect (a fresh all-Waiting entry is
 // kept in memory until the first change: no record means Waiting to every reader), so a restarted agent
 // picks up where it was (a slot it still holds is taken again, not waited for).
-import type { Clock } from '../clock.js';
-import { backoffDelay } from '../backoff.js';
 import { asAgentError } from '../errors.js';
-import { REASON_FORBIDDEN } from '../kube/access-review.js';
-import type { Logger } from '../log.js';
-import type { AuthKeyring } from '../pull/types.js';
-import type { FleetApi } from './fleet-api.js';
-import type { FleetPuller } from './fleet-puller.js';
-import type { NodeRecord } from './node-record.js';
-import { seedsOf } from './node-order.js';
-import type { SlotClaimer } from './slots.js';
-import { renewWhilePulling, type SlotHold } from './slot-renewal.js';
-import { chainMove, chainPlace, type ChainState } from './slot-chain.js';
 import type { SlotLease } from './fleet-api.js';
-import type { TargetCache } from './targets.js';
-import { nodePhase, type ImagePrewarm, type NodeImageStatus, type NodePrewarmEntry } from './types.js';
+import { iso, SPEC_DEFAULTS, terminal, type NodePartDeps } from './node-part-deps.js';
+import { pullAll, refresh } from './node-pull.js';
+import { seedsOf } from './node-order.js';
+import type { SlotHold } from './slot-renewal.js';
+import { chainMove, chainPlace, type ChainPlace } from './slot-chain.js';
+import { nodePhase, type ImagePrewarm, type NodePrewarmEntry } from './types.js';
 import { PrewarmReasons } from './reasons.js';
 
-/** The longest back-off between two failed attempts at an image, ms. */
-const MAX_ATTEMPT_BACKOFF_MS = 300_000;
-
-/** Defaults of the spec's optional fields. */
-export const SPEC_DEFAULTS = { maxParallelNodes: 1, seedNodes: 0, backoffLimit: 3 } as const;
-
-/** What a node's part needs. */
-export interface NodePartDeps {
-  api: FleetApi;
-  node: string;
-  record: NodeRecord;
-  slots: SlotClaimer;
-  puller: FleetPuller;
-  targets: TargetCache;
-  clock: Clock;
-  /** Source of the jitter of the polls, in [0, 1). */
-  random: () => number;
-  log: Logger;
-  keyring(pw: ImagePrewarm): Promise<AuthKeyring | undefined>;
-  /** Delay between polls while waiting for seeds or a slot, ms. */
-  pollMs: number;
-  /** Delay before checking a finished prewarm again when it has no refresh, ms. */
-  idleMs: number;
-  /** A seed with no record this long after this node first saw the generation is taken as gone, ms. */
-  seedGoneMs: number;
-  /** Lease duration, s; the slot is renewed every third of it. */
-  leaseSeconds: number;
-  /** Base of the exponential back-off between failed attempts, ms (capped at MAX_ATTEMPT_BACKOFF_MS). */
-  backoffBaseMs: number;
-  /** Shortest gap between two progress writes while pulling, ms. */
-  progressEveryMs: number;
-  /** Longest wait between two looks of a waiting node (a hand-on or a new summary wakes it sooner), ms. */
-  maxPollMs: number;
-  /** `<prewarm>/<generation>` whose seeds were seen done. */
-  seedsDone: Set<string>;
-  /** The slot Lease handed to this node for the prewarm (its turn label names it), if any and not spent. */
-  handed(prewarm: string): SlotLease | undefined;
-  /** Marks that version of a handed Lease as used (taken, or given back): handed() no longer offers it. */
-  spend(l: SlotLease): void;
-  /** Per `<prewarm>/<generation>`: when this node last read the seeds' records (ms). */
-  seedChecks: Map<string, number>;
-  /** Per prewarm: what this node remembers of its wait for a slot (see chainMove). */
-  chain: Map<string, ChainState>;
-}
-
-const iso = (ms: number): string => new Date(ms).toISOString();
-const terminal = (e: NodePrewarmEntry): boolean => e.phase === 'Succeeded' || e.phase === 'Failed';
+export { SPEC_DEFAULTS, type NodePartDeps } from './node-part-deps.js';
 
 /** A fresh entry for a generation: every image Waiting. */
 export function freshEntry(pw: ImagePrewarm, nowMs: number): NodePrewarmEntry {
@@ -128,42 +74,8 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
   const seedCount = pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes;
   const place = chainPlace(order, d.targets.index(name), d.node, seedCount, parallel)!;
-  let st = d.chain.get(name);
-  if (!st) d.chain.set(name, (st = {}));
-  // A slot handed on to this node by its predecessor: no request to get it (see slot-chain.ts).
-  let slot = handed ? await d.slots.takeHanded(handed) : undefined;
-  if (!slot) {
-    const seeds = seedsOf(order, seedCount);
-    const seedKey = `${name}/${gen}`;
-    if (place.afterSeeds && waitsForSeeds(seeds, d.node) && !d.seedsDone.has(seedKey)) {
-      const status = pw.status;
-      if (status?.observedGeneration === gen && status.seedsDone) {
-        d.seedsDone.add(seedKey); // the summary says so: no reads
-      } else {
-        // The summary says when the seeds are done (and wakes every node). Meanwhile the first round after the
-        // seeds reads their records itself every pollMs (the nodes after it never need to: they are handed a
-        // slot, which the first round only has once the seeds are done).
-        const every = seedCheckEvery(place.place - seeds.length, parallel, d.pollMs, d.maxPollMs);
-        const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
-        if (now - last < every) return jitter(d, every - (now - last));
-        d.seedChecks.set(seedKey, now);
-        if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d, every);
-        d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
-      }
-    }
-    const status = pw.status?.observedGeneration === gen ? pw.status : undefined;
-    const summary = status ? { done: status.succeeded + status.failed } : undefined;
-    const move = chainMove(place, st, summary, Date.parse(entry.firstSeen), now, { fallbackMs: fallbackMs(d), maxPollMs: d.maxPollMs });
-    if ('wait' in move) return move.wait;
-    if (move.try === 'home') {
-      st.homeTried = true;
-      slot = await d.slots.createHome(name, place.home);
-    } else {
-      st.listedAt = now;
-      slot = await d.slots.tryAcquire(name, parallel, undefined, place.home);
-    }
-    if (!slot) return move.try === 'home' ? 0 : jitter(d, fallbackMs(d));
-  }
+  const slot = await findSlot(d, pw, entry, { order, place, handed }, now);
+  if (typeof slot === 'number') return slot;
   d.chain.delete(name);
   // The lease as last renewed: releasing needs its current resourceVersion.
   const hold: SlotHold = { lease: slot };
@@ -188,6 +100,59 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
   return 0;
 }
 
+/**
+ * The slot for this node's pull: the one handed to it, or one it takes when its turn has come (after the seeds);
+ * else the delay before it looks again, ms.
+ */
+async function findSlot(
+  d: NodePartDeps,
+  pw: ImagePrewarm,
+  entry: NodePrewarmEntry,
+  { order, place, handed }: { order: string[]; place: ChainPlace; handed: SlotLease | undefined },
+  now: number,
+): Promise<SlotLease | number> {
+  const name = pw.metadata.name;
+  const gen = pw.metadata.generation ?? 0;
+  const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
+  const seedCount = pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes;
+  let st = d.chain.get(name);
+  if (!st) d.chain.set(name, (st = {}));
+  // A slot handed on to this node by its predecessor: no request to get it (see slot-chain.ts).
+  const taken = handed ? await d.slots.takeHanded(handed) : undefined;
+  if (taken) return taken;
+  const seeds = seedsOf(order, seedCount);
+  const seedKey = `${name}/${gen}`;
+  if (place.afterSeeds && waitsForSeeds(seeds, d.node) && !d.seedsDone.has(seedKey)) {
+    const status = pw.status;
+    if (status?.observedGeneration === gen && status.seedsDone) {
+      d.seedsDone.add(seedKey); // the summary says so: no reads
+    } else {
+      // The summary says when the seeds are done (and wakes every node). Meanwhile the first round after the
+      // seeds reads their records itself every pollMs (the nodes after it never need to: they are handed a
+      // slot, which the first round only has once the seeds are done).
+      const every = seedCheckEvery(place.place - seeds.length, parallel, d.pollMs, d.maxPollMs);
+      const last = d.seedChecks.get(seedKey) ?? Date.parse(entry.firstSeen);
+      if (now - last < every) return jitter(d, every - (now - last));
+      d.seedChecks.set(seedKey, now);
+      if (!(await seedsDone(d, pw, seeds, entry))) return jitter(d, every);
+      d.seedsDone.add(seedKey); // seeds that are done stay done for this generation
+    }
+  }
+  const status = pw.status?.observedGeneration === gen ? pw.status : undefined;
+  const summary = status ? { done: status.succeeded + status.failed } : undefined;
+  const move = chainMove(place, st, summary, Date.parse(entry.firstSeen), now, { fallbackMs: fallbackMs(d), maxPollMs: d.maxPollMs });
+  if ('wait' in move) return move.wait;
+  let slot: SlotLease | undefined;
+  if (move.try === 'home') {
+    st.homeTried = true;
+    slot = await d.slots.createHome(name, place.home);
+  } else {
+    st.listedAt = now;
+    slot = await d.slots.tryAcquire(name, parallel, undefined, place.home);
+  }
+  return slot ?? (move.try === 'home' ? 0 : jitter(d, fallbackMs(d)));
+}
+
 /** Gives back a slot handed to this node that it has no use for (it is done, backing off, or not targeted). */
 async function giveBack(d: NodePartDeps, prewarm: string, l: SlotLease): Promise<void> {
   await d.slots.release(l).catch((err: unknown) => d.log.debug('handed prewarm slot not given back; it frees itself when its lease expires', { prewarm, error: asAgentError(err).message }));
@@ -210,108 +175,6 @@ async function seedsDone(d: NodePartDeps, pw: ImagePrewarm, seeds: string[], min
     return false;
   }
   return true;
-}
-
-/** Pulls the images not yet warm, holding the slot; records progress and the outcome. */
-async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, hold: SlotHold, release: () => Promise<void>, signal?: AbortSignal): Promise<void> {
-  const name = pw.metadata.name;
-  const renewal = renewWhilePulling(d, name, hold);
-  try {
-    let keyring: AuthKeyring | undefined;
-    try {
-      keyring = await d.keyring(pw);
-    } catch (err) {
-      const e = asAgentError(err);
-      // A creator without the rights the prewarm needs is refused for good: trying again would not change it.
-      const forbidden = e.reason === REASON_FORBIDDEN;
-      for (const img of entry.images) {
-        if (img.phase === 'Succeeded') continue;
-        if (forbidden) Object.assign(img, { phase: 'Failed', reason: REASON_FORBIDDEN, message: e.message, attempts: Math.max(1, img.attempts), completionTime: iso(d.clock.now()) });
-        else fail(d, pw, entry, img, `pull secret: ${e.message}`);
-      }
-      await settle(d, pw, entry);
-      return;
-    }
-    entry.retryAfter = undefined;
-    for (const img of entry.images) {
-      if (img.phase === 'Succeeded' || img.phase === 'Failed') continue;
-      Object.assign(img, { phase: 'Pulling', startTime: iso(d.clock.now()), message: undefined, reason: undefined, attempts: img.attempts + 1 });
-      entry.phase = 'Pulling';
-      // Recorded alongside the pull, not before it: a pull is safe to repeat, and the slot is held meanwhile.
-      const recorded = d.record.put(name, entry).catch((err: unknown) => d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message }));
-      let lastWrite = d.clock.now();
-      const owner = { uid: pw.metadata.uid ?? '', name };
-      const outcome = await d.puller.pull(img.image, { keyring, pin: pw.spec.pin ?? false, owner, signal }, (done, total) => {
-        img.bytesDone = done;
-        img.bytesTotal = total;
-        if (d.clock.now() - lastWrite >= d.progressEveryMs) {
-          lastWrite = d.clock.now();
-          void d.record.put(name, entry).catch(() => undefined);
-        }
-      });
-      await recorded;
-      if (outcome.ok) {
-        Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined, reason: undefined });
-        if (img.bytesTotal > 0) img.bytesDone = img.bytesTotal;
-      } else if (outcome.reason) {
-        // Not mended by a retry (a pin over the node's cap): Failed at once, with its own reason.
-        Object.assign(img, { phase: 'Failed', digest: outcome.digest, reason: outcome.reason, message: outcome.message, completionTime: iso(d.clock.now()) });
-      } else {
-        fail(d, pw, entry, img, outcome.message || outcome.kind || 'pull failed');
-      }
-    }
-    renewal.stop();
-    await release(); // the next node may start while this one records its outcome
-    await settle(d, pw, entry);
-  } finally {
-    renewal.stop();
-  }
-}
-
-/** Records a failed attempt (reason ImagePullFailed): Waiting again with a back-off while attempts are left, else Failed. */
-function fail(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry, img: NodeImageStatus, message: string): void {
-  const limit = pw.spec.backoffLimit ?? SPEC_DEFAULTS.backoffLimit;
-  const now = d.clock.now();
-  img.reason = PrewarmReasons.PullFailed;
-  if (img.attempts === 0) img.attempts = 1;
-  if (img.attempts > limit) {
-    Object.assign(img, { phase: 'Failed', message: `${message} (after ${img.attempts} attempts)`, completionTime: iso(now) });
-    return;
-  }
-  img.phase = 'Waiting';
-  img.message = `${message} (attempt ${img.attempts} of ${limit + 1}; retrying)`;
-  const delay = backoffDelay(img.attempts, { initialMs: d.backoffBaseMs, maxMs: MAX_ATTEMPT_BACKOFF_MS });
-  const next = now + delay;
-  if (!entry.retryAfter || Date.parse(entry.retryAfter) < next) entry.retryAfter = iso(next);
-}
-
-async function settle(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry): Promise<void> {
-  entry.phase = nodePhase(entry.images);
-  if (entry.phase === 'Succeeded') {
-    entry.lastCheck = iso(d.clock.now());
-    entry.retryAfter = undefined;
-  }
-  await d.record.put(pw.metadata.name, entry);
-}
-
-/** A finished part: with `refreshSeconds`, check the images are still here and pull again what is gone. */
-async function refresh(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrewarmEntry): Promise<number> {
-  const every = (pw.spec.refreshSeconds ?? 0) * 1000;
-  if (every <= 0 || entry.phase !== 'Succeeded') return d.idleMs;
-  const due = Date.parse(entry.lastCheck ?? entry.firstSeen) + every - d.clock.now();
-  if (due > 0) return due;
-  const gone: NodeImageStatus[] = [];
-  for (const img of entry.images) if (!(await d.puller.present(img.image))) gone.push(img);
-  entry.lastCheck = iso(d.clock.now());
-  if (gone.length > 0) {
-    d.log.info('prewarmed images gone from the node; pulling them again', { prewarm: pw.metadata.name, images: gone.map((g) => g.image) });
-    for (const img of gone) Object.assign(img, { phase: 'Waiting', bytesDone: 0, attempts: 0, message: 'gone from the node at refresh', completionTime: undefined });
-    entry.phase = 'Waiting';
-    await d.record.put(pw.metadata.name, entry);
-    return 0;
-  }
-  await d.record.put(pw.metadata.name, entry);
-  return every;
 }
 
 /**

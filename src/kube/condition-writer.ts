@@ -6,6 +6,7 @@ import type { V1Pod } from './client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { backoffDelay } from '../backoff.js';
+import { retry } from '../retry.js';
 import type { Logger } from '../log.js';
 import type { KubeApi } from './kube-api.js';
 import { conditionPatch, type ConditionWant } from './ready-condition.js';
@@ -54,20 +55,20 @@ export class ConditionWriter {
     );
   }
 
-  private async write(namespace: string, name: string, want: ConditionWant, known: V1Pod | undefined): Promise<V1Pod> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const pod = attempt === 1 && known ? known : await this.api.readPod(namespace, name);
-        const patch = conditionPatch(pod, want, new Date(this.clock.now()));
-        if (!patch) return pod;
-        const written = await this.api.patchPodStatus(namespace, name, patch);
-        this.log.debug('pod condition written', { pod: `${namespace}/${name}`, status: want.status, reason: want.reason });
-        return written;
-      } catch (err) {
-        if (attempt >= TRIES || !AgentError.is(err, 'Unavailable', 'Aborted')) throw err;
-        this.log.warn('writing the pod condition failed; trying again', { pod: `${namespace}/${name}`, attempt, error: (err as Error).message });
-        await this.clock.sleep(backoffDelay(attempt, WRITE_RETRY_BACKOFF));
-      }
-    }
+  private write(namespace: string, name: string, want: ConditionWant, known: V1Pod | undefined): Promise<V1Pod> {
+    const policy = {
+      tries: TRIES,
+      delay: (n: number) => backoffDelay(n, WRITE_RETRY_BACKOFF),
+      retryable: (err: unknown) => AgentError.is(err, 'Unavailable', 'Aborted'),
+      onRetry: (attempt: number, err: unknown) => this.log.warn('writing the pod condition failed; trying again', { pod: `${namespace}/${name}`, attempt, error: (err as Error).message }),
+    };
+    return retry(this.clock, policy, async (attempt) => {
+      const pod = attempt === 1 && known ? known : await this.api.readPod(namespace, name);
+      const patch = conditionPatch(pod, want, new Date(this.clock.now()));
+      if (!patch) return pod;
+      const written = await this.api.patchPodStatus(namespace, name, patch);
+      this.log.debug('pod condition written', { pod: `${namespace}/${name}`, status: want.status, reason: want.reason });
+      return written;
+    });
   }
 }

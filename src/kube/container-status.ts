@@ -43,12 +43,18 @@ export function goDurationMs(s: string): number | undefined {
   return matched === s && s !== '' ? total : undefined;
 }
 
+/** The pending reason when the pod has no status for the container yet. */
+const REASON_NO_STATUS = 'NoStatus';
+
+/** The kubelet's reason of a waiting container held in its restart back-off. */
+const CRASH_LOOP_BACK_OFF = 'CrashLoopBackOff';
+
 /** Reasons of a waiting container that mean its next instance cannot be made. */
 const CREATE_ERRORS = new Set(['ErrImagePull', 'ImagePullBackOff', 'InvalidImageName', 'ErrImageNeverPull', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'PreStartHookError', 'PostStartHookError']);
 
 /** Interprets a container's status against the id of the instance being replaced. */
 export function observe(status: V1ContainerStatus | undefined, oldId: string): Observation {
-  if (!status) return { kind: 'pending', reason: 'NoStatus' };
+  if (!status) return { kind: 'pending', reason: REASON_NO_STATUS };
   const id = bareId(status.containerID);
   const st = status.state ?? {};
   if (st.running) {
@@ -64,14 +70,14 @@ export function observe(status: V1ContainerStatus | undefined, oldId: string): O
   if (!w) return { kind: 'pending' };
   const last = status.lastState?.terminated;
   const lastId = bareId(last?.containerID);
-  if (w.reason === 'CrashLoopBackOff') {
+  if (w.reason === CRASH_LOOP_BACK_OFF) {
     if (last && lastId && lastId !== oldId) {
       return { kind: 'crashed', id: lastId, exitCode: last.exitCode, reason: last.reason, message: `exited with code ${last.exitCode}${last.reason ? ` (${last.reason})` : ''}; the kubelet is backing off` };
     }
     const wait = /back-off (\S+) restarting/.exec(w.message ?? '');
     const ms = wait ? goDurationMs(wait[1]) : undefined;
     const until = ms !== undefined && last?.finishedAt ? new Date(new Date(last.finishedAt).getTime() + ms) : undefined;
-    return { kind: 'backoff', until, message: w.message ?? 'CrashLoopBackOff' };
+    return { kind: 'backoff', until, message: w.message ?? CRASH_LOOP_BACK_OFF };
   }
   if (w.reason && CREATE_ERRORS.has(w.reason)) return { kind: 'error', reason: w.reason, message: w.message ?? w.reason };
   return { kind: 'pending', reason: w.reason };

@@ -22,6 +22,8 @@ export const EventReasons = {
   Restarted: 'Restarted',
   BackOff: 'BackOff',
   RestartedUndrained: 'RestartedUndrained',
+  /** The old instance's preStop hook failed (the kubelet's own reason for it); the stop goes on. */
+  FailedPreStopHook: 'FailedPreStopHook',
 } as const;
 
 /** The component events are reported as. */

@@ -8,7 +8,8 @@
 // hear, when a plan says it must look again (a pod's minReadySeconds running out), and every resyncMs with every
 // read sent to the API server, as a safety net for a watch that missed something.
 import type { Clock } from '../clock.js';
-import { AgentError, asAgentError } from '../errors.js';
+import { asAgentError } from '../errors.js';
+import { isConflict } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
 import { LeaseElection, type LeaseApi } from '../kube/lease-election.js';
 import { CreateRefusals } from './create-refusals.js';
@@ -182,7 +183,7 @@ export class RolloutCoordinator {
           this.failingRollouts.delete(r.metadata.uid ?? '');
         } catch (err) {
           // A write that lost a race (409: the rollout changed meanwhile) is done again once its watch has the change.
-          const conflict = AgentError.is(err, 'Aborted');
+          const conflict = isConflict(err);
           const level = conflict || this.failingRollouts.has(r.metadata.uid ?? '') ? 'debug' : 'warn';
           if (!conflict) this.failingRollouts.add(r.metadata.uid ?? '');
           this.log.log(level, 'rollout round failed; trying again', { rollout: `${r.metadata.namespace}/${r.metadata.name}`, error: asAgentError(err).message });

@@ -5,6 +5,7 @@
 // owns counts as its own or is deleted (ownership.ts). A create that finds its name taken by another owner, or
 // that the API server refuses, is handed back to the planner, whose status then names it.
 import { AgentError } from '../errors.js';
+import { isConflict } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, type ContainerRestart } from '../kube/container-restart/types.js';
 import { recordedRequester } from '../kube/requester.js';
@@ -119,7 +120,7 @@ export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction,
 /** What a create that could not be made says: the conflict, from the object found or the API server's refusal. */
 async function createConflict(d: ReconcileDeps, rollout: InPlaceRollout, kind: CreateConflict['kind'], name: string, err: unknown, mismatch: () => Promise<string | undefined>): Promise<CreateConflict | undefined> {
   if (AgentError.is(err, 'InvalidArgument')) return { kind, name, reason: REASON.createRefused, message: `the API server refused ${kind} ${name}: ${(err as Error).message}` };
-  if (!AgentError.is(err, 'Aborted')) throw err;
+  if (!isConflict(err)) throw err;
   // Exists: this update was started already (by this agent or an earlier coordinator), or the name is taken.
   const why = await mismatch();
   if (why === undefined) return undefined;

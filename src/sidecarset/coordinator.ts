@@ -4,7 +4,8 @@
 // patched, so the kubelet recreates that container alone). Nothing is handed over: every round reads the cluster
 // again (plan.ts).
 import type { Clock } from '../clock.js';
-import { AgentError, asAgentError } from '../errors.js';
+import { asAgentError } from '../errors.js';
+import { isConflict } from '../kube/api-error.js';
 import type { Logger } from '../log.js';
 import { LeaseElection, type LeaseApi } from '../kube/lease-election.js';
 import { planSidecarSet } from './plan.js';
@@ -39,7 +40,7 @@ export async function reconcileSidecarSet(api: SidecarSetApi, set: SidecarSet, n
       log.info('sidecarset: sidecar upgrade started', { sidecarset: set.metadata.name, pod: `${a.namespace}/${a.pod}`, containerrestart: a.name, images: a.containers.map((c) => `${c.name}=${c.image}`).join(',') });
     } catch (err) {
       // Exists: started already (by this agent or an earlier coordinator); never a second one.
-      if (!AgentError.is(err, 'Aborted')) throw err;
+      if (!isConflict(err)) throw err;
     }
   }
   const { lastTransitionTime: _a, ...was } = set.status?.conditions?.[0] ?? {};
@@ -105,7 +106,7 @@ export class SidecarSetCoordinator {
         await reconcileSidecarSet(this.api, set, this.clock.now(), () => this.leading(), this.log);
       } catch (err) {
         // A status write that lost a race (409) is done again next round, from a fresh read.
-        this.log.log(AgentError.is(err, 'Aborted') ? 'debug' : 'warn', 'sidecarset round failed; trying again', { sidecarset: set.metadata.name, error: asAgentError(err).message });
+        this.log.log(isConflict(err) ? 'debug' : 'warn', 'sidecarset round failed; trying again', { sidecarset: set.metadata.name, error: asAgentError(err).message });
       }
     }
   }

@@ -36,6 +36,7 @@ describe('import layering lint', function () {
     { file: 'src/runtime/fixture.ts', code: "import { CriRuntime } from './cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /runtime\/ must not import runtime\/cri\// },
     { file: 'src/rollout/fixture.ts', code: "import { imageMatches } from '../kube/kubelet/verify.js';\nexport const x = imageMatches;\n", says: /rollout\/ must not import the kubelet strategy/ },
     { file: 'src/rollout/fixture.ts', code: "import { ContainerRestartController } from '../kube/container-restart/controller.js';\nexport const x = ContainerRestartController;\n", says: /reaches the ContainerRestart controller only through/ },
+    { file: 'src/cli/fixture.ts', code: "import { operationView } from '../kube/container-restart/operation-view.js';\nexport const x = operationView;\n", says: /cli\/ reaches the ContainerRestart controller only through kube\/container-restart\/types\.ts \(and, for cli\/, its api\.ts\)\./ },
     { file: 'src/fleet/fixture.ts', code: "import { Reasons } from '../engine/reasons.js';\nexport const x = Reasons;\n", says: /fleet\/ must not import engine\// },
   ];
   for (const b of banned) {

@@ -44,7 +44,7 @@ function world(onCreate: (name: string) => 'ok' | 409 | 422 = () => 'ok') {
     createRestart: async (cr: ContainerRestart) => {
       state.creates++;
       const answer = onCreate(cr.metadata.name ?? '');
-      if (answer === 409) throw new AgentError('Aborted', 'already exists');
+      if (answer === 409) throw Object.assign(new AgentError('Aborted', 'already exists'), { httpStatus: 409 }); // as kubeError makes it
       if (answer === 422) throw new AgentError('InvalidArgument', 'spec.containers: Too many: 33: must have at most 32 items');
       return cr;
     },

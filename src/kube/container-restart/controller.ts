@@ -6,28 +6,17 @@
 // and the engine journals the operation under that id before touching anything. An agent that restarts finds
 // the id in the status and either follows the journaled operation or, if the journal never got it, submits it
 // then. A request whose status says it ran but whose journal record is gone is failed, never run again.
-import type { KubeConfig } from '../client.js';
 import { AgentError } from '../../errors.js';
-import type { Clock } from '../../clock.js';
-import type { Logger } from '../../log.js';
-import type { Engine } from '../../engine/engine.js';
 import { isTerminal, type Operation } from '../../engine/operation.js';
 import { Backoff } from '../../backoff.js';
+import { isConflict } from '../api-error.js';
 import { Follower, followerDeps } from '../list-follower.js';
-import { containerRestartPath, type ContainerRestartApi } from './api.js';
-import type { AccessReviewer } from '../access-review.js';
-import { restartRequestFor } from './request.js';
-import type { RestartDefaults } from '../../engine/operation.js';
-import { checkRequester, type RequesterContext, type SelfPod } from './requester-check.js';
-import type { ServiceAccountReader } from '../requester-alive.js';
-import type { AdmissionProbe } from '../admission-as-requester.js';
-import type { FoundPod } from './pod-here.js';
-import { gateUnclaimed } from './take-gate.js';
+import { containerRestartPath } from './api.js';
+import type { ContainerRestartControllerDeps } from './controller-deps.js';
 import { WaitingRequests } from './waiting.js';
-import { RESULT_REFUSED, type ContainerRestartMetrics } from './metrics.js';
-import { claimedStatus, REASON_REFUSED, refusedStatus, statusFromOperation, unclaimed } from './status.js';
-import { RefusalReasons } from '../../engine/reasons.js';
+import { statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
+import { resumeRequest, takeRequest, type TakeHost } from './take.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, newer, type ContainerRestart } from './types.js';
 
 /** The CRD's name (deploy/crds/containerrestart.yaml). */
@@ -40,38 +29,6 @@ const WATCH_BACKOFF_MS = { initialBackoffMs: 250, maxBackoffMs: 5000 };
 
 /** Least time between two status writes of a running operation's progress, ms (its end is written at once). */
 const STATUS_COALESCE_MS = 250;
-
-/** What the controller is built from. */
-export interface ContainerRestartControllerDeps {
-  kc: KubeConfig;
-  api: ContainerRestartApi;
-  engine: Pick<Engine, 'restart' | 'has' | 'recorded' | 'get' | 'on' | 'off' | 'trace'>;
-  /** This node's name, written to the status of every request it takes. */
-  nodeName: string;
-  /** This agent's identity, stable across its restarts (see agentIdentity): two agents never run one request. */
-  agentId: string;
-  /** Watch one namespace; all when undefined. */
-  namespace?: string;
-  defaults: RestartDefaults;
-  /** The pod namespace/name when it is on this node (pod-here.ts); undefined when it is not. */
-  findPod(namespace: string, name: string): Promise<FoundPod | undefined>;
-  /** Whether a request may name a standalone sandbox, one no API server knows (default: refused, PodNotInApiServer). */
-  standalonePods?: boolean;
-  /** Where a ServiceAccount requester is looked up before the claim (requester-alive.ts). */
-  accounts?: ServiceAccountReader;
-  /** Where an image change is tried first as a dry run as the requester (admission-as-requester.ts). */
-  admission?: AdmissionProbe;
-  /** Subscribes to this node's pod watch (each pod added or changed); returns the unsubscribe. */
-  onPod?(listener: (namespace: string, name: string) => void): () => void;
-  /** Checks the recorded requester's own rights before a request is taken (requester-check.ts). */
-  access: AccessReviewer;
-  /** The agent's own pod, which no request may target. */
-  selfPod?: SelfPod;
-  clock: Clock;
-  log: Logger;
-  /** Where each request this agent took is reported once, when its status turns final. */
-  metrics?: ContainerRestartMetrics;
-}
 
 interface SyncState {
   running: boolean;
@@ -226,12 +183,25 @@ export class ContainerRestartController {
     return new Date(this.d.clock.now()).toISOString();
   }
 
+  /** What taking a request (take.ts) borrows of this controller. */
+  private host(): TakeHost {
+    return {
+      d: this.d,
+      waiting: this.waiting,
+      keyByOp: this.keyByOp,
+      admissionUnavailable: this.admissionUnavailable,
+      mine: (cr) => this.mine(cr),
+      now: () => this.now(),
+      wakeAt: (key, at) => this.wakeAt(key, at),
+      report: (cr, result, reason) => this.report(cr, result, reason),
+      write: (cr, compute) => this.write(cr, compute),
+    };
+  }
+
   /** Brings one object one step closer to done; idempotent, so it may run any number of times. */
   private async sync(key: string): Promise<void> {
     let cr = this.latest.get(key);
     if (!cr || this.stopping.signal.aborted) return;
-    const ns = cr.metadata.namespace ?? 'default';
-    const uid = cr.metadata.uid ?? '';
     // Each way of leaving an object alone is logged (debug): the sign tests wait for before they check that
     // nothing was done.
     if (isFinished(cr.status?.phase) || cr.status?.operationId) this.waiting.remove(key);
@@ -246,104 +216,14 @@ export class ContainerRestartController {
     }
 
     if (!cr.status?.operationId) {
-      const trace = this.d.engine.trace;
-      trace.mark(uid, 'ContainerRestart seen');
-      // Noted as waiting before the pod is looked for, so that a pod arriving meanwhile brings the request back.
-      this.waiting.add(key, ns, cr.spec.podName);
-      const gate = await gateUnclaimed(cr, this.d.clock.now(), { ...this.d, admissionUnavailable: this.admissionUnavailable });
-      if ('wait' in gate) {
-        if (gate.wait === 'absent') this.d.log.debug('ContainerRestart left alone: its pod is not on this node', { cr: key, pod: `${ns}/${cr.spec.podName}` });
-        else this.d.log.debug('ContainerRestart waits: its pod has not started on this node yet', { cr: key, pod: `${ns}/${cr.spec.podName}` });
-        if (gate.due !== undefined) this.wakeAt(key, gate.due);
-        return trace.drop(uid);
-      }
-      this.waiting.remove(key);
-      if ('refuse' in gate) {
-        trace.drop(uid);
-        return this.refuse(cr, gate.refuse);
-      }
-      const ctx = gate.take;
-      let req: ReturnType<typeof restartRequestFor>;
-      try {
-        req = restartRequestFor(cr, this.d.defaults);
-      } catch (err) {
-        trace.drop(uid);
-        // The requester's refusal comes first, as it would without the request's own error (no admission dry run
-        // of a request the agent will not run anyway).
-        const refused = await checkRequester(cr, this.d.access, this.d.selfPod, { ...ctx, admission: undefined }).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
-        if (AgentError.is(refused, 'Unavailable')) throw refused;
-        return this.refuse(cr, refused ?? err);
-      }
-      // The requester's check and the claim are made at once, while the engine plans the request (which only
-      // reads); the engine records and runs it only once both are through. A request its creator could not make
-      // themselves is refused before anything is touched: a claim written meanwhile is taken back by the refusal,
-      // which leaves no operation in the status (the operation id is in the status before the journal has it, as
-      // ever).
-      const seen = cr;
-      const checked: Promise<{ refused: unknown } | undefined> = checkRequester(seen, this.d.access, this.d.selfPod, ctx).then(
-        () => void trace.mark(uid, 'requester checked'),
-        (refused: unknown) => ({ refused }),
-      );
-      // Never over a refusal or another agent's claim that landed meanwhile (any agent refuses an expired request).
-      const claimable = (cur: ContainerRestart) => !cur.status?.operationId && !isFinished(cur.status?.phase) && this.mine(cur);
-      const writing: Promise<{ written: ContainerRestart } | { err: unknown }> = this.write(seen, (cur) => (claimable(cur) ? claimedStatus(cur, uid, this.d.nodeName, this.d.agentId, this.now()) : undefined)).then(
-        (written) => (trace.mark(uid, 'claim written'), { written }),
-        (err: unknown) => ({ err }),
-      );
-      const claiming = Promise.all([checked, writing]).then(([refusal, claim]) => (refusal ? { ...refusal, claim } : claim));
-      const holds = (c: ContainerRestart) => c.status?.operationId === uid && this.mine(c);
-      this.keyByOp.set(uid, key);
-      let planError: unknown;
-      try {
-        await this.d.engine.restart(req, { id: uid, admit: async () => ((r) => 'written' in r && holds(r.written))(await claiming) });
-      } catch (err) {
-        planError = err;
-      }
-      const claim = await claiming;
-      if ('refused' in claim) {
-        this.keyByOp.delete(uid);
-        trace.drop(uid);
-        if (AgentError.is(claim.refused, 'Unavailable')) throw claim.refused;
-        // A claim that landed meanwhile is taken back by the refusal: no operation is left in the status.
-        return this.refuse('written' in claim.claim ? claim.claim.written : cr, claim.refused, uid);
-      }
-      if ('err' in claim) throw claim.err;
-      cr = claim.written;
-      if (!holds(cr)) {
-        this.keyByOp.delete(uid);
-        return;
-      }
-      this.d.log.info('ContainerRestart taken', { cr: key, op: uid, pod: `${ns}/${cr.spec.podName}` });
-      if (planError !== undefined) {
-        if (AgentError.is(planError, 'Unavailable')) throw planError;
-        return this.refuse(cr, planError);
-      }
-      this.d.log.info('ContainerRestart submitted', { cr: key, op: uid });
+      const taken = await takeRequest(this.host(), cr, key);
+      if (!taken) return;
+      cr = taken;
     }
     const opId = cr.status?.operationId ?? '';
     this.keyByOp.set(opId, key);
 
-    if (!this.d.engine.has(opId)) {
-      if (cr.status?.phase !== 'Pending') {
-        return this.refuse(cr, new AgentError('FailedPrecondition', `the agent on node ${this.d.nodeName} has no record of operation ${opId} (its journal was lost); it is not run again`, { reason: RefusalReasons.JournalLost }));
-      }
-      // Claimed, but not journaled (the agent stopped in between, or the requester's check, made beside the
-      // claim, could not be made): the check is made again before the request is recorded.
-      const found = await this.d.findPod(ns, cr.spec.podName);
-      const ctx: RequesterContext = { pod: found?.api, accounts: this.d.accounts, admission: this.d.admission, admissionUnavailable: this.admissionUnavailable };
-      const refused = await checkRequester(cr, this.d.access, this.d.selfPod, ctx).then(() => undefined, (e: unknown) => e ?? new Error('refused'));
-      if (refused !== undefined) {
-        if (AgentError.is(refused, 'Unavailable')) throw refused;
-        return this.refuse(cr, refused, opId);
-      }
-      try {
-        await this.d.engine.restart(restartRequestFor(cr, this.d.defaults), { id: opId });
-        this.d.log.info('ContainerRestart submitted', { cr: key, op: opId });
-      } catch (err) {
-        if (AgentError.is(err, 'Unavailable')) throw err;
-        return this.refuse(cr, err);
-      }
-    }
+    if (!this.d.engine.has(opId) && !(await resumeRequest(this.host(), cr, key, opId))) return;
     // An operation admitted without a Pending record (Engine.record) shows as its claim does, Pending, until the
     // journal has it: an agent that stops before then finds the object claimed, Pending and not journaled, and
     // reviews its requester again and submits it again (not a lost journal). The write its first record's change
@@ -372,22 +252,6 @@ export class ContainerRestartController {
     const st = cr.status;
     if (st?.nodeName && st.nodeName !== this.d.nodeName) return false;
     return !st?.agentId || st.agentId === this.d.agentId;
-  }
-
-  /**
-   * Writes the final status of a request refused before anything was touched. claimedAs: the operation id of a
-   * claim this agent wrote for it (the claim and the requester's check are made at once); the refusal takes that
-   * claim back, so that no operation is left in the status.
-   */
-  private async refuse(cr: ContainerRestart, err: unknown, claimedAs?: string): Promise<void> {
-    const message = err instanceof Error ? err.message : String(err);
-    // The refusal's own reason, set where it was refused; a request the agent cannot read is InvalidRequest.
-    const reason = (err instanceof AgentError && err.reason) || (AgentError.is(err, 'InvalidArgument') ? RefusalReasons.InvalidRequest : REASON_REFUSED);
-    this.d.log.info('ContainerRestart refused', { cr: keyOf(cr), reason, message });
-    const uid = cr.metadata.uid;
-    // Never over another agent's claim that landed meanwhile (the write re-reads after a conflict).
-    const written = await this.write(cr, (cur) => (cur.metadata.uid === uid && !isFinished(cur.status?.phase) && this.mine(cur) ? refusedStatus(claimedAs ? unclaimed(cur, claimedAs) : cur, message, this.d.nodeName, this.d.agentId, this.now(), reason) : undefined));
-    if (isFinished(written.status?.phase) && written.status?.conditions?.some((c) => c.reason === reason)) this.report(written, RESULT_REFUSED, reason);
   }
 
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
@@ -428,7 +292,7 @@ export class ContainerRestartController {
       await this.d.api.delete(cr.metadata.namespace ?? 'default', cr.metadata.name ?? '', cr.metadata.uid);
       this.d.log.info('ContainerRestart deleted after its TTL', { cr: key, ttlSeconds: ttl });
     } catch (err) {
-      if (!AgentError.is(err, 'NotFound') && !AgentError.is(err, 'Aborted')) throw err;
+      if (!AgentError.is(err, 'NotFound') && !isConflict(err)) throw err;
     }
     this.forget(key);
   }

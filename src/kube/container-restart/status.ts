@@ -1,15 +1,11 @@
 // The status of a ContainerRestart, computed from the agent's operation record: pure functions of their inputs.
 import type { Operation, OperationState } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
-import type { ContainerRestart, ContainerRestartCondition, ContainerRestartPhase, ContainerRestartStatus } from './types.js';
+import { REASON_PENDING, REASON_REFUSED, REASON_SUCCEEDED, SUCCEEDED_CONDITION, type ContainerRestart, type ContainerRestartCondition, type ContainerRestartPhase, type ContainerRestartStatus } from './types.js';
 import { keepTransition } from '../conditions.js';
 import { sameJson } from '../../same-json.js';
 
-/** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
-export const SUCCEEDED_CONDITION = 'Succeeded';
-
-/** Reason of a request the agent refused without touching anything, when the refusal carries no reason of its own. */
-export const REASON_REFUSED = 'Refused';
+export { REASON_REFUSED, SUCCEEDED_CONDITION } from './types.js';
 
 const PHASE: Record<OperationState, ContainerRestartPhase> = {
   Pending: 'Pending',
@@ -43,7 +39,7 @@ export function claimedStatus(cr: ContainerRestart, operationId: string, nodeNam
     observedGeneration: cr.metadata.generation,
     startTime: now,
     summary: cr.spec.containers.map((c) => `${c.name}:Waiting`).join(','),
-    conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'Unknown', reason: 'Pending', message: `taken by the agent on node ${nodeName}` }, now)],
+    conditions: [condition(cr.status, { type: SUCCEEDED_CONDITION, status: 'Unknown', reason: REASON_PENDING, message: `taken by the agent on node ${nodeName}` }, now)],
   };
 }
 
@@ -73,7 +69,7 @@ export function statusFromOperation(cr: ContainerRestart, op: Operation, nodeNam
   const reason = phase === 'Failed' ? (op.reason ?? op.containers.find((c) => c.reason)?.reason ?? Reasons.ReplacementFailed) : undefined;
   const cond: Omit<ContainerRestartCondition, 'lastTransitionTime'> =
     phase === 'Succeeded'
-      ? { type: SUCCEEDED_CONDITION, status: 'True', reason: 'Succeeded', message: 'every container restarted and verified' }
+      ? { type: SUCCEEDED_CONDITION, status: 'True', reason: REASON_SUCCEEDED, message: 'every container restarted and verified' }
       : phase === 'Failed'
         ? { type: SUCCEEDED_CONDITION, status: 'False', reason, message: message ?? op.state }
         : { type: SUCCEEDED_CONDITION, status: 'Unknown', reason: op.state, message: `operation ${op.state}` };

@@ -1,6 +1,19 @@
 // The ContainerRestart custom resource (deploy/crds/containerrestart.yaml), as plain TypeScript types.
 import type { FailurePolicy } from '../kubelet/options.js';
 import type { Requester } from '../requester.js';
+import { isRefusal } from '../../engine/reasons.js';
+
+/** The condition every status carries: True on success, False on failure or refusal, Unknown meanwhile. */
+export const SUCCEEDED_CONDITION = 'Succeeded';
+
+/** Reason of a request the agent refused without touching anything, when the refusal carries no reason of its own. */
+export const REASON_REFUSED = 'Refused';
+
+/** Reason of the Succeeded condition while a taken request has not started (Unknown). */
+export const REASON_PENDING = 'Pending';
+
+/** Reason of the Succeeded condition once every container was restarted and verified (True). */
+export const REASON_SUCCEEDED = 'Succeeded';
 
 /** API group, version and plural of the resource. */
 export const CR_GROUP = 'inplace-agent.io';
@@ -111,6 +124,12 @@ export interface ContainerRestart {
 /** Whether a phase is final. */
 export function isFinished(phase: ContainerRestartPhase | undefined): boolean {
   return phase === 'Succeeded' || phase === 'Failed';
+}
+
+/** Why the agent refused the request without touching anything, when it did. */
+export function refusal(cr: ContainerRestart): string | undefined {
+  const c = cr.status?.conditions?.find((x) => x.type === SUCCEEDED_CONDITION);
+  return c?.status === 'False' && (c.reason === REASON_REFUSED || isRefusal(c.reason)) ? (c.message ?? cr.status?.message ?? 'refused') : undefined;
 }
 
 /** `namespace/name` of an object. */

@@ -28,7 +28,7 @@ import { polledSlices } from '../drain/slice-feed.js';
 import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
 import { once, sightNewInstance } from './runtime-sight.js';
 import type { KubeApi } from '../kube-api.js';
-import type { PodEvents } from '../pod-events.js';
+import { EventReasons, type PodEvents } from '../pod-events.js';
 import { preStopHandler, runPreStop } from '../pre-stop.js';
 import { specContainer } from '../restart-policy.js';
 import { KubeletClaims } from './claim.js';
@@ -167,7 +167,7 @@ export class KubeletStrategy implements RestartStrategy {
               const res = await runPreStop(preStopHandler(spec)!, { container: spec, podIp: pod.status?.podIP ?? op.podIp, exec: (cmd, s) => this.d.runtime.exec(t.oldId, cmd, s), clock: this.d.clock }, op.request.graceSeconds * 1000);
               if (!res.ok) {
                 this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, detail: res.detail });
-                void this.d.events.record(pod, t.name, 'Warning', 'FailedPreStopHook', `PreStopHook failed for container ${t.name}: ${res.detail}`);
+                void this.d.events.record(pod, t.name, 'Warning', EventReasons.FailedPreStopHook, `PreStopHook failed for container ${t.name}: ${res.detail}`);
               }
               grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - began);
             } else {

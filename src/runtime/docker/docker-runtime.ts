@@ -1,6 +1,5 @@
 // The Runtime interface over the Docker Engine API (dockerode). Pods are sandbox containers plus the containers
-// that joined their network namespace (see pods.ts); recreation goes through create-options.ts.
-import { statfsSync } from 'node:fs';
+// that joined their network namespace (see pods.ts); recreation goes through create-container.ts and create-options.ts.
 import './without-ssh.js';
 import Dockerode from 'dockerode';
 import { AgentError, asAgentError } from '../../errors.js';
@@ -21,14 +20,16 @@ import type {
 } from '../types.js';
 import { MIN_ID_PREFIX } from '../../id-prefix.js';
 import { containerFromInspect, containerState, dockerName, imageFromDocker } from './convert.js';
-import { createOptions, extraNetworks, type DockerEngine, type ImageDefaults } from './create-options.js';
+import { createContainer, type CreateAccess } from './create-container.js';
+import type { DockerEngine } from './create-options.js';
 import { dockerodeOptions } from './endpoint.js';
 import { dockerError, dockerStatus } from './errors.js';
-import { dockerEvents } from './events.js';
+import { dockerEvents, eventPodIds } from './events.js';
 import { execInContainer } from './exec.js';
+import { imageFsUsage } from './image-fs.js';
 import { replacementName, restoreNames, swapNames, type Renamer } from './name-swap.js';
-import { groupPods, joinedContainer, sandboxResolver, type PodGroups } from './pods.js';
-import { PODMAN_POD_MEMBER, imagesBytes, isPodman, podmanPodMembers, withNetworkModes } from './podman-compat.js';
+import { groupPods, joinedContainer, type PodGroups } from './pods.js';
+import { isPodman, podmanPodMembers, withNetworkModes } from './podman-compat.js';
 import { dockerPullError } from './pull-errors.js';
 import { pullImage } from './pull.js';
 
@@ -148,67 +149,19 @@ export class DockerRuntime implements Runtime {
   }
 
   async createContainer(podId: string, spec: ContainerSpec, name?: string): Promise<string> {
-    const native = spec.native as Dockerode.ContainerInspectInfo | undefined;
-    if (!native || typeof native !== 'object' || !native.Config || !native.HostConfig || !native.Id) {
-      throw new AgentError('InvalidArgument', `container spec "${spec.name}" carries no Docker inspect data`);
-    }
-    if (native.HostConfig.AutoRemove) {
-      // Stopping it deletes it, so a failed replacement could not be rolled back to it.
-      throw new AgentError('FailedPrecondition', `container "${spec.name}" was started with --rm (AutoRemove): stopping it deletes it, so it cannot be replaced in place safely`);
-    }
-    const engine = await this.engine();
-    if (engine === 'podman') {
-      const pod = (
-        await podmanPodMembers(this.docker).catch((err: unknown) => {
-          throw this.fail(err, 'Podman pod list');
-        })
-      ).get(native.Id);
-      if (pod) throw new AgentError('FailedPrecondition', `container "${spec.name}" is in Podman pod "${pod.podName}": ${PODMAN_POD_MEMBER}`);
-    }
-    if (podId !== native.Id) {
-      // The sandbox must exist and own its network, else the new container would join a stranger or nothing.
-      const sandbox = await this.inspectRaw(podId).catch((err: unknown) => {
-        throw AgentError.is(err, 'NotFound') ? new AgentError('NotFound', `pod "${podId}" not found`) : err;
-      });
-      if (joinedContainer(sandbox.HostConfig?.NetworkMode) !== undefined) {
-        throw new AgentError('NotFound', `pod "${podId}" not found (container "${podId}" joins another's network)`);
-      }
-      podId = sandbox.Id;
-    }
-    // Compare image ids, not references: a tag re-pulled with new content is a new image too.
-    const target = await this.inspectImage(spec.image);
-    if (!target) throw new AgentError('NotFound', `image "${spec.image}" not found in Docker's store (pull it first)`);
-    let oldImage: ImageDefaults | undefined;
-    if (target.id !== native.Image) {
-      try {
-        oldImage = (await this.docker.getImage(native.Image).inspect()).Config as ImageDefaults;
-      } catch (err) {
-        if (dockerStatus(err) !== 404) throw this.fail(err, `image "${native.Image}"`);
-      }
-    }
-    const body = createOptions(native, spec, {
-      podId,
-      imageChanged: target.id !== native.Image,
-      ...(name !== undefined ? { name } : {}),
-      ...(oldImage ? { oldImage } : {}),
-      engine,
-    });
-    let id: string;
-    try {
-      id = (await this.docker.createContainer(body)).id;
-    } catch (err) {
-      const what = name !== undefined ? `container "${name}"` : `container from "${spec.name}"`;
-      throw this.fail(err, dockerStatus(err) === 404 ? `image "${spec.image}" for ${what}` : `create ${what}`);
-    }
-    for (const net of extraNetworks(native, engine)) {
-      try {
-        await this.docker.getNetwork(net.name).connect({ Container: id, EndpointConfig: net.settings });
-      } catch (err) {
-        await this.removeContainer(id).catch(() => undefined);
-        throw this.fail(err, `network "${net.name}" for the new container`);
-      }
-    }
-    return id;
+    return createContainer(this.createAccess(), podId, spec, name);
+  }
+
+  /** What createContainer borrows of this adapter. */
+  private createAccess(): CreateAccess {
+    return {
+      docker: this.docker,
+      engine: () => this.engine(),
+      fail: (err, subject) => this.fail(err, subject),
+      inspectRaw: (id) => this.inspectRaw(id),
+      inspectImage: (ref) => this.inspectImage(ref),
+      removeContainer: (id) => this.removeContainer(id),
+    };
   }
 
   async startContainer(containerId: string): Promise<void> {
@@ -310,52 +263,16 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async imageFsUsage(): Promise<ImageFsUsage> {
-    let root: string;
-    let used: number;
-    try {
-      const info = (await this.docker.info()) as { DockerRootDir: string };
-      root = info.DockerRootDir;
-      used = imagesBytes((await this.docker.df()) as Parameters<typeof imagesBytes>[0]);
-    } catch (err) {
-      throw this.fail(err, 'image filesystem');
-    }
-    try {
-      const fs = statfsSync(root);
-      return { mountpoint: root, usedBytes: used, availableBytes: fs.bavail * fs.bsize };
-    } catch (err) {
-      throw new AgentError('FailedPrecondition', `Docker root dir "${root}" cannot be read here: ${String(err)}`, {
-        cause: err,
-      });
-    }
+  imageFsUsage(): Promise<ImageFsUsage> {
+    return imageFsUsage(this.docker, (err, subject) => this.fail(err, subject));
   }
 
   events(signal: AbortSignal): AsyncIterable<RuntimeEvent> {
     const since = Date.now() / 1000; // events from the moment of the call, even if iteration starts later
-    const podIds = new Map<string, string>();
-    let primed: Promise<void> | undefined;
-    const prime = async (): Promise<void> => {
-      const list = await this.listAll().catch(() => []);
-      const sandboxOf = sandboxResolver(list);
-      for (const c of list) if (!podIds.has(c.Id)) podIds.set(c.Id, sandboxOf(c));
-    };
-    const podIdOf = async (containerId: string, type: RuntimeEvent['type']): Promise<string> => {
-      await (primed ??= prime());
-      if (type === 'deleted') {
-        const known = podIds.get(containerId) ?? '';
-        podIds.delete(containerId);
-        return known;
-      }
-      const known = podIds.get(containerId);
-      if (known !== undefined) return known;
-      try {
-        const podId = await this.podIdOf(await this.docker.getContainer(containerId).inspect());
-        podIds.set(containerId, podId);
-        return podId;
-      } catch {
-        return ''; // removed before we could look
-      }
-    };
+    const podIdOf = eventPodIds(
+      () => this.listAll().catch(() => []),
+      async (id) => this.podIdOf(await this.docker.getContainer(id).inspect()),
+    );
     return dockerEvents({ docker: this.docker, podIdOf }, signal, since);
   }
 

@@ -6,6 +6,7 @@ import type Dockerode from 'dockerode';
 import { backoffDelay } from '../../backoff.js';
 import type { RuntimeEvent } from '../types.js';
 import { eventTime, eventType, type DockerEventMessage } from './convert.js';
+import { sandboxResolver } from './pods.js';
 
 /** What the event stream needs from the adapter. */
 export interface EventSource {
@@ -73,4 +74,38 @@ export async function* dockerEvents(
     if (signal.aborted) break;
     await sleep(backoffDelay(++failures, RECONNECT_BACKOFF), undefined, { signal }).catch(() => undefined);
   }
+}
+
+/**
+ * EventSource.podIdOf over a cache: every container's pod from one list at the first event, then a container
+ * new since from resolve (its inspect); a destroyed container's pod is told once and forgotten.
+ */
+export function eventPodIds(
+  listAll: () => Promise<Dockerode.ContainerInfo[]>,
+  resolve: (containerId: string) => Promise<string>,
+): EventSource['podIdOf'] {
+  const podIds = new Map<string, string>();
+  let primed: Promise<void> | undefined;
+  const prime = async (): Promise<void> => {
+    const list = await listAll();
+    const sandboxOf = sandboxResolver(list);
+    for (const c of list) if (!podIds.has(c.Id)) podIds.set(c.Id, sandboxOf(c));
+  };
+  return async (containerId, type) => {
+    await (primed ??= prime());
+    if (type === 'deleted') {
+      const known = podIds.get(containerId) ?? '';
+      podIds.delete(containerId);
+      return known;
+    }
+    const known = podIds.get(containerId);
+    if (known !== undefined) return known;
+    try {
+      const podId = await resolve(containerId);
+      podIds.set(containerId, podId);
+      return podId;
+    } catch {
+      return ''; // removed before we could look
+    }
+  };
 }

@@ -1,11 +1,12 @@
-// A ContainerRestart seen as the agent's Operation record, so inplacectl prints it as it prints an RPC restart.
-import type { ContainerStep, Operation, OperationState } from '../../engine/operation.js';
-import { isRefusal } from '../../engine/reasons.js';
-import { REASON_REFUSED, SUCCEEDED_CONDITION } from './status.js';
-import type { ContainerRestart } from './types.js';
+// A ContainerRestart seen as the agent's operation record, so inplacectl prints it as it prints an RPC restart.
+import type { operationToWire } from '../api/convert.js';
+import type { ContainerRestart } from '../kube/container-restart/types.js';
+
+/** The agent's operation record, as the API's operationToWire takes it. */
+export type OperationRecord = Parameters<typeof operationToWire>[0];
 
 /** The operation a ContainerRestart's status describes (Pending until an agent has taken it). */
-export function operationView(cr: ContainerRestart): Operation {
+export function operationView(cr: ContainerRestart): OperationRecord {
   const st = cr.status ?? {};
   const ns = cr.metadata.namespace ?? 'default';
   const now = new Date().toISOString();
@@ -14,7 +15,7 @@ export function operationView(cr: ContainerRestart): Operation {
     podId: '',
     podName: `${ns}/${cr.spec.podName}`,
     podIp: st.podIP ?? '',
-    state: (st.operationState as OperationState | undefined) ?? 'Pending',
+    state: (st.operationState as OperationRecord['state'] | undefined) ?? 'Pending',
     request: {
       pod: `${ns}/${cr.spec.podName}`,
       containers: cr.spec.containers.map((c) => c.name),
@@ -34,7 +35,7 @@ export function operationView(cr: ContainerRestart): Operation {
         newAttempt: 0,
         newId: s?.newContainerID ?? '',
         rollbackId: '',
-        step: (s?.state as ContainerStep | undefined) ?? 'Waiting',
+        step: (s?.state as OperationRecord['containers'][number]['step'] | undefined) ?? 'Waiting',
         steps: [],
         exitCode: s?.exitCode,
         error: s?.message,
@@ -48,10 +49,4 @@ export function operationView(cr: ContainerRestart): Operation {
     error: st.message,
     reason: st.reason,
   };
-}
-
-/** Why the agent refused the request without touching anything, when it did. */
-export function refusal(cr: ContainerRestart): string | undefined {
-  const c = cr.status?.conditions?.find((x) => x.type === SUCCEEDED_CONDITION);
-  return c?.status === 'False' && (c.reason === REASON_REFUSED || isRefusal(c.reason)) ? (c.message ?? cr.status?.message ?? 'refused') : undefined;
 }
