@@ -11,7 +11,7 @@ export class Paused extends Error {
 
 /**
  * Thrown where an operation would journal a step while its first record (written beside its first runtime call,
- * see Engine.record) could not be written: the operation is abandoned, what it created is removed, and its
+ * see RestartIntake.record) could not be written: the operation is abandoned, what it created is removed, and its
  * caller hears the journal's error.
  */
 export class Unrecorded extends Error {
