@@ -8,7 +8,7 @@ import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ContainerDetail, ContainerState } from '../runtime/types.js';
 import type { ContainerTarget, Operation } from './operation.js';
-import { pausable } from './paused.js';
+import { whenAvailable, type WhenAvailable } from './paused.js';
 import { strategyNamed, type RestartStrategy } from './restart-strategy.js';
 import type { StepTrace } from './step-trace.js';
 
@@ -44,8 +44,12 @@ export interface FirstReadDeps {
 export class FirstReader {
   /** The first reads of new operations, begun as they were planned (see prefetch). */
   private readonly early = new Map<string, FirstReads>();
+  /** A read that waits for a runtime briefly away; a drain meanwhile pauses the operation. */
+  private readonly whenAvailable: WhenAvailable;
 
-  constructor(private readonly d: FirstReadDeps) {}
+  constructor(private readonly d: FirstReadDeps) {
+    this.whenAvailable = whenAvailable(d);
+  }
 
   /**
    * Begins the first reads of a new operation as it is planned; its run takes them. listed: the old containers'
@@ -119,10 +123,5 @@ export class FirstReader {
 
   private note(op: Operation, what: string): void {
     this.d.trace?.mark(op.id, what);
-  }
-
-  /** A runtime call that waits for a runtime briefly away, until `until`; a drain meanwhile pauses the operation. */
-  private whenAvailable<T>(what: string, until: number, call: (attempt: number) => Promise<T>): Promise<T> {
-    return pausable(call, { clock: this.d.clock, until, what, log: this.d.log, signal: this.d.drainSignal, draining: this.d.draining });
   }
 }

@@ -9,7 +9,7 @@ import type { ExecutorDeps } from './executor-deps.js';
 import type { OldRead } from './first-reads.js';
 import { pullImages } from './image-pulls.js';
 import { isTerminal, type ContainerTarget, type Operation } from './operation.js';
-import { Paused, Unrecorded, pausable } from './paused.js';
+import { Paused, Unrecorded, whenAvailable, type WhenAvailable } from './paused.js';
 import { OperationSteps } from './operation-steps.js';
 import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
@@ -28,9 +28,12 @@ export class RestartExecutor {
 
   /** The record side of each step (state, steps, journal writes, the end). */
   private readonly steps: OperationSteps;
+  /** A runtime call that waits for a runtime briefly away; a drain meanwhile pauses the operation. */
+  private readonly whenAvailable: WhenAvailable;
 
   constructor(private readonly d: ExecutorDeps) {
     this.steps = new OperationSteps(d);
+    this.whenAvailable = whenAvailable(d);
   }
 
   /** Operations read back from the journal by this agent (see StepContext.resumed). */
@@ -232,10 +235,5 @@ export class RestartExecutor {
       trace: (what) => this.steps.note(op, what),
       resumed: this.resumed.has(op.id),
     };
-  }
-
-  /** A runtime call that waits for a runtime briefly away, until `until`; a drain meanwhile pauses the operation. */
-  private whenAvailable<T>(what: string, until: number, call: (attempt: number) => Promise<T>): Promise<T> {
-    return pausable(call, { clock: this.d.clock, until, what, log: this.d.log, signal: this.d.drainSignal, draining: this.d.draining });
   }
 }

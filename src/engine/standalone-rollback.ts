@@ -5,7 +5,7 @@ import { AgentError, asAgentError } from '../errors.js';
 import { backoffDelay } from '../backoff.js';
 import type { ContainerDetail, ContainerSpec } from '../runtime/types.js';
 import type { ContainerTarget, Operation } from './operation.js';
-import { Paused, Unrecorded, pausable } from './paused.js';
+import { Paused, Unrecorded, whenAvailable } from './paused.js';
 import { Reasons } from './reasons.js';
 import { OPERATION_LABEL } from './restart-plan.js';
 import type { StepContext } from './restart-strategy.js';
@@ -42,7 +42,7 @@ export class StandaloneRollback {
     const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_WAIT_MS);
     for (let attempt = 1; ; attempt++) {
       try {
-        await pausable(() => this.once(op, t, oldSpec), { clock: this.d.clock, until, what: `roll back "${t.name}"`, log: this.d.log, signal: this.d.drainSignal, draining: this.d.draining });
+        await whenAvailable(this.d)(`roll back "${t.name}"`, until, () => this.once(op, t, oldSpec));
         await ctx.step('RolledBack');
         this.d.log.info('rolled back', { op: op.id, container: t.name, running: t.rollbackId });
         return;

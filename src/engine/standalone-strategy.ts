@@ -23,7 +23,7 @@ import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { ContainerSpec } from '../runtime/types.js';
 import { CommonSteps, type ContainerTarget, type Operation, type RestartRequest } from './operation.js';
-import { Paused, Unrecorded, pausable } from './paused.js';
+import { Paused, Unrecorded, whenAvailable, type WhenAvailable } from './paused.js';
 import { preStopCommand, remainingGrace, type PlannedTarget } from './restart-plan.js';
 import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
@@ -67,6 +67,8 @@ export class StandaloneStrategy implements RestartStrategy {
   readonly steps = StandaloneSteps;
   private readonly replacements: Replacements;
   private readonly rollback: StandaloneRollback;
+  /** A runtime call that waits for a runtime briefly away; a drain meanwhile pauses the operation. */
+  private readonly whenAvailable: WhenAvailable;
 
   /** The work of each step, the state machine above as a table. */
   private readonly work: Record<Step, StepWork> = {
@@ -91,6 +93,7 @@ export class StandaloneStrategy implements RestartStrategy {
   constructor(private readonly d: StandaloneDeps) {
     this.replacements = new Replacements(d);
     this.rollback = new StandaloneRollback(d, this.replacements);
+    this.whenAvailable = whenAvailable(d);
   }
 
   /** Every container the kubelet does not manage is this strategy's (the engine asks the others first). */
@@ -270,10 +273,5 @@ export class StandaloneStrategy implements RestartStrategy {
   /** Enters a step; Stopping and RemovingOld skip the directory fsync (their recovery repeats idempotent calls). */
   private enter(ctx: StepContext, step: Step): Promise<void> {
     return ctx.step(step, { sync: step !== 'Stopping' && step !== 'RemovingOld' });
-  }
-
-  /** A runtime call that waits for a runtime briefly away, until `until`; a drain meanwhile pauses the operation. */
-  private whenAvailable<T>(what: string, until: number, call: (attempt: number) => Promise<T>): Promise<T> {
-    return pausable(call, { clock: this.d.clock, until, what, log: this.d.log, signal: this.d.drainSignal, draining: this.d.draining });
   }
 }
