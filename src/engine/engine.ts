@@ -78,35 +78,32 @@ export interface PodView {
 /** Emits 'change' (Operation) whenever an operation's record changes, and 'drained' once drain() is done. */
 export class Engine extends EventEmitter {
   private readonly drainAbort = new AbortController();
+  /** The records, their journal writes and what watchers are told (the executor's OperationStore). */
   private readonly store: JournaledOperations;
-  private readonly planner: RestartPlanner;
-  private readonly reads: FirstReader;
   private readonly executor: RestartExecutor;
   private readonly scheduler: OperationScheduler;
+  /** A request's way in: resolved and planned, admitted, journaled, scheduled. */
   private readonly intake: RestartIntake;
   private isDraining = false;
-  /** Every strategy, in the order they are asked to claim a container: the given ones, then standalone. */
-  private readonly strategies: RestartStrategy[];
   /** The step timings of operations (logged at debug level as each ends); callers before the engine add theirs. */
   readonly trace: StepTrace;
 
   constructor(private readonly d: EngineDeps) {
     super();
-    this.trace = d.trace ?? new StepTrace(d.log);
+    const trace = (this.trace = d.trace ?? new StepTrace(d.log));
     this.setMaxListeners(0);
     // Every operation waiting for a slot listens to the drain signal.
     setMaxListeners(0, this.drainAbort.signal);
     const draining = () => this.isDraining;
     const drainSignal = this.drainAbort.signal;
     const { runtime, clock, log } = d;
-    this.strategies = [...(d.strategies ?? []), new StandaloneStrategy({ runtime, clock, log, draining, drainSignal, agentId: d.agentId })];
-    const strategies = this.strategies;
-    this.store = new JournaledOperations({ journal: d.journal, log, retention: d.retention ?? 500, changed: (op) => this.emit('change', op), onFatal: d.onFatal });
-    this.planner = new RestartPlanner({ runtime, clock, strategies, allowKubelet: (d.strategies?.length ?? 0) > 0, kubeletPods: d.kubeletPods, trace: this.trace });
-    this.reads = new FirstReader({ runtime, clock, log, strategies, draining, drainSignal, trace: this.trace });
-    const { store, planner, reads, trace } = this;
-    this.executor = new RestartExecutor({ runtime, puller: d.puller, clock, log, store, planner, reads, draining, drainSignal, afterStep: d.afterStep, strategies, trace });
-    const scheduler = (this.scheduler = new OperationScheduler({ executor: this.executor, store, reads, clock, log, maxParallel: d.maxParallel ?? 4, draining, drainSignal }));
+    // Every strategy, in the order they are asked to claim a container: the given ones, then standalone.
+    const strategies: RestartStrategy[] = [...(d.strategies ?? []), new StandaloneStrategy({ runtime, clock, log, draining, drainSignal, agentId: d.agentId })];
+    const store = (this.store = new JournaledOperations({ journal: d.journal, log, retention: d.retention ?? 500, changed: (op) => this.emit('change', op), onFatal: d.onFatal }));
+    const planner = new RestartPlanner({ runtime, clock, strategies, allowKubelet: (d.strategies?.length ?? 0) > 0, kubeletPods: d.kubeletPods, trace });
+    const reads = new FirstReader({ runtime, clock, log, strategies, draining, drainSignal, trace });
+    const executor = (this.executor = new RestartExecutor({ runtime, puller: d.puller, clock, log, store, planner, reads, draining, drainSignal, afterStep: d.afterStep, strategies, trace }));
+    const scheduler = (this.scheduler = new OperationScheduler({ executor, store, reads, clock, log, maxParallel: d.maxParallel ?? 4, draining, drainSignal }));
     this.intake = new RestartIntake({ puller: d.puller, clock, store, planner, reads, scheduler, strategies, trace, maxUnfinished: d.maxUnfinished ?? 256, draining });
   }
 
