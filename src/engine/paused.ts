@@ -1,5 +1,7 @@
 // A drain of the agent stops a running operation only at a safe point: the operation stays in the journal,
 // and the next agent resumes it from its last journaled step.
+import type { Clock } from '../clock.js';
+import type { Logger } from '../log.js';
 import { whileUnavailable, isTransient, type RuntimeWaitOptions } from './runtime-wait.js';
 
 /** Thrown at a safe point when the agent is draining: the operation stays in the journal and resumes later. */
@@ -11,7 +13,7 @@ export class Paused extends Error {
 
 /**
  * Thrown where an operation would journal a step while its first record (written beside its first runtime call,
- * see Engine.record) could not be written: the operation is abandoned, what it created is removed, and its
+ * see RestartIntake.record) could not be written: the operation is abandoned, what it created is removed, and its
  * caller hears the journal's error.
  */
 export class Unrecorded extends Error {
@@ -38,4 +40,12 @@ export async function pausable<T>(call: (attempt: number) => Promise<T>, opts: P
     if (isTransient(err) && opts.draining()) throw new Paused();
     throw err;
   }
+}
+
+/** A pausable runtime call (see pausable) named `what`, waiting until `until` (epoch ms). */
+export type WhenAvailable = <T>(what: string, until: number, call: (attempt: number) => Promise<T>) => Promise<T>;
+
+/** pausable() bound to its owner's clock, log and drain: the engine's pieces each make their calls through one. */
+export function whenAvailable(d: { clock: Clock; log: Logger; draining(): boolean; drainSignal?: AbortSignal }): WhenAvailable {
+  return (what, until, call) => pausable(call, { clock: d.clock, until, what, log: d.log, signal: d.drainSignal, draining: () => d.draining() });
 }

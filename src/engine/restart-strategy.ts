@@ -102,3 +102,8 @@ export interface RestartStrategy {
    */
   cleanup?(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<void>;
 }
+
+/** The strategy a planned container names (standalone when it names none), if it is among strategies. */
+export function strategyNamed(strategies: readonly RestartStrategy[], t: { strategy?: string }): RestartStrategy | undefined {
+  return strategies.find((s) => s.name === (t.strategy ?? 'standalone'));
+}

@@ -16,9 +16,10 @@
 //         that can heal, Retrying after a backoff; otherwise Failed;
 //      d. verify a digest reference against what the runtime stored; report the resolved digest;
 //   4. pin the image if asked, and send this caller's last event (Done or Failed).
+// Steps 1-2 and 4, and the flights, are here; a flight's steps 3a-3d are flight-runner.ts's, and what the store
+// holds already (with the looks begun ahead of a pull) present-images.ts's.
 import { createHmac, randomBytes } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
-import { formatBytes } from '../bytes.js';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import { systemClock } from '../clock.js';
@@ -29,19 +30,16 @@ import type { Logger } from '../log.js';
 import { silentLogger } from '../log.js';
 import { parseImageRef, type ImageRef } from '../image-ref.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Image, PulledImage, PullProgress, RegistryAuth } from '../runtime/types.js';
+import type { PullProgress, RegistryAuth } from '../runtime/types.js';
 import { lookupAuth, redact } from './auth.js';
 import { Backoff, type BackoffOptions } from '../backoff.js';
 import type { ProgressSource } from '../runtime/progress-source.js';
+import { FlightRunner, type FlightParams } from './flight-runner.js';
+import { LooksAhead } from './present-images.js';
 import { PullFlight } from './pull-flight.js';
-import { classifyPullError, isRetryable } from './pull-errors.js';
 import { PullMetrics } from './pull-metrics.js';
 import { PullQueue, type Release } from './pull-queue.js';
-import { StallWatch } from './stall-watch.js';
 import { initialFlightState, MAX_PULL_TIMEOUT_MS, type AuthKeyring, type FlightState, type PullEvent, type PullRequest, type PullService } from './types.js';
-
-/** How long a look in the store begun ahead of an ensure (lookAhead) stands for that ensure's own, ms. */
-const LOOK_AHEAD_MS = 1000;
 
 /** Defaults of the service's options (the daemon's flag defaults). */
 export const PULL_DEFAULTS = {
@@ -80,12 +78,6 @@ export interface PullServiceOptions {
   metricsRegistry?: Registry;
 }
 
-/** What a flight pulls with; part of its key, so every caller of a flight asked for exactly this. */
-interface FlightParams {
-  auth?: RegistryAuth;
-  always: boolean;
-}
-
 /** Options of ensure() beyond the engine's ImagePuller contract. */
 export interface EnsureOptions {
   signal?: AbortSignal;
@@ -98,37 +90,43 @@ export interface EnsureOptions {
 export class ImagePullService implements PullService {
   readonly metrics: PullMetrics;
   private readonly runtime: Runtime;
-  private readonly queue: PullQueue;
   private readonly flights = new Map<string, PullFlight>();
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly backoff: Backoff;
-  private readonly retries: number;
-  private readonly timeoutMs: number;
-  private readonly stallTimeoutMs: number;
-  private readonly minFreeDiskBytes: number;
   private readonly progressIntervalMs: number;
   /** Key of the credentials' hash in flight keys: per process, so the hash cannot be looked up elsewhere. */
   private readonly authHashKey = randomBytes(32);
-  /** Looks in the store begun by lookAhead(), by normalised reference, with when each began (clock ms). */
-  private readonly looks = new Map<string, { at: number; found: Promise<Image | undefined> }>();
+  /** Looks in the store begun by lookAhead(), taken by the next flight of their image. */
+  private readonly looks: LooksAhead;
+  /** Drives each flight (steps 3a-3d). */
+  private readonly runner: FlightRunner;
 
   constructor(private readonly opts: PullServiceOptions) {
-    this.runtime = opts.runtime;
-    this.clock = opts.clock ?? systemClock;
-    this.log = opts.logger ?? silentLogger();
-    this.metrics = new PullMetrics(opts.metricsRegistry);
-    this.queue = new PullQueue(opts.maxParallel ?? PULL_DEFAULTS.maxParallel, (_running, waiting) => this.metrics.queueLength.set(waiting));
-    this.backoff = new Backoff(this.clock, opts.backoff);
-    this.retries = opts.retries ?? PULL_DEFAULTS.retries;
+    const runtime = (this.runtime = opts.runtime);
+    const clock = (this.clock = opts.clock ?? systemClock);
+    const log = (this.log = opts.logger ?? silentLogger());
+    const metrics = (this.metrics = new PullMetrics(opts.metricsRegistry));
+    const queue = new PullQueue(opts.maxParallel ?? PULL_DEFAULTS.maxParallel, (_running, waiting) => metrics.queueLength.set(waiting));
     const timeoutMs = opts.timeoutMs ?? PULL_DEFAULTS.timeoutMs;
     if (!(timeoutMs > 0)) throw new AgentError('InvalidArgument', `the pull timeout must be positive, not ${timeoutMs} ms`);
-    this.timeoutMs = Math.min(timeoutMs, MAX_PULL_TIMEOUT_MS);
     const stallTimeoutMs = opts.stallTimeoutMs ?? PULL_DEFAULTS.stallTimeoutMs;
     if (!(stallTimeoutMs >= 0)) throw new AgentError('InvalidArgument', `the pull stall timeout must not be negative, not ${stallTimeoutMs} ms`);
-    this.stallTimeoutMs = Math.min(stallTimeoutMs, MAX_PULL_TIMEOUT_MS);
-    this.minFreeDiskBytes = opts.minFreeDiskBytes ?? PULL_DEFAULTS.minFreeDiskBytes;
     this.progressIntervalMs = opts.progressIntervalMs ?? PULL_DEFAULTS.progressIntervalMs;
+    this.looks = new LooksAhead(runtime, clock);
+    this.runner = new FlightRunner({
+      runtime,
+      queue,
+      looks: this.looks,
+      clock,
+      log,
+      metrics,
+      backoff: new Backoff(clock, opts.backoff),
+      retries: opts.retries ?? PULL_DEFAULTS.retries,
+      timeoutMs: Math.min(timeoutMs, MAX_PULL_TIMEOUT_MS),
+      stallTimeoutMs: Math.min(stallTimeoutMs, MAX_PULL_TIMEOUT_MS),
+      minFreeDiskBytes: opts.minFreeDiskBytes ?? PULL_DEFAULTS.minFreeDiskBytes,
+      progressSource: opts.progressSource,
+    });
   }
 
   /** Pulls every image of the request, reporting each change; resolves with each image's last event. */
@@ -156,35 +154,14 @@ export class ImagePullService implements PullService {
     return { ref, id: s.imageId, digest: s.digest, pulled: !s.alreadyPresent };
   }
 
-  /** See ImagePuller.lookAhead: the look is taken by the next flight of ref within LOOK_AHEAD_MS. */
+  /** See ImagePuller.lookAhead: the look is taken by the next flight of ref within a moment (LooksAhead). */
   lookAhead(ref: string): void {
-    let parsed: ImageRef;
-    try {
-      parsed = parseImageRef(ref);
-    } catch {
-      return; // the request is refused with its own message
-    }
-    const now = this.clock.now();
-    // Never kept past its use: looks not taken in time are dropped.
-    for (const [k, v] of this.looks) if (now - v.at > LOOK_AHEAD_MS) this.looks.delete(k);
-    // A look begun for the same reference a moment ago (the request's image as it arrived, then the plan's) stands.
-    if (this.looks.has(parsed.original.trim())) return;
-    this.looks.set(parsed.original.trim(), { at: now, found: this.findPresent(parsed) });
+    this.looks.begin(ref);
   }
 
   /** See ImagePuller.present. */
   present(ref: string): Promise<boolean> | undefined {
-    const look = this.looks.get(ref.trim());
-    if (!look || this.clock.now() - look.at > LOOK_AHEAD_MS) return undefined;
-    return look.found.then((i) => i !== undefined);
-  }
-
-  /** A look lookAhead() began for ref no longer than LOOK_AHEAD_MS ago, taken (once). */
-  private takeLook(ref: ImageRef): Promise<Image | undefined> | undefined {
-    const key = ref.original.trim();
-    const look = this.looks.get(key);
-    this.looks.delete(key);
-    return look && this.clock.now() - look.at <= LOOK_AHEAD_MS ? look.found : undefined;
+    return this.looks.present(ref);
   }
 
   /** Pulls running or queued now, by normalised reference (once each). */
@@ -266,7 +243,7 @@ export class ImagePullService implements PullService {
       const f = new PullFlight(ref.normalized, this.clock, this.progressIntervalMs);
       flight = f;
       this.flights.set(key, f);
-      void this.run(f, ref, params).finally(() => {
+      void this.runner.run(f, ref, params).finally(() => {
         if (this.flights.get(key) === f) this.flights.delete(key);
       });
     }
@@ -281,207 +258,6 @@ export class ImagePullService implements PullService {
       authHash = createHmac('sha256', this.authHashKey).update(JSON.stringify(fields)).digest('hex');
     }
     return `${ref.normalized}\0${authHash}\0${always ? 'always' : 'if-not-present'}`;
-  }
-
-  /** Drives one flight to Done or Failed (steps 3a-3d). */
-  private async run(flight: PullFlight, ref: ImageRef, params: FlightParams): Promise<void> {
-    const image = ref.original.trim();
-    try {
-      // Let the first caller attach before anything is sent.
-      await Promise.resolve();
-      if (!params.always) {
-        const present = await (this.takeLook(ref) ?? this.findPresent(ref));
-        flight.signal.throwIfAborted();
-        if (present) {
-          flight.succeed({ alreadyPresent: true, imageId: present.id, digest: this.repoDigestOf(ref, present) });
-          this.metrics.pulls.inc({ result: 'present' });
-          return;
-        }
-      }
-      const release = await this.queue.acquire(flight.signal, (queuePosition) => flight.update({ phase: 'Queued', queuePosition }));
-      const started = this.clock.now();
-      try {
-        flight.update({ phase: 'Pulling', queuePosition: 0 });
-        await this.checkDisk(image);
-        flight.signal.throwIfAborted();
-      } catch (err) {
-        release();
-        throw err;
-      }
-      // From here on the pull reaches the runtime: only such pulls count as in progress and have a duration.
-      this.metrics.inProgress.inc();
-      try {
-        const pulled = await this.attempts(flight, ref, params);
-        const digest = await this.verifiedDigest(ref, pulled);
-        flight.succeed({ imageId: pulled.id, digest });
-        this.metrics.pulls.inc({ result: 'pulled' });
-        this.metrics.duration.observe({ result: 'pulled' }, (this.clock.now() - started) / 1000);
-        if (flight.state.bytesTotal > 0) this.metrics.bytes.observe(flight.state.bytesTotal);
-        this.log.info('pulled image', { image, digest, bytes: flight.state.bytesTotal, ms: this.clock.now() - started, attempts: flight.state.attempt });
-      } catch (err) {
-        const e = classifyPullError(err, image, params.auth);
-        const result = e.kind === 'Cancelled' ? 'cancelled' : 'failed';
-        this.metrics.duration.observe({ result }, (this.clock.now() - started) / 1000);
-        throw e;
-      } finally {
-        release();
-        this.metrics.inProgress.dec();
-      }
-    } catch (err) {
-      const e = classifyPullError(err, image, params.auth);
-      if (e.kind === 'Cancelled') this.metrics.pulls.inc({ result: 'cancelled' });
-      else this.metrics.pulls.inc({ result: 'failed' });
-      this.log.warn('image pull failed', { image, kind: e.kind, error: e.message, attempts: flight.state.attempt });
-      flight.fail(e);
-    }
-  }
-
-  /** Attempts with retries and backoff under the overall deadline (step 3c). */
-  private async attempts(flight: PullFlight, ref: ImageRef, params: FlightParams): Promise<PulledImage> {
-    const image = ref.original.trim();
-    const overall = new AbortController();
-    const stopTimer = new AbortController();
-    const onFlightAbort = () => overall.abort(flight.signal.reason);
-    flight.signal.addEventListener('abort', onFlightAbort, { once: true });
-    if (flight.signal.aborted) onFlightAbort();
-    const deadline = this.clock.now() + this.timeoutMs;
-    this.clock.sleep(this.timeoutMs, stopTimer.signal).then(
-      () => overall.abort(new AgentError('DeadlineExceeded', `pull of ${image} did not finish within ${formatDuration(this.timeoutMs)} (--pull-timeout)`)),
-      () => undefined,
-    );
-    try {
-      for (let attempt = 1; ; attempt++) {
-        flight.update({ phase: 'Pulling', attempt, queuePosition: 0, error: '', errorKind: '' });
-        this.log.info('pulling image', { image, attempt });
-        try {
-          return await this.attempt(flight, ref, params, overall.signal, deadline - this.clock.now());
-        } catch (err) {
-          const e = classifyPullError(overall.signal.aborted ? overall.signal.reason : err, image, params.auth);
-          if (overall.signal.aborted || !isRetryable(e) || attempt > this.retries) throw e;
-          const delay = this.backoff.delay(attempt);
-          this.log.warn('image pull failed, retrying', { image, attempt, kind: e.kind, error: e.message, retryInMs: delay });
-          flight.update({ phase: 'Retrying', error: e.message, errorKind: e.kind });
-          try {
-            await this.clock.sleep(delay, overall.signal);
-          } catch {
-            throw classifyPullError(overall.signal.reason, image, params.auth);
-          }
-        }
-      }
-    } finally {
-      stopTimer.abort();
-      flight.signal.removeEventListener('abort', onFlightAbort);
-    }
-  }
-
-  /** One call of the runtime's pull under the stall deadline. */
-  private async attempt(flight: PullFlight, ref: ImageRef, params: FlightParams, overall: AbortSignal, remainingMs: number): Promise<PulledImage> {
-    const image = ref.original.trim();
-    // An abort that came before this attempt fires no event any more.
-    if (overall.aborted) throw overall.reason;
-    const ctl = new AbortController();
-    const onOverall = () => ctl.abort(overall.reason);
-    overall.addEventListener('abort', onOverall, { once: true });
-    const reports = this.runtime.capabilities.pullReportsProgress;
-    const source = reports ? undefined : this.opts.progressSource;
-    const watched = this.stallTimeoutMs > 0 && (reports || source !== undefined);
-    // A runtime's own pull (Docker) reports from the first message on; a containerd source only once it has
-    // found the pull's lease, so there the deadline starts with its first report.
-    const watch = watched
-      ? new StallWatch(
-          this.clock,
-          this.stallTimeoutMs,
-          (idle) =>
-            ctl.abort(new AgentError('DeadlineExceeded', `pull of ${image} stalled: no new bytes for ${Math.round(idle / 1000)} s (stall timeout ${Math.round(this.stallTimeoutMs / 1000)} s)`)),
-          undefined,
-          source === undefined,
-        )
-      : undefined;
-    let live = true;
-    const onProgress = (p: PullProgress) => {
-      if (!live) return; // a late report of an attempt that already ended
-      watch?.progress(p);
-      // Once every byte is in, unpacking is all that is left: stay Extracting rather than flip back to Pulling.
-      const finishing = flight.state.phase === 'Extracting' && p.bytesTotal > 0 && p.bytesDone >= p.bytesTotal;
-      flight.update({ phase: p.extracting || finishing ? 'Extracting' : 'Pulling', bytesDone: p.bytesDone, bytesTotal: p.bytesTotal, layers: p.layers });
-    };
-    const call = () => this.runtime.pullImage(image, { auth: params.auth, signal: ctl.signal, onProgress, timeoutMs: Math.max(1, remainingMs) });
-    const aborted = new Promise<never>((_, reject) => {
-      if (ctl.signal.aborted) reject(ctl.signal.reason);
-      ctl.signal.addEventListener('abort', () => reject(ctl.signal.reason), { once: true });
-    });
-    aborted.catch(() => undefined);
-    try {
-      // The runtime may not stop at once when told to: stop waiting for it anyway.
-      return await Promise.race([source ? source.track(image, call, onProgress) : call(), aborted]);
-    } catch (err) {
-      throw ctl.signal.aborted ? ctl.signal.reason : err;
-    } finally {
-      live = false;
-      watch?.close();
-      overall.removeEventListener('abort', onOverall);
-      if (!ctl.signal.aborted) ctl.abort(new AgentError('Cancelled', 'attempt ended'));
-    }
-  }
-
-  /** Refuses with ResourceExhausted when the image filesystem is below the free-space floor. */
-  private async checkDisk(image: string): Promise<void> {
-    if (this.minFreeDiskBytes <= 0) return;
-    let usage;
-    try {
-      usage = await this.runtime.imageFsUsage();
-    } catch (err) {
-      this.log.warn('cannot read image filesystem usage; pulling without the disk check', { image, error: asAgentError(err).message });
-      return;
-    }
-    if (usage.availableBytes < this.minFreeDiskBytes) {
-      throw new AgentError(
-        'ResourceExhausted',
-        `not pulling ${image}: only ${formatBytes(usage.availableBytes)} free on the image filesystem ${usage.mountpoint || '(unknown mount)'}, ` +
-          `below the minimum of ${formatBytes(this.minFreeDiskBytes)} (--min-free-disk)`,
-      );
-    }
-  }
-
-  /** The image in the store that ref names: by tag, or by repo digest for a digest reference. */
-  private async findPresent(ref: ImageRef): Promise<Image | undefined> {
-    const direct = await this.runtime.inspectImage(ref.original.trim()).catch(() => undefined);
-    if (direct && (!ref.digest || this.hasDigest(ref, direct) || direct.repoDigests.length === 0)) return direct;
-    const all = await this.runtime.listImages().catch(() => [] as Image[]);
-    return all.find((img) => (ref.digest ? this.hasDigest(ref, img) : img.repoTags.some((t) => normalized(t) === ref.normalized)));
-  }
-
-  private hasDigest(ref: ImageRef, img: Image): boolean {
-    const want = `${ref.registry}/${ref.repository}@${ref.digest}`;
-    return img.repoDigests.some((d) => normalized(d) === want) || img.id === ref.digest;
-  }
-
-  /** The repo digest of img for ref's repository (`name@sha256:…`), '' when the runtime lists none. */
-  private repoDigestOf(ref: ImageRef, img: Image): string {
-    const repo = `${ref.registry}/${ref.repository}@`;
-    const mine = img.repoDigests.find((d) => normalized(d).startsWith(repo));
-    if (ref.digest && mine && !normalized(mine).endsWith(ref.digest)) {
-      return img.repoDigests.find((d) => d.endsWith(ref.digest as string)) ?? mine;
-    }
-    return mine ?? img.repoDigests[0] ?? '';
-  }
-
-  /**
-   * The resolved digest of a finished pull (3d): what the runtime says it stored for ref's repository, or,
-   * when its pull does not tell, the stored image's repo digest. A digest reference must match it.
-   */
-  private async verifiedDigest(ref: ImageRef, pulled: PulledImage): Promise<string> {
-    let digest = pulled.digest;
-    if (digest && !digest.includes('@')) digest = `${ref.registry}/${ref.repository}@${digest}`;
-    if (!digest) {
-      const stored = await this.runtime.inspectImage(ref.original.trim()).catch(() => undefined);
-      if (stored) digest = this.repoDigestOf(ref, stored);
-    }
-    if (!ref.digest) return digest;
-    if (!digest.endsWith('@' + ref.digest)) {
-      throw new AgentError('FailedPrecondition', `pulled ${ref.original} but the runtime stored ${digest || 'no repo digest for it'}, not ${ref.digest}`);
-    }
-    return `${ref.registry}/${ref.repository}@${ref.digest}`;
   }
 
   /** Pins the image where the runtime can; whether it is pinned now. */
@@ -500,12 +276,3 @@ export class ImagePullService implements PullService {
 function requestTimeout(ms: number | undefined): number | undefined {
   return ms !== undefined && ms > 0 ? Math.min(ms, MAX_PULL_TIMEOUT_MS) : undefined;
 }
-
-function normalized(ref: string): string {
-  try {
-    return parseImageRef(ref).normalized;
-  } catch {
-    return ref;
-  }
-}
-

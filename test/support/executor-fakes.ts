@@ -4,7 +4,9 @@
 import type { Clock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
-import { RestartExecutor, type ExecutorDeps } from '../../src/engine/restart-executor.js';
+import type { ExecutorDeps, OperationStore } from '../../src/engine/executor-deps.js';
+import { FirstReader } from '../../src/engine/first-reads.js';
+import { RestartExecutor } from '../../src/engine/restart-executor.js';
 import { StandaloneStrategy } from '../../src/engine/standalone-strategy.js';
 import type { NameSwap, Runtime } from '../../src/runtime/runtime.js';
 import type { Container, ContainerDetail, ContainerSpec, ContainerState } from '../../src/runtime/types.js';
@@ -124,21 +126,33 @@ export class FakeNode {
   }
 }
 
+/** The executor's deps to override in a test; the store's methods one by one (the others do nothing). */
+export type FakeExecutorDeps = Partial<Omit<ExecutorDeps, 'store'>> & { store?: Partial<OperationStore> };
+
 /** A restart executor on the fake node and the manual clock, with deps overridden where given. */
-export function fakeExecutor(node: FakeNode, clock: ManualClock, deps: Partial<ExecutorDeps> = {}): RestartExecutor {
+export function fakeExecutor(node: FakeNode, clock: ManualClock, deps: FakeExecutorDeps = {}): RestartExecutor {
   const runtime = deps.runtime ?? node.runtime();
   const log = deps.log ?? memoryLogger().logger;
   const draining = deps.draining ?? (() => false);
+  const strategies = deps.strategies ?? [new StandaloneStrategy({ runtime, clock, log, draining, drainSignal: deps.drainSignal })];
+  const store: OperationStore = {
+    record: async () => undefined,
+    firstRecord: () => undefined,
+    publish: () => undefined,
+    cancelled: () => new AbortController().signal,
+    ...deps.store,
+  };
+  const reads = deps.reads ?? new FirstReader({ runtime, clock, log, strategies, draining, drainSignal: deps.drainSignal });
   return new RestartExecutor({
-    runtime,
     puller: { ensure: async () => ({ pulled: false, digest: '' }) } as never,
     clock,
-    log,
-    save: async () => undefined,
-    publish: () => undefined,
     draining,
-    strategies: [new StandaloneStrategy({ runtime, clock, log, draining, drainSignal: deps.drainSignal })],
     ...deps,
+    runtime,
+    log,
+    strategies,
+    store,
+    reads,
   });
 }
 

@@ -63,7 +63,7 @@ describe('restart executor: a runtime briefly away', () => {
 });
 
 describe('restart executor: planning again while the runtime is away', () => {
-  /** Runs op with replan (as a queued or resumed operation), the runtime away from the start for awayMs. */
+  /** Runs op planned again (as a queued or resumed operation), the runtime away from the start for awayMs. */
   async function replanned(awayMs: number, timeoutMs = 600_000): Promise<{ op: Operation; node: FakeNode }> {
     const clock = new ManualClock();
     const node = new FakeNode(clock);
@@ -73,14 +73,16 @@ describe('restart executor: planning again while the runtime is away', () => {
     const rt = node.runtime();
     const executor = fakeExecutor(node, clock, {
       runtime: rt,
-      // As the engine's replan: the pod and its containers read again.
-      replan: async (o) => {
-        await rt.getPod(o.podId);
-        await rt.listContainers({ podId: o.podId });
+      // As the engine's planner: the pod and its containers read again.
+      planner: {
+        planOnPodNow: async (o) => {
+          await rt.getPod(o.podId);
+          await rt.listContainers({ podId: o.podId });
+        },
       },
     });
     const op = node.operation(old, 'app:v2', { timeoutMs });
-    await clock.until(executor.run(op, { replan: true }), 50);
+    await clock.until(executor.run(op, { planAgain: true }), 50);
     return { op, node };
   }
 

@@ -86,7 +86,7 @@ describe('standalone strategy: Creating published while the create runs, journal
     const old = node.add('app', 'app:v1');
     const op = node.operation(old, 'app:v2', { minReadyMs: 0 });
     const journaled: string[][] = [];
-    const executor = fakeExecutor(node, clock, { save: async (o) => void journaled.push(o.containers[0].steps.map((x) => x.step)) });
+    const executor = fakeExecutor(node, clock, { store: { record: async (o) => void journaled.push(o.containers[0].steps.map((x) => x.step)) } });
     await clock.until(executor.run(op), 50);
     assert.equal(op.state, 'Succeeded', op.error);
     assert.deepEqual(journaled[0], ['Waiting', 'Creating', 'Created', 'Stopping'], 'the first write is Stopping, with the steps before it');
