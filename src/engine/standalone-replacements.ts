@@ -10,7 +10,7 @@ import { Reasons } from './reasons.js';
 import { AGENT_LABEL, OPERATION_LABEL } from './restart-plan.js';
 import type { StepContext } from './restart-strategy.js';
 import { isTransient, retryDelay } from './runtime-wait.js';
-import type { StandaloneDeps } from './standalone-strategy.js';
+import type { StandaloneDeps } from './standalone-deps.js';
 
 /** How often the replacement is checked while waiting for min-ready. */
 const READY_POLL_MS = 100;

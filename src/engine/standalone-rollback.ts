@@ -11,7 +11,7 @@ import { OPERATION_LABEL } from './restart-plan.js';
 import type { StepContext } from './restart-strategy.js';
 import { isTransient } from './runtime-wait.js';
 import type { Replacements } from './standalone-replacements.js';
-import type { StandaloneDeps } from './standalone-strategy.js';
+import type { StandaloneDeps } from './standalone-deps.js';
 
 /** How many times a rollback is tried when the runtime fails in a way that can heal (other than being away). */
 const ROLLBACK_TRIES = 5;

@@ -18,34 +18,19 @@
 // with a container at Verified or RemovingOld says the removal is still owed, so a crash never leaves the old
 // container behind: the next agent removes it at start-up.
 import { AgentError, asAgentError } from '../errors.js';
-import type { Clock } from '../clock.js';
-import type { Logger } from '../log.js';
-import type { Runtime } from '../runtime/runtime.js';
 import type { ContainerSpec } from '../runtime/types.js';
 import { CommonSteps, type ContainerTarget, type Operation, type RestartRequest } from './operation.js';
 import { Paused, Unrecorded, whenAvailable, type WhenAvailable } from './paused.js';
 import { preStopCommand, remainingGrace, type PlannedTarget } from './restart-plan.js';
 import { Reasons } from './reasons.js';
 import type { RestartStrategy, StepContext } from './restart-strategy.js';
+import type { StandaloneDeps } from './standalone-deps.js';
 import { Replacements } from './standalone-replacements.js';
 import { ROLLBACK_WAIT_MS, StandaloneRollback } from './standalone-rollback.js';
 
 /** Every step of a standalone container (the journal's record is held to these). */
 export const StandaloneSteps = [...CommonSteps, 'Creating', 'Created', 'PreStop', 'Stopping', 'Stopped', 'Starting', 'Started', 'RemovingOld'] as const;
 type Step = (typeof StandaloneSteps)[number];
-
-/** What the standalone strategy needs. */
-export interface StandaloneDeps {
-  runtime: Runtime;
-  clock: Clock;
-  log: Logger;
-  /** True once the agent is draining. */
-  draining(): boolean;
-  /** Aborts when the agent starts draining (cuts waits for the runtime short). */
-  drainSignal?: AbortSignal;
-  /** This agent's identity, put on its replacements (AGENT_LABEL). */
-  agentId?: string;
-}
 
 /** What one advance() carries from step to step. */
 interface Turn {
