@@ -134,7 +134,7 @@ describe('kube: the kubelet restart strategy', () => {
     // No readiness gate: nothing to drain, so Draining is journaled with the next step rather than on its own.
     assert.deepEqual(s.journaled, ['PreStop', 'Stopping', 'Verifying']);
     assert.ok(s.t.steps.some((x) => x.step === 'Draining'));
-    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining'], 'False once: no second write of the reason alone');
     assert.equal(s.rt.execs, 1);
     assert.equal(s.rt.stops, 1);
     assert.equal(s.t.newId, 'new');
@@ -326,7 +326,7 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
     assert.equal(s.rt.stops, 1);
     await s.strategy.finished({ ...s.op, state: 'Succeeded' });
-    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting', 'Restarted']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarted']);
   });
 
   it('same image on a pod that gates on the condition: Draining is written before the stop', async () => {
@@ -369,10 +369,9 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
     assert.deepEqual(s.api.conditions, [
       { status: 'False', reason: 'Draining' },
-      { status: 'False', reason: 'Restarting' },
       { status: 'True', reason: 'Restarted' },
     ]);
-    assert.equal(s.readyAtWrite[2], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
+    assert.equal(s.readyAtWrite[1], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
     assert.ok(readsAfterOpen >= 3, 'verified only once the new instance was ready');
     assert.equal(s.t.newId, 'n1');
   });
@@ -396,8 +395,8 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
     assert.equal(s.t.step, 'RolledBack');
     assert.equal(s.t.exitCode, 2);
-    assert.deepEqual(atRollbackPatch[0].map((c) => `${c.status} ${c.reason}`), ['False Draining', 'False Restarting', 'True Restarted', 'False Restarting']);
-    assert.deepEqual(s.readyAtWrite.slice(0, 4), [true, true, false, false], 'the failed instance was never ready while the condition was True');
+    assert.deepEqual(atRollbackPatch[0].map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted', 'False Restarting']);
+    assert.deepEqual(s.readyAtWrite.slice(0, 3), [true, false, false], 'the failed instance was never ready while the condition was True');
   });
 
   it('with min-ready above 0 the condition stays False until the new instance is verified', async () => {
@@ -411,7 +410,7 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
       return patchStatus(ns, n, patch);
     };
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting', 'Restarted']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarted']);
     assert.ok(trueAt - began >= 2000, `True only after min-ready (at ${trueAt - began} ms)`);
   });
 });
