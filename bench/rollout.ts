@@ -243,7 +243,12 @@ async function main(): Promise<void> {
           const seed = randomBytes(4).toString('hex');
           const layer = buildLayer([{ path: `bench/${seed}`, data: seededBytes(seed, LAYER_MIB * MiB) }]);
           const v2 = (await extendImage(env.sandbox.registry, base, `bench-rollout-${seed}`, layer)).replace(env.sandbox.registry, registry);
-          const r = await runOnce(row, n, v1, v2);
+          // A row that fails is said and left out; the others still run (one long run, on a shared cluster).
+          const r = await runOnce(row, n, v1, v2).catch((err: unknown) => {
+            console.log(`  ${setting} N=${n} (${row.key}): FAILED: ${err instanceof Error ? err.message : String(err)}`);
+            return undefined;
+          });
+          if (!r) continue;
           console.log(`  ${setting} N=${n} (${r.row.key}): ${(r.ms / 1000).toFixed(1)} s, failed ${r.tallies.newConnection?.failed}/${r.tallies.keepAlive?.failed}, pods created ${r.podsCreated}, new IPs ${r.newIps}, writes ${r.writes.total.toFixed(0)} net`);
           results.push(r);
         }
