@@ -186,6 +186,11 @@ async function main(): Promise<void> {
     const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
     await timeline.start(before);
     let ms = 0;
+    // A row that fails still ends its watches (else they hold the process, and the cluster's lock, open).
+    const ending = () => {
+      watch.abort();
+      timeline.stop();
+    };
     const { tallies } = await withTraffic(clients(svc), 1000, async () => {
       const began = performance.now();
       timeline.zero();
@@ -200,10 +205,12 @@ async function main(): Promise<void> {
       );
       await until('every pod updated and ready', RUN_TIMEOUT_MS, async () => (await Promise.all(names.map((name, i) => workloadDone(row, name, n, gens[i])))).every((x) => x));
       ms = performance.now() - began;
+    }).catch((err: unknown) => {
+      ending();
+      throw err;
     });
     const counts1 = await readWrites(KUBECTL, env.kubeconfig);
-    watch.abort();
-    timeline.stop();
+    ending();
     console.log(timeline.summary().join('\n'));
     const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
     if (failures.length > 0) console.log(timeline.detail(failures).join('\n'));
@@ -270,7 +277,8 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+// Ends the process once done: nothing the bench started may keep it (and the lock it runs under) alive.
+main().then(() => process.exit(0), (err: unknown) => {
   console.error(`bench:rollout failed: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });
