@@ -1,6 +1,7 @@
 // The ways bench:rollout rolls one image change out to the same pods: in place through the agents (an
-// InPlaceRollout on an OnDelete StatefulSet), the stock StatefulSet RollingUpdate (as users run it, and with the
-// usual preStop sleep), and a Deployment's rolling update. Each row says how its workload is made.
+// InPlaceRollout on an OnDelete StatefulSet, or on a Deployment left on its RollingUpdate and held at admission),
+// the stock StatefulSet RollingUpdate and a Deployment's rolling update (as users run them, and with the usual
+// preStop sleep), and two StatefulSets rolled out in place at once. Each row says how its workloads are made.
 import type { V1Deployment, V1PodTemplateSpec, V1StatefulSet } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../src/kube/ready-condition.js';
 import { serverContainer } from '../test/support/traffic-fixture.js';
@@ -19,6 +20,8 @@ export interface Row {
   inPlace?: { maxUnavailable: number | string };
   /** The zero-downtime recipe of the stock update: a preStop sleep, seconds. */
   preStopSleepSeconds?: number;
+  /** Two workloads of N pods each (named APP and APP-b), rolled out at once, each by its own InPlaceRollout. */
+  twin?: boolean;
 }
 
 /** Every row, in the order they run. */
@@ -27,15 +30,29 @@ export const ROWS: Row[] = [
   { key: 'b', label: 'stock StatefulSet RollingUpdate', kind: 'StatefulSet' },
   { key: "b'", label: 'stock, preStop sleep 2 s', kind: 'StatefulSet', preStopSleepSeconds: 2 },
   { key: 'c', label: 'in place, maxUnavailable 3', kind: 'StatefulSet', inPlace: { maxUnavailable: 3 } },
-  { key: 'd', label: 'Deployment, 25% surge', kind: 'Deployment' },
+  { key: 'd', label: 'stock Deployment, 25% surge', kind: 'Deployment' },
+  { key: "d'", label: 'stock Deployment, 25% surge, preStop sleep 2 s', kind: 'Deployment', preStopSleepSeconds: 2 },
   { key: 'e', label: 'in place, maxUnavailable 25%', kind: 'StatefulSet', inPlace: { maxUnavailable: '25%' } },
+  { key: 'f', label: 'Deployment in place, maxUnavailable 1', kind: 'Deployment', inPlace: { maxUnavailable: 1 } },
+  { key: 'g', label: 'Deployment in place, maxUnavailable 25%', kind: 'Deployment', inPlace: { maxUnavailable: '25%' } },
+  { key: 't', label: 'two StatefulSets in place at once, maxUnavailable 1 each', kind: 'StatefulSet', inPlace: { maxUnavailable: 1 }, twin: true },
 ];
 
-/** The pod template: the HTTP server (the changed container) and a sidecar, spread over the given nodes. */
-export function template(row: Row, image: string, sidecarImage: string, nodes: string[]): V1PodTemplateSpec {
+/** The names of a row's workloads (and of their rollouts). */
+export function workloadNames(row: Row): string[] {
+  return row.twin ? [APP, `${APP}-b`] : [APP];
+}
+
+/** The labels of one workload's pods: APP (the Service's selector) and the workload's name. */
+export function podLabels(name: string): Record<string, string> {
+  return { app: APP, workload: name };
+}
+
+/** The pod template of workload name: the HTTP server (the changed container) and a sidecar, spread over the given nodes. */
+export function template(row: Row, name: string, image: string, sidecarImage: string, nodes: string[]): V1PodTemplateSpec {
   const app = serverContainer(image);
   return {
-    metadata: { labels: { app: APP } },
+    metadata: { labels: podLabels(name) },
     spec: {
       terminationGracePeriodSeconds: 5,
       // The agents drain a pod through this condition before they stop its container.
@@ -52,24 +69,27 @@ export function template(row: Row, image: string, sidecarImage: string, nodes: s
 }
 
 /** The StatefulSet of a row (OnDelete for the in-place rows, the stock RollingUpdate otherwise). */
-export function statefulSet(row: Row, replicas: number, tpl: V1PodTemplateSpec): V1StatefulSet {
+export function statefulSet(row: Row, name: string, replicas: number, tpl: V1PodTemplateSpec): V1StatefulSet {
   return {
-    metadata: { name: APP },
+    metadata: { name },
     spec: {
       replicas,
       serviceName: APP,
       podManagementPolicy: 'Parallel',
       updateStrategy: row.inPlace ? { type: 'OnDelete' } : { type: 'RollingUpdate' },
-      selector: { matchLabels: { app: APP } },
+      selector: { matchLabels: podLabels(name) },
       template: tpl,
     },
   };
 }
 
-/** The Deployment of row (d): the default rolling update, 25% surge and 25% unavailable. */
-export function deployment(replicas: number, tpl: V1PodTemplateSpec): V1Deployment {
+/**
+ * The Deployment of a row: the default rolling update, 25% surge and 25% unavailable (the in-place rows leave it
+ * so too: the shipped admission policy holds it, and the InPlaceRollout's own budget applies).
+ */
+export function deployment(name: string, replicas: number, tpl: V1PodTemplateSpec): V1Deployment {
   return {
-    metadata: { name: APP },
-    spec: { replicas, selector: { matchLabels: { app: APP } }, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } }, template: tpl },
+    metadata: { name },
+    spec: { replicas, selector: { matchLabels: podLabels(name) }, strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: '25%', maxUnavailable: '25%' } }, template: tpl },
   };
 }

@@ -2,8 +2,12 @@
 // from the template change until every pod is updated and ready, in the ways of bench/rollout-rows.ts:
 //   (a) in place through the agents, maxUnavailable 1;  (b) the stock StatefulSet RollingUpdate;
 //   (b') the same with a preStop sleep of 2 s;           (c) in place, maxUnavailable 3;
-//   (d) a Deployment's rolling update (25% surge);   (e) in place, maxUnavailable 25%.
-// `--n 6,30` adds the scale rows (30 pods: 10 a node); the report prints how time grows with N.
+//   (d) a Deployment's rolling update (25% surge);       (d') the same with a preStop sleep of 2 s;
+//   (e) in place, maxUnavailable 25%;                     (f), (g) a Deployment in place, maxUnavailable 1 and 25%;
+//   (t) two StatefulSets of N pods each, in place at once (one coordinator, two rollouts).
+// `--n 6,30` adds the scale rows (30 pods: 10 a node); the report prints how time grows with N. `--rows-at
+// 30=a,c,e` picks other rows for one N (a partial run); every flag may also come from the environment
+// (BENCH_ROLLOUT_N, BENCH_ROLLOUT_ROWS, BENCH_ROLLOUT_ROWS_AT, BENCH_ROLLOUT_SETTINGS, ...).
 // The pods run a small HTTP server (the agent's image, which every node holds) and a sidecar. The new version adds
 // a 30 MB layer to that image, fresh for every run, so each run pulls it. Two settings: the cluster's loopback
 // registry, and the same through a proxy throttled per connection (--rate MiB/s) like a remote registry. Per run:
@@ -12,7 +16,7 @@
 // write requests per pod by resource and verb (apiserver_request_total, before and after), less what the idle
 // cluster writes over the same time (measured over --idle-ms just before each run).
 //
-// Usage: node dist/bench/rollout.js [--n 6,12] [--rows a,b,b',c,d] [--settings local,remote] [--rate 4] [--idle-ms 10000]
+// Usage: node dist/bench/rollout.js [--n 6,30] [--rows a,b,b',c,d,d',e,f,g,t] [--rows-at 30=a,c,e] [--settings local,remote] [--rate 4] [--idle-ms 10000]
 // Needs scripts/kube-sandbox up --nodes 3 and scripts/kube-deploy-agent. It installs the optional fleet RBAC of
 // deploy/ (for the pre-warm) and removes it again if it was not there. Traffic goes only to the cluster's Service.
 import { execFile } from 'node:child_process';
@@ -29,7 +33,7 @@ import { startRegistryProxy, type RegistryProxy } from '../test/support/registry
 import { agentImage, createService, waitReadyEndpoints, type ServiceAddress } from '../test/support/traffic-fixture.js';
 import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../test/support/traffic.js';
 import { netOfIdle, perPod, readWrites, stored, writesBetween, type Writes } from './apiserver-writes.js';
-import { APP, deployment, ROWS, statefulSet, template, type Row } from './rollout-rows.js';
+import { APP, deployment, ROWS, statefulSet, template, workloadNames, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
 import { StockTimeline } from './stock-timeline.js';
 import { failureEvents } from '../test/support/traffic-trace.js';
@@ -44,12 +48,21 @@ const RUN_TIMEOUT_MS = 600_000;
 const strategic = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The flag --name, else the environment's BENCH_ROLLOUT_NAME (dashes as underscores), else def. */
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
-  return i >= 0 && process.argv[i + 1] ? process.argv[i + 1] : def;
+  if (i >= 0 && process.argv[i + 1]) return process.argv[i + 1];
+  return process.env[`BENCH_ROLLOUT_${name.toUpperCase().replace(/-/g, '_')}`] || def;
 }
-const SIZES = arg('n', '6,12').split(',').map(Number).filter((n) => n > 0);
+const SIZES = arg('n', '6,30').split(',').map(Number).filter((n) => n > 0);
 const ROW_KEYS = arg('rows', ROWS.map((r) => r.key).join(',')).split(',');
+/** Rows for one N instead of --rows: `30=a,c,e;12=a`. */
+const ROWS_AT = new Map(
+  arg('rows-at', '')
+    .split(';')
+    .filter((x) => x.includes('='))
+    .map((x) => [Number(x.split('=')[0]), x.split('=')[1].split(',')] as const),
+);
 const SETTINGS = arg('settings', 'local,remote').split(',');
 const RATE_MIB = Number(arg('rate', '4'));
 /** How long the idle cluster is watched before each run, for the background writes taken off. */
@@ -58,6 +71,8 @@ const IDLE_MS = Number(arg('idle-ms', '10000'));
 /** What one run measured. */
 interface Result {
   row: Row;
+  /** The pods updated (N, or 2N for the twin row). */
+  pods: number;
   ms: number;
   tallies: Record<string, Tally>;
   podsCreated: number;
@@ -75,7 +90,7 @@ async function main(): Promise<void> {
   const apps = kc.makeApiClient(AppsV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
   const nodes = (await core.listNode()).items.filter((n) => n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).map((n) => n.metadata?.name ?? '');
-  const rows = ROWS.filter((r) => ROW_KEYS.includes(r.key));
+  const rowsAt = (n: number) => ROWS.filter((r) => (ROWS_AT.get(n) ?? ROW_KEYS).includes(r.key));
   const commit = (await exec('git', ['rev-parse', '--short', 'HEAD']).catch(() => ({ stdout: '?' }))).stdout.trim();
 
   await core.deleteNamespace({ name: NS }).catch(() => undefined);
@@ -96,11 +111,13 @@ async function main(): Promise<void> {
       `every node holds it) and a sidecar; v2 adds a ${LAYER_MIB} MiB layer, new for each run; remote-like: ${RATE_MIB} MiB/s per connection through ${proxy.host}`,
   );
 
-  /** Deletes the workload and its rollout, and waits until no pod of it is left. */
+  /** Deletes the workloads and their rollouts, and waits until no pod of them is left. */
   const cleanUp = async () => {
-    await custom.deleteNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: NS, name: APP }).catch(() => undefined);
-    await apps.deleteNamespacedStatefulSet({ namespace: NS, name: APP }).catch(() => undefined);
-    await apps.deleteNamespacedDeployment({ namespace: NS, name: APP }).catch(() => undefined);
+    for (const name of workloadNames({ key: '', label: '', kind: 'StatefulSet', twin: true })) {
+      await custom.deleteNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: NS, name }).catch(() => undefined);
+      await apps.deleteNamespacedStatefulSet({ namespace: NS, name }).catch(() => undefined);
+      await apps.deleteNamespacedDeployment({ namespace: NS, name }).catch(() => undefined);
+    }
     while ((await core.listNamespacedPod({ namespace: NS, labelSelector: `app=${APP}` })).items.length > 0) await sleep(500);
   };
 
@@ -112,28 +129,46 @@ async function main(): Promise<void> {
       await sleep(100);
     }
   };
-  const rolloutDone = async () => {
-    const r = (await custom.getNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: NS, name: APP })) as InPlaceRollout;
+  const rolloutDone = async (name: string) => {
+    const r = (await custom.getNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: NS, name })) as InPlaceRollout;
     return r.status?.observedGeneration === r.metadata.generation && r.status?.phase === 'Succeeded';
+  };
+  /** Whether workload name (of the row's kind) shows generation gen done: n pods, all updated and ready, released. */
+  const workloadDone = async (row: Row, name: string, n: number, gen: number | undefined) => {
+    const w = row.kind === 'Deployment' ? await apps.readNamespacedDeployment({ namespace: NS, name }) : await apps.readNamespacedStatefulSet({ namespace: NS, name });
+    const st = w.status;
+    if (st?.observedGeneration !== gen || st?.updatedReplicas !== n || st?.readyReplicas !== n) return false;
+    // A Deployment held for an in-place rollout is done once the hold is released (spec.paused false again).
+    if ('paused' in (w.spec ?? {}) && (w.spec as { paused?: boolean }).paused) return false;
+    // A Deployment's old pods are gone, a StatefulSet's every pod counts: replicas is n and all of them new.
+    return (st.replicas ?? 0) === n;
   };
 
   async function runOnce(row: Row, n: number, v1: string, v2: string): Promise<Result> {
     await cleanUp();
-    const tpl = template(row, v1, sidecar, nodes);
-    if (row.kind === 'Deployment') await apps.createNamespacedDeployment({ namespace: NS, body: deployment(n, tpl) });
-    else await apps.createNamespacedStatefulSet({ namespace: NS, body: statefulSet(row, n, tpl) });
-    await until(`${n} pods Ready`, 300_000, async () => (await podsNow()).filter(isReady).length === n);
-    if (row.inPlace) {
-      await custom.createNamespacedCustomObject({
-        group: IPR_GROUP,
-        version: IPR_VERSION,
-        plural: IPR_PLURAL,
-        namespace: NS,
-        body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name: APP }, spec: { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: APP }, maxUnavailable: row.inPlace.maxUnavailable, prewarm: true } },
-      });
-      await until('the rollout to see the StatefulSet whole', 120_000, rolloutDone);
+    const names = workloadNames(row);
+    const total = n * names.length;
+    for (const name of names) {
+      const tpl = template(row, name, v1, sidecar, nodes);
+      if (row.kind === 'Deployment') await apps.createNamespacedDeployment({ namespace: NS, body: deployment(name, n, tpl) });
+      else await apps.createNamespacedStatefulSet({ namespace: NS, body: statefulSet(row, name, n, tpl) });
     }
-    await waitReadyEndpoints(kc, NS, APP, n, 120_000);
+    await until(`${total} pods Ready`, 300_000, async () => (await podsNow()).filter(isReady).length === total);
+    if (row.inPlace) {
+      for (const name of names) {
+        await custom.createNamespacedCustomObject({
+          group: IPR_GROUP,
+          version: IPR_VERSION,
+          plural: IPR_PLURAL,
+          namespace: NS,
+          // A Deployment's rollout without the pre-warm, as test/integration/rollout-deployment.test.ts runs it: its
+          // ImagePrewarm is refused by the API server here (an empty spec.podSelector.matchLabels), which fails it.
+          body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name }, spec: { targetRef: { apiVersion: 'apps/v1', kind: row.kind, name }, maxUnavailable: row.inPlace.maxUnavailable, prewarm: row.kind !== 'Deployment' } },
+        });
+      }
+      for (const name of names) await until(`the rollout to see ${row.kind} ${name} whole`, 120_000, () => rolloutDone(name));
+    }
+    await waitReadyEndpoints(kc, NS, APP, total, 120_000);
     await waitServing(clients(svc), 60_000);
 
     const before = await podsNow();
@@ -151,48 +186,58 @@ async function main(): Promise<void> {
     const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
     await timeline.start(before);
     let ms = 0;
+    // A row that fails still ends its watches (else they hold the process, and the cluster's lock, open).
+    const ending = () => {
+      watch.abort();
+      timeline.stop();
+    };
     const { tallies } = await withTraffic(clients(svc), 1000, async () => {
       const began = performance.now();
       timeline.zero();
       const patch = { spec: { template: { spec: { containers: [{ name: 'app', image: v2 }] } } } };
-      const gen =
-        row.kind === 'Deployment'
-          ? (await apps.patchNamespacedDeployment({ namespace: NS, name: APP, body: patch }, strategic)).metadata?.generation
-          : (await apps.patchNamespacedStatefulSet({ namespace: NS, name: APP, body: patch }, strategic)).metadata?.generation;
-      await until('every pod updated and ready', RUN_TIMEOUT_MS, async () => {
-        const w = row.kind === 'Deployment' ? await apps.readNamespacedDeployment({ namespace: NS, name: APP }) : await apps.readNamespacedStatefulSet({ namespace: NS, name: APP });
-        const st = w.status;
-        if (st?.observedGeneration !== gen || st?.updatedReplicas !== n || st?.readyReplicas !== n) return false;
-        // A Deployment's old pods are gone, a StatefulSet's every pod counts: replicas is n and all of them new.
-        return (st.replicas ?? 0) === n;
-      });
+      // Every workload's template changed at once (the twin row's two within a few ms).
+      const gens = await Promise.all(
+        names.map(async (name) =>
+          row.kind === 'Deployment'
+            ? (await apps.patchNamespacedDeployment({ namespace: NS, name, body: patch }, strategic)).metadata?.generation
+            : (await apps.patchNamespacedStatefulSet({ namespace: NS, name, body: patch }, strategic)).metadata?.generation,
+        ),
+      );
+      await until('every pod updated and ready', RUN_TIMEOUT_MS, async () => (await Promise.all(names.map((name, i) => workloadDone(row, name, n, gens[i])))).every((x) => x));
       ms = performance.now() - began;
+    }).catch((err: unknown) => {
+      ending();
+      throw err;
     });
     const counts1 = await readWrites(KUBECTL, env.kubeconfig);
-    watch.abort();
-    timeline.stop();
+    ending();
     console.log(timeline.summary().join('\n'));
     const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
     if (failures.length > 0) console.log(timeline.detail(failures).join('\n'));
     const after = await podsNow();
     const writes = netOfIdle(writesBetween(counts0, counts1), counts1.at - counts0.at, idle, counts0.at - idle0.at);
-    return { row, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes };
+    return { row, pods: total, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes };
   }
 
   const report = (setting: string, n: number, results: Result[]) => {
-    const ref = results.find((r) => r.row.key === "b'");
+    const refB = results.find((r) => r.row.key === "b'");
+    const refD = results.find((r) => r.row.key === "d'");
     console.log(`\n${setting}, N=${n}:`);
     const stock = results.find((r) => r.row.key === 'b');
-    console.log('| row | time | vs (b\') | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod, net of idle | stored writes per pod | stored vs (b) |');
+    const stockD = results.find((r) => r.row.key === 'd');
+    console.log('| row | time | vs stock with preStop: (b\'), or (d\') for a Deployment | failed requests (new conn / keep-alive) | pods created (scheduler decisions) | new pod IPs | API writes per pod, net of idle | stored writes per pod | stored vs stock (b), or (d) for a Deployment |');
     console.log('|---|---|---|---|---|---|---|---|---|');
     for (const r of results) {
       const f = `${r.tallies.newConnection?.failed ?? '?'} / ${r.tallies.keepAlive?.failed ?? '?'}`;
-      const w = r.writes.total / n;
-      const st = stored(r.writes).total;
-      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${w.toFixed(1)} (idle's ${(r.writes.background / n).toFixed(1)} taken off) | ${(st / n).toFixed(1)} | ${stock ? (st / stored(stock.writes).total).toFixed(2) : '-'} |`);
+      const w = r.writes.total / r.pods;
+      const st = stored(r.writes).total / r.pods;
+      // Against the stock row of the same kind, per pod (the twin row's pods are 2N).
+      const same = r.row.kind === 'Deployment' ? stockD : stock;
+      const ref = r.row.kind === 'Deployment' ? refD : refB;
+      console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${w.toFixed(1)} (idle's ${(r.writes.background / r.pods).toFixed(1)} taken off) | ${st.toFixed(1)} | ${same ? (st / (stored(same.writes).total / same.pods)).toFixed(2) : '-'} |`);
     }
     console.log(`\nwhere the writes go, per pod (${setting}, N=${n}; RESOURCE[/SUBRESOURCE] VERB, most first):`);
-    for (const r of results) console.log(`  (${r.row.key}) ${perPod(r.writes, n, 12)}`);
+    for (const r of results) console.log(`  (${r.row.key}) ${perPod(r.writes, r.pods, 14)}`);
   };
 
   try {
@@ -203,11 +248,16 @@ async function main(): Promise<void> {
       const growth = new Map<string, string[]>();
       for (const n of SIZES) {
         const results: Result[] = [];
-        for (const row of rows) {
+        for (const row of rowsAt(n)) {
           const seed = randomBytes(4).toString('hex');
           const layer = buildLayer([{ path: `bench/${seed}`, data: seededBytes(seed, LAYER_MIB * MiB) }]);
           const v2 = (await extendImage(env.sandbox.registry, base, `bench-rollout-${seed}`, layer)).replace(env.sandbox.registry, registry);
-          const r = await runOnce(row, n, v1, v2);
+          // A row that fails is said and left out; the others still run (one long run, on a shared cluster).
+          const r = await runOnce(row, n, v1, v2).catch((err: unknown) => {
+            console.log(`  ${setting} N=${n} (${row.key}): FAILED: ${err instanceof Error ? err.message : String(err)}`);
+            return undefined;
+          });
+          if (!r) continue;
           console.log(`  ${setting} N=${n} (${r.row.key}): ${(r.ms / 1000).toFixed(1)} s, failed ${r.tallies.newConnection?.failed}/${r.tallies.keepAlive?.failed}, pods created ${r.podsCreated}, new IPs ${r.newIps}, writes ${r.writes.total.toFixed(0)} net`);
           results.push(r);
         }
@@ -227,7 +277,8 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
+// Ends the process once done: nothing the bench started may keep it (and the lock it runs under) alive.
+main().then(() => process.exit(0), (err: unknown) => {
   console.error(`bench:rollout failed: ${err instanceof Error ? err.message : String(err)}`);
   process.exit(1);
 });

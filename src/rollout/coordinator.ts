@@ -17,6 +17,7 @@ import { reconcileRollout } from './reconcile.js';
 import type { RolloutApi } from './rollout-api.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
 import { directView, type RolloutView } from './rollout-cache.js';
+import { StatusWrites } from './status-pace.js';
 
 /** The election's name; its Lease (the name agents of earlier versions used, so that both agree during an upgrade). */
 export const COORDINATION = 'inplace-rollouts';
@@ -64,6 +65,8 @@ export class RolloutCoordinator {
   private readonly failingRollouts = new Set<string>();
   /** Creates the API server would not take, backing off (see create-refusals.ts). */
   private readonly refusals = new CreateRefusals();
+  /** When each rollout's status was last written (status-pace.ts). */
+  private readonly statusWrites = new StatusWrites();
 
   constructor(
     private readonly api: RolloutApi,
@@ -173,12 +176,14 @@ export class RolloutCoordinator {
     reads.fresh(resync);
     try {
       const rollouts = await reads.listRollouts(this.opts.namespace);
-      this.refusals.keepOnly(new Set(rollouts.map((r) => r.metadata.uid ?? '')));
+      const uids = new Set(rollouts.map((r) => r.metadata.uid ?? ''));
+      this.refusals.keepOnly(uids);
+      this.statusWrites.keepOnly(uids);
       let wakeAt: number | undefined;
       for (const r of rollouts) {
         if (!this.leading()) break;
         try {
-          const plan = await reconcileRollout({ api: reads, deployments: this.opts.deployments, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals }, r, rollouts);
+          const plan = await reconcileRollout({ api: reads, deployments: this.opts.deployments, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals, statusWrites: this.statusWrites }, r, rollouts);
           if (plan.wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, plan.wakeAtMs);
           this.failingRollouts.delete(r.metadata.uid ?? '');
         } catch (err) {

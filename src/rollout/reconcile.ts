@@ -18,7 +18,7 @@ import type { RolloutApi, Workload } from './rollout-api.js';
 import { guardPlan } from './rollout-access.js';
 import { targetHolder } from './target-claim.js';
 import { boundStatus } from './status-bounds.js';
-import { sameJson } from '../same-json.js';
+import { statusWrite, type StatusWrites } from './status-pace.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
 import { finishDeployment, observeDeployment, releaseHeld } from './workloads/deployment-round.js';
@@ -47,6 +47,8 @@ export interface ReconcileDeps {
   refusals?: CreateRefusals;
   /** Deployments and their ReplicaSets (a rollout of a Deployment fails its rounds without). */
   deployments?: DeploymentApi;
+  /** The last status write of each rollout (kept by the coordinator): progress alone is paced (status-pace.ts). */
+  statusWrites?: StatusWrites;
 }
 
 /** Reads everything the planner looks at for the rollout; `all` is every rollout, to see which one holds the workload. */
@@ -221,6 +223,11 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
     if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });
-  if (d.leading() && !sameJson(rollout.status ?? {}, status)) await d.api.writeRolloutStatus(rollout, status);
+  const write = statusWrite(rollout.status, status, d.statusWrites?.last(uid), d.nowMs());
+  if (typeof write === 'number') return { ...plan, wakeAtMs: Math.min(plan.wakeAtMs ?? Infinity, write) };
+  if (write === 'now' && d.leading()) {
+    await d.api.writeRolloutStatus(rollout, status);
+    d.statusWrites?.wrote(uid, d.nowMs());
+  }
   return plan;
 }

@@ -119,8 +119,8 @@ describe("ContainerRestart handled by the DaemonSet's agent (real cluster, first
 
   it('new image: Pulling, then Pulled, before the kubelet kills the old instance; only the target recreated; the spec shows the new image', async () => {
     const before = await ready();
-    // A tag the node has never seen: the agent pulls it, so Pulling is on record (for an image already present
-    // the agent records only Pulled, "already present on machine", as the kubelet does).
+    // A tag the node has never seen: the agent pulls it, so its Pulling and Pulled are on record (for an image
+    // already present the agent records neither: the kubelet's own Pulled says "already present on machine").
     const image = await retag(env.sandbox.registry, env.sandbox.images.appV2, `v2-${randomBytes(4).toString('hex')}`);
     await api.create(containerRestart(ns as string, 'upgrade', { podName: 'web', containers: [{ name: 'app', image }], strategy: { gracePeriodSeconds: 5, minReadySeconds: 1 } }));
     const done = await waitForStatus(api, ns as string, 'upgrade', (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed', 90_000);

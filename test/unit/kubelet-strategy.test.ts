@@ -134,7 +134,7 @@ describe('kube: the kubelet restart strategy', () => {
     // No readiness gate: nothing to drain, so Draining is journaled with the next step rather than on its own.
     assert.deepEqual(s.journaled, ['PreStop', 'Stopping', 'Verifying']);
     assert.ok(s.t.steps.some((x) => x.step === 'Draining'));
-    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining'], 'False once: no second write of the reason alone');
     assert.equal(s.rt.execs, 1);
     assert.equal(s.rt.stops, 1);
     assert.equal(s.t.newId, 'new');
@@ -168,7 +168,7 @@ describe('kube: the kubelet restart strategy', () => {
     assert.equal(s.rt.stops, 1);
   });
 
-  it('new image: patches the spec (Pulled event first), never stops, and rolls back when the new instance crashes', async () => {
+  it('new image: patches the spec (no Pulled of its own for an image it did not pull), never stops, and rolls back when the new instance crashes', async () => {
     const s = setup({ newImage: 'app:v2' });
     s.api.afterImagePatch = (image) => {
       s.api.pod.status!.containerStatuses =
@@ -183,7 +183,7 @@ describe('kube: the kubelet restart strategy', () => {
     assert.equal(s.t.step, 'RolledBack');
     assert.equal(s.t.exitCode, 3);
     assert.equal(s.t.rollbackId, 'back');
-    assert.equal(s.api.events[0].reason, 'Pulled');
+    assert.equal(s.api.events.filter((e) => e.reason === 'Pulled').length, 0, "the kubelet's own Pulled says it");
     s.op.state = 'Failed';
     s.op.error = s.t.error;
     await s.strategy.finished(s.op);
@@ -270,19 +270,18 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     assert.deepEqual(s.api.specPatches, ['app:v2']);
   });
 
-  it('new image already on the node: no Pulling (as the kubelet), Pulled says it was already present', async () => {
+  it('new image already on the node: no Pulling and no Pulled of the agent (the kubelet records "already present" itself)', async () => {
     const s = setup({ newImage: 'app:v2' });
     s.rt.images.add('app:v2');
     s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [running('new', image, 1)]);
     await s.strategy.claim({ name: 'shop/web' } as never, { name: 'app', current: { labels: { 'io.kubernetes.pod.uid': 'u1' }, image: 'app:v1' } } as never, s.op.request);
     s.strategy.pulling(s.op, s.t, Promise.resolve({ pulled: false }));
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(s.api.events.map((e) => e.reason).slice(0, 1), ['Pulled']);
-    assert.equal(s.api.events.filter((e) => e.reason === 'Pulling').length, 0);
-    assert.equal(s.api.events[0].message, 'Container image "app:v2" already present on machine');
+    assert.deepEqual(s.api.events.filter((e) => e.reason === 'Pulling' || e.reason === 'Pulled'), []);
+    assert.deepEqual(s.api.specPatches, ['app:v2']);
   });
 
-  it('new image already on the node as the operation is admitted: Pulled is recorded then, once, before the patch', async () => {
+  it('new image already on the node as the operation is admitted: no pull event at all, before or after the patch', async () => {
     const s = setup({ newImage: 'app:v2' });
     s.rt.images.add('app:v2');
     let eventsAtPatch: string[] = [];
@@ -292,14 +291,11 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     };
     await s.strategy.claim({ name: 'shop/web' } as never, { name: 'app', current: { labels: { 'io.kubernetes.pod.uid': 'u1' }, image: 'app:v1' } } as never, s.op.request);
     s.strategy.admitted(s.op);
-    for (let i = 0; i < 5 && s.api.events.length === 0; i++) await new Promise((r) => setImmediate(r));
-    assert.deepEqual(s.api.events.map((e) => e.reason), ['Pulled'], 'recorded before the pull check began');
     s.strategy.pulling(s.op, s.t, Promise.resolve({ pulled: false }));
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(eventsAtPatch, ['Pulled']);
-    assert.equal(s.api.events.filter((e) => e.reason === 'Pulled').length, 1, 'Pulled once');
-    assert.equal(s.api.events.filter((e) => e.reason === 'Pulling').length, 0);
-    assert.equal(s.api.events[0].message, 'Container image "app:v2" already present on machine');
+    assert.deepEqual(eventsAtPatch.filter((r) => r === 'Pulling' || r === 'Pulled'), [], 'nothing before the patch');
+    assert.deepEqual(s.api.events.filter((e) => e.reason === 'Pulling' || e.reason === 'Pulled'), [], 'nor after');
+    assert.deepEqual(s.api.specPatches, ['app:v2']);
   });
 
   it('new image not on the node as the operation is admitted: nothing then, Pulling and Pulled follow the pull', async () => {
@@ -330,7 +326,7 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
     assert.equal(s.rt.stops, 1);
     await s.strategy.finished({ ...s.op, state: 'Succeeded' });
-    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting', 'Restarted']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarted']);
   });
 
   it('same image on a pod that gates on the condition: Draining is written before the stop', async () => {
@@ -373,10 +369,9 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
     assert.deepEqual(s.api.conditions, [
       { status: 'False', reason: 'Draining' },
-      { status: 'False', reason: 'Restarting' },
       { status: 'True', reason: 'Restarted' },
     ]);
-    assert.equal(s.readyAtWrite[2], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
+    assert.equal(s.readyAtWrite[1], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
     assert.ok(readsAfterOpen >= 3, 'verified only once the new instance was ready');
     assert.equal(s.t.newId, 'n1');
   });
@@ -400,8 +395,8 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
     assert.equal(s.t.step, 'RolledBack');
     assert.equal(s.t.exitCode, 2);
-    assert.deepEqual(atRollbackPatch[0].map((c) => `${c.status} ${c.reason}`), ['False Draining', 'False Restarting', 'True Restarted', 'False Restarting']);
-    assert.deepEqual(s.readyAtWrite.slice(0, 4), [true, true, false, false], 'the failed instance was never ready while the condition was True');
+    assert.deepEqual(atRollbackPatch[0].map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted', 'False Restarting']);
+    assert.deepEqual(s.readyAtWrite.slice(0, 3), [true, false, false], 'the failed instance was never ready while the condition was True');
   });
 
   it('with min-ready above 0 the condition stays False until the new instance is verified', async () => {
@@ -415,7 +410,7 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
       return patchStatus(ns, n, patch);
     };
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarting', 'Restarted']);
+    assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarted']);
     assert.ok(trueAt - began >= 2000, `True only after min-ready (at ${trueAt - began} ms)`);
   });
 });

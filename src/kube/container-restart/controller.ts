@@ -27,8 +27,12 @@ const CRD_RECHECK_MS = 30_000;
 /** First delay before the watch is started again after a failure, and the longest, ms. */
 const WATCH_BACKOFF_MS = { initialBackoffMs: 250, maxBackoffMs: 5000 };
 
-/** Least time between two status writes of a running operation's progress, ms (its end is written at once). */
-const STATUS_COALESCE_MS = 250;
+/**
+ * Least time between two status writes of a running operation's progress, ms. The claim (Pending) and the end are
+ * written at once; in between, the status shows the operation as it is at most a second late, so a restart of
+ * about 2 s costs one progress write rather than one per step (issue 29).
+ */
+const STATUS_COALESCE_MS = 1000;
 
 interface SyncState {
   running: boolean;
@@ -55,24 +59,36 @@ export class ContainerRestartController {
   private unsubscribePods?: () => void;
   /** Objects whose status write for a running operation waits out STATUS_COALESCE_MS. */
   private readonly coalescing = new Set<string>();
+  /** When this agent last wrote each object's status (ms): progress waits STATUS_COALESCE_MS after it. */
+  private readonly writtenAt = new Map<string, number>();
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
     if (!key) return;
     // The end is written at once, after the step that announced it has gone on to its side effect. Progress
     // (Pulling, Recreating, ...) is written once per STATUS_COALESCE_MS at most: the API server and the CPU it
     // shares with the agent and the kubelet are left to the restart's own calls (the patch, the stop).
-    if (isTerminal(op.state)) {
-      setImmediate(() => this.enqueue(key));
-      return;
-    }
-    if (this.coalescing.has(key)) return;
+    if (isTerminal(op.state)) setImmediate(() => this.enqueue(key));
+    else if (!this.coalesced(key)) this.enqueue(key);
+  };
+
+  /**
+   * Whether a progress write of key must wait (one was written less than STATUS_COALESCE_MS ago); if so, a sync
+   * is due once it may be written, and the write then shows the operation as it is by then.
+   */
+  private coalesced(key: string): boolean {
+    const wait = (this.writtenAt.get(key) ?? -Infinity) + STATUS_COALESCE_MS - this.d.clock.now();
+    if (wait <= 0) return false;
+    if (this.coalescing.has(key)) return true;
     this.coalescing.add(key);
     this.d.clock
-      .sleep(STATUS_COALESCE_MS, this.stopping.signal)
-      .then(() => this.enqueue(key))
-      .catch(() => undefined)
-      .finally(() => this.coalescing.delete(key));
-  };
+      .sleep(wait, this.stopping.signal)
+      .then(() => {
+        this.coalescing.delete(key);
+        this.enqueue(key);
+      })
+      .catch(() => this.coalescing.delete(key));
+    return true;
+  }
 
   /** Said once: the cluster does not let the agent make the dry run as the requester. */
   private readonly admissionUnavailable = () => {
@@ -139,6 +155,7 @@ export class ContainerRestartController {
     const uid = this.latest.get(key)?.metadata.uid;
     if (uid) this.reported.delete(uid);
     this.latest.delete(key);
+    this.writtenAt.delete(key);
     this.waiting.remove(key);
     if (!this.syncs.get(key)?.running) this.syncs.delete(key);
     for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
@@ -229,6 +246,8 @@ export class ContainerRestartController {
     // reviews its requester again and submits it again (not a lost journal). The write its first record's change
     // brings is made then, and none is sent beside the restart's own calls between the claim and that record.
     if (!this.d.engine.recorded(opId) && !isTerminal(this.d.engine.get(opId).state)) return;
+    // Progress (a watch event of the object, its own write's echo too, brings a sync) waits out the coalescing.
+    if (!isTerminal(this.d.engine.get(opId).state) && this.coalesced(key)) return;
     const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
     if (isFinished(written.status?.phase)) {
       const op = this.d.engine.get(opId);
@@ -257,7 +276,10 @@ export class ContainerRestartController {
   private async write(cr: ContainerRestart, compute: (cur: ContainerRestart) => ReturnType<typeof statusFromOperation> | undefined): Promise<ContainerRestart> {
     const key = keyOf(cr);
     const out = await writeStatus(this.d.api, cr, compute, (attempt) => this.d.log.info('status write conflicted (409); read again and retried', { cr: key, attempt }));
-    if (out !== cr) this.latest.set(key, out);
+    if (out !== cr) {
+      this.latest.set(key, out);
+      this.writtenAt.set(key, this.d.clock.now());
+    }
     return out;
   }
 

@@ -37,8 +37,8 @@ export class KubeletClaims {
   /** Per operation and container: its Pulling and Pulled events being recorded (the patch follows them). */
   private readonly pullEvents = new Map<string, Promise<void>>();
   /**
-   * Per operation and container: whether its new image was present as the operation was admitted, and then its
-   * Pulled event being recorded (see admitted).
+   * Per operation and container: whether its new image was present as the operation was admitted (then the
+   * agent records no pull event for it; see admitted).
    */
   private readonly early = new Map<string, Promise<boolean>>();
 
@@ -109,34 +109,27 @@ export class KubeletClaims {
     const key = `${op.id}/${t.name}`;
     const early = this.early.get(key);
     this.early.delete(key);
-    // Pulled already recorded as the operation was admitted; otherwise (no image then) the events of the pull.
-    if (early) this.pullEvents.set(key, early.then((recorded) => (recorded ? undefined : this.pullEventsOf(op, t, result))));
+    // The image present as the operation was admitted: no event; otherwise (no image then) the events of the pull.
+    if (early) this.pullEvents.set(key, early.then((present) => (present ? undefined : this.pullEventsOf(op, t, result))));
     else this.pullEvents.set(key, this.pullEventsOf(op, t, result));
   }
 
   /**
-   * As the operation is admitted (nothing touched yet), the Pulled event ("already
-   * present on machine") of each new image the node has: the image-change path does not wait for that event after
-   * its Patching record (it took 34-72 ms at load 12 when begun with the pull check). An image the node lacks
-   * gets its Pulling and Pulled events from pulling(), as before.
+   * As the operation is admitted (nothing touched yet), looks whether the node has each new image: one it has
+   * gets no event of the agent's (the kubelet records its own Pulled, "already present on machine", as it
+   * starts the new instance), so the image-change path has no event to wait for after its Patching record. An
+   * image the node lacks gets its Pulling and Pulled events from pulling(), as before.
    */
   admitted(op: Operation, present?: (image: string) => Promise<boolean> | undefined): void {
-    const [ns, name] = splitName(op.podName);
-    const pod = this.d.cache.recentOf(ns, name);
-    if (!pod) return;
     for (const t of op.containers) {
       if (t.strategy !== 'kubelet' || t.newImage === t.oldImage) continue;
       // The look the engine began as the request arrived, when there is one: no second read of the runtime.
       const found = present?.(t.newImage) ?? this.d.runtime.inspectImage(t.newImage).then((i) => i !== undefined);
-      const recorded = found.then(
-        async (have) => {
-          if (!have) return false;
-          await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, false));
-          return true;
-        },
+      const settled = found.then(
+        (have) => have, // present: no event of the agent's is due
         () => false, // unknown: the pull check decides, and its events follow it
       );
-      this.early.set(`${op.id}/${t.name}`, recorded);
+      this.early.set(`${op.id}/${t.name}`, settled);
     }
   }
 
@@ -152,7 +145,8 @@ export class KubeletClaims {
       async ([p, have]) => {
         const pulling = have ? Promise.resolve() : this.d.events.record(p, t.name, 'Normal', EventReasons.Pulling, `Pulling image "${t.newImage}"`);
         const got = await result.catch(() => undefined); // a failed pull fails the operation, with its own message
-        if (got) await this.d.events.record(p, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, got.pulled));
+        // Pulled only after a download, or to close the agent's own Pulling: the kubelet says "already present".
+        if (got && (got.pulled || !have)) await this.d.events.record(p, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, got.pulled));
         await pulling;
       },
       (err: unknown) => {
@@ -171,7 +165,7 @@ export class KubeletClaims {
     const events = this.pullEvents.get(key);
     this.pullEvents.delete(key);
     if (events) await events;
-    else await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, op.pulls?.find((p) => p.image === t.newImage)?.pulled ?? false));
+    else if (op.pulls?.find((p) => p.image === t.newImage)?.pulled) await this.d.events.record(pod, t.name, 'Normal', EventReasons.Pulled, pulledMessage(t.newImage, true));
   }
 
   /** Forgets what an ended operation left. */

@@ -46,8 +46,8 @@ export class PodActions {
   }
 
   /**
-   * Condition False (Draining), then waits until the pod's address left its slices and the data plane (drain/),
-   * then condition False (Restarting), posted. The only ready endpoint of its Services is not taken out at all:
+   * Condition False (Draining), then waits until the pod's address left its slices and the data plane (drain/);
+   * the condition stays False (Draining) through the stop or patch, with no second write. The only ready endpoint of its Services is not taken out at all:
    * its readiness follows the container's, so the time without an endpoint is the container's own.
    */
   async drain(op: Operation, t: ContainerTarget, pod: V1Pod, ctx: Pick<StepContext, 'deadline' | 'publish'>): Promise<V1Pod> {
@@ -64,8 +64,6 @@ export class PodActions {
     for (const p of res.parts) this.d.drainMetrics?.observe(p.part, p.ms / 1000, p.done);
     if (!res.drained) this.d.log.warn('drain cut short; going on', { op: op.id, pod: op.podName, boundMs: bound, detail: res.detail });
     else this.d.log.info('pod drained', { op: op.id, pod: op.podName, waitedMs: res.waitedMs, detail: res.detail });
-    // Written in order after Draining, but the stop or patch does not wait for it.
-    this.d.report.restarting(written, t);
     return written;
   }
 

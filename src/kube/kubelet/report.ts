@@ -33,11 +33,6 @@ export class RestartReport {
     return written;
   }
 
-  /** Condition False (Restarting), posted in order, not waited for. */
-  restarting(pod: V1Pod, t: ContainerTarget): void {
-    this.d.conditions.post(pod.metadata?.namespace ?? '', pod.metadata?.name ?? '', { status: 'False', reason: ConditionReasons.Restarting, message: `restarting container ${t.name}` }, pod);
-  }
-
   /**
    * For a pod that does not gate its readiness on the condition (nothing to drain): the condition and the
    * Draining event, posted once the stop or patch is under way, not waited for.
@@ -46,7 +41,6 @@ export class RestartReport {
     const [ns, name] = [pod.metadata?.namespace ?? '', pod.metadata?.name ?? ''];
     this.d.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
     void this.d.events.record(pod, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
-    this.restarting(pod, t);
   }
 
   /** Sets the condition and records events once an operation with kubelet-strategy containers has ended. */

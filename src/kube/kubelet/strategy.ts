@@ -149,8 +149,8 @@ export class KubeletStrategy implements RestartStrategy {
               announce = () => this.report.ungated(at, t);
             }
             if (!same) {
-              // Pulled is on record before the patch makes the kubelet kill the old instance (written long since,
-              // unless the pull did not happen in this process: an operation resumed after it).
+              // The agent's Pulled (after a download of its own) is on record before the patch makes the kubelet
+              // kill the old instance (written long since, unless the pull did not happen in this process).
               await enter('Patching');
               await this.claims.pulledRecorded(op, t, pod);
               ctx.trace('Pulled event on record');
