@@ -17,6 +17,7 @@ import { WaitingRequests } from './waiting.js';
 import { statusFromOperation } from './status.js';
 import { writeStatus } from './status-writer.js';
 import { resumeRequest, takeRequest, type TakeHost } from './take.js';
+import { StatusPace } from './status-pace.js';
 import { CR_GROUP, CR_PLURAL, isFinished, keyOf, newer, type ContainerRestart } from './types.js';
 
 /** The CRD's name (deploy/crds/containerrestart.yaml). */
@@ -26,13 +27,6 @@ const CRD_RECHECK_MS = 30_000;
 
 /** First delay before the watch is started again after a failure, and the longest, ms. */
 const WATCH_BACKOFF_MS = { initialBackoffMs: 250, maxBackoffMs: 5000 };
-
-/**
- * Least time between two status writes of a running operation's progress, ms. The claim (Pending) and the end are
- * written at once; in between, the status shows the operation as it is at most a second late, so a restart of
- * about 2 s costs one progress write rather than one per step (issue 29).
- */
-const STATUS_COALESCE_MS = 1000;
 
 interface SyncState {
   running: boolean;
@@ -57,10 +51,8 @@ export class ContainerRestartController {
   /** Requests with a wake-up set for the end of their unclaimed TTL. */
   private readonly wakes = new Set<string>();
   private unsubscribePods?: () => void;
-  /** Objects whose status write for a running operation waits out STATUS_COALESCE_MS. */
-  private readonly coalescing = new Set<string>();
-  /** When this agent last wrote each object's status (ms): progress waits STATUS_COALESCE_MS after it. */
-  private readonly writtenAt = new Map<string, number>();
+  /** The pace of progress writes (status-pace.ts). */
+  private readonly pace: StatusPace;
   private readonly onChange = (op: Operation) => {
     const key = this.keyByOp.get(op.id);
     if (!key) return;
@@ -68,27 +60,8 @@ export class ContainerRestartController {
     // (Pulling, Recreating, ...) is written once per STATUS_COALESCE_MS at most: the API server and the CPU it
     // shares with the agent and the kubelet are left to the restart's own calls (the patch, the stop).
     if (isTerminal(op.state)) setImmediate(() => this.enqueue(key));
-    else if (!this.coalesced(key)) this.enqueue(key);
+    else if (!this.pace.held(key)) this.enqueue(key);
   };
-
-  /**
-   * Whether a progress write of key must wait (one was written less than STATUS_COALESCE_MS ago); if so, a sync
-   * is due once it may be written, and the write then shows the operation as it is by then.
-   */
-  private coalesced(key: string): boolean {
-    const wait = (this.writtenAt.get(key) ?? -Infinity) + STATUS_COALESCE_MS - this.d.clock.now();
-    if (wait <= 0) return false;
-    if (this.coalescing.has(key)) return true;
-    this.coalescing.add(key);
-    this.d.clock
-      .sleep(wait, this.stopping.signal)
-      .then(() => {
-        this.coalescing.delete(key);
-        this.enqueue(key);
-      })
-      .catch(() => this.coalescing.delete(key));
-    return true;
-  }
 
   /** Said once: the cluster does not let the agent make the dry run as the requester. */
   private readonly admissionUnavailable = () => {
@@ -100,6 +73,7 @@ export class ContainerRestartController {
 
   constructor(private readonly d: ContainerRestartControllerDeps) {
     this.backoff = new Backoff(d.clock, { initialMs: 250, maxMs: 5000 });
+    this.pace = new StatusPace(d.clock, this.stopping.signal, (key) => this.enqueue(key));
   }
 
   /** Starts watching (failures are retried in the background, see list-follower.ts). */
@@ -155,7 +129,7 @@ export class ContainerRestartController {
     const uid = this.latest.get(key)?.metadata.uid;
     if (uid) this.reported.delete(uid);
     this.latest.delete(key);
-    this.writtenAt.delete(key);
+    this.pace.forget(key);
     this.waiting.remove(key);
     if (!this.syncs.get(key)?.running) this.syncs.delete(key);
     for (const [op, k] of this.keyByOp) if (k === key) this.keyByOp.delete(op);
@@ -247,7 +221,7 @@ export class ContainerRestartController {
     // brings is made then, and none is sent beside the restart's own calls between the claim and that record.
     if (!this.d.engine.recorded(opId) && !isTerminal(this.d.engine.get(opId).state)) return;
     // Progress (a watch event of the object, its own write's echo too, brings a sync) waits out the coalescing.
-    if (!isTerminal(this.d.engine.get(opId).state) && this.coalesced(key)) return;
+    if (!isTerminal(this.d.engine.get(opId).state) && this.pace.held(key)) return;
     const written = await this.write(cr, (cur) => (cur.status?.operationId === opId ? statusFromOperation(cur, this.d.engine.get(opId), this.d.nodeName, this.now()) : undefined));
     if (isFinished(written.status?.phase)) {
       const op = this.d.engine.get(opId);
@@ -278,7 +252,7 @@ export class ContainerRestartController {
     const out = await writeStatus(this.d.api, cr, compute, (attempt) => this.d.log.info('status write conflicted (409); read again and retried', { cr: key, attempt }));
     if (out !== cr) {
       this.latest.set(key, out);
-      this.writtenAt.set(key, this.d.clock.now());
+      this.pace.wrote(key);
     }
     return out;
   }
