@@ -215,7 +215,7 @@ export class ContainerRestartController {
     this.keyByOp.set(opId, key);
 
     if (!this.d.engine.has(opId) && !(await resumeRequest(this.host(), cr, key, opId))) return;
-    // An operation admitted without a Pending record (Engine.record) shows as its claim does, Pending, until the
+    // An operation admitted without a Pending record (RestartIntake.record) shows as its claim does, Pending, until the
     // journal has it: an agent that stops before then finds the object claimed, Pending and not journaled, and
     // reviews its requester again and submits it again (not a lost journal). The write its first record's change
     // brings is made then, and none is sent beside the restart's own calls between the claim and that record.
