@@ -96,6 +96,24 @@ describe('rollout of a Deployment (deployment-view.ts)', () => {
     assert.deepEqual(p.actions.map((a) => a.kind === 'restart' && a.containers), [[{ name: 'app', image: 'app:v1' }]]);
   });
 
+  it('kubectl rollout restart: a pod in flight holds the budget until its container is a new one (the old one, Ready on the same image, does not count)', () => {
+    const d = deployment(template('app:v1', { 'kubectl.kubernetes.io/restartedAt': '2026-12-02T12:00:00Z' }), { paused: true, held: true });
+    const o = deploymentObserved(d, [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base);
+    const target = templateHash(d.spec?.template as never);
+    const created = NOW - 5_000;
+    const startedAt = (ms: number) => o.pods.map((p) => (p.name === 'web-0' ? { ...p, statuses: [{ name: 'app', image: 'app:v1', ready: true, startedAtMs: ms }] } : p));
+    const restarts = [{ name: restartName('web', 'web-0', 3), pod: 'web-0', revisionHash: target, revisionNumber: 3, phase: 'Running' as const, containers: ['app'], createdMs: created }];
+    const round = (pods: PodView[]) => planRollout({ rollout, workload: o.workload, revisions: o.revisions, pods, restarts, nowMs: NOW });
+    // The container started before the restart was asked for (in the same second too): web-0 is not back, nothing more starts.
+    for (const old of [NOW - 60_000, created]) {
+      const p = round(startedAt(old));
+      assert.deepEqual(p.actions, [], `old container started at ${old - NOW} ms`);
+      assert.deepEqual(p.status.podsInFlight, ['web-0']);
+    }
+    // Its new container, Ready: the next pod starts.
+    assert.deepEqual(round(startedAt(created + 1000)).actions.map((a) => a.kind === 'restart' && a.pod), ['web-1']);
+  });
+
   it("a round that acts on a Deployment's pods needs its requester to hold patch on the Deployment", () => {
     const { p } = plan(deployment(template('app:v2'), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
     const needs = roundNeeds({ ...rollout, metadata: { ...rollout.metadata, namespace: 'shop' } }, p.actions).map((n) => n.anyOf.map(permissionText).join(' or '));
