@@ -75,7 +75,7 @@ export interface WorkloadView {
   /** Deployment: its own maxUnavailable (the budget the stock controller would keep), over the rollout's. */
   maxUnavailable?: number | string;
   /** Deployment: why the rollout does not act (workloads/deployment-view.ts); undefined: held, or nothing to do. */
-  gate?: { phase: 'Progressing' | 'Paused'; reason: string; message: string };
+  gate?: { phase: 'Progressing' | 'Paused' | 'Failed'; reason: string; message: string };
   /** Deployment: a pod updated in place is marked with an annotation (the ReplicaSet keeps its hash label). */
   marksPods?: boolean;
 }
