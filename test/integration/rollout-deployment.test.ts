@@ -6,16 +6,17 @@
 // watch samples them, unpause the Deployment, and fail no request of two clients through the Service.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { DEPLOYMENT_REASON } from '../../src/rollout/workloads/deployment-view.js';
 import { historyName } from '../../src/rollout/workloads/history.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { deleteNamespace } from '../support/kube-cluster.js';
-import { until } from '../support/kube-users.js';
+import { applyDeployFiles, deployObjects, until } from '../support/kube-users.js';
 import { retag } from '../support/registry-retag.js';
-import { rolloutCluster, sampleUnready, type RolloutCluster } from '../support/rollout-cluster.js';
+import { rolloutCluster, sampleUnready, watchRolloutStatus, type RolloutCluster } from '../support/rollout-cluster.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
 import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
@@ -139,6 +140,17 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     assert.deepEqual(await images(), [served]);
   });
 
+  it('inplacectl rollout history: the revisions with the pods that run each; rollout undo of a Deployment not held names kubectl rollout undo', async () => {
+    const h = await c.inplacectl('rollout', 'history', NAME, '-n', c.ns);
+    assert.equal(h.code, 0, h.stderr);
+    assert.match(h.stdout, /^REVISION\s+HASH\s+IMAGES\s+PODS$/m);
+    assert.match(h.stdout, /^\d+\s+\S+ \(target\)\s+app=\S+\s+6: /m, 'the six pods on the revision of the template');
+    assert.match(h.stdout, new RegExp(`^\\d+\\s+inplace-previous\\s+app=\\S+\\s+0$`, 'm'), 'the history ReplicaSet, no pod on it');
+    const u = await c.inplacectl('rollout', 'undo', NAME, '-n', c.ns);
+    assert.equal(u.code, 2, u.stdout);
+    assert.match(u.stderr, /not held: kubectl rollout undo deployment\/web is carried out in place/);
+  });
+
   it('kubectl scale 6 -> 9 in the middle of a rollout: the new pods, made by the paused controller from the old template, are updated in place too; the budget waits for them', async () => {
     const image = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
     const before = new Set((await pods()).map((p) => p.metadata?.uid));
@@ -157,5 +169,53 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     assert.equal((await replicaSets()).filter((r) => (r.spec?.replicas ?? 0) > 0).length, 1, 'one ReplicaSet with pods');
     await c.kubectl('scale', `deployment/${NAME}`, `--replicas=${REPLICAS}`);
     await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=120s');
+  });
+
+  it('kubectl set env: handed over to the stock rolling update, the status naming the field; it completes', async () => {
+    const before = new Set((await pods()).map((p) => p.metadata?.uid));
+    const st = await watchRolloutStatus(kc, c.ns, NAME);
+    try {
+      await c.kubectl('set', 'env', `deployment/${NAME}`, 'MODE=two');
+      await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
+      await until('the hand-over reported', 30_000, async () => (st.seen.some((x) => x.reason === DEPLOYMENT_REASON.handedOver) ? true : undefined));
+    } finally {
+      st.stop();
+    }
+    const h = st.seen.find((x) => x.reason === DEPLOYMENT_REASON.handedOver);
+    assert.match(h?.message ?? '', /spec\.containers\[app\]\.env changed/);
+    const after = await pods();
+    assert.equal(after.length, REPLICAS);
+    for (const p of after) {
+      assert.ok(!before.has(p.metadata?.uid), `${p.metadata?.name}: recreated by the stock rolling update`);
+      assert.deepEqual(p.spec?.containers[0].env?.map((e) => [e.name, e.value]), [['MODE', 'two']]);
+    }
+    const d = await deployment();
+    assert.notEqual(d.spec?.paused, true);
+    assert.equal(d.status?.updatedReplicas, REPLICAS);
+  });
+
+  it('the hold policies absent: the rollout says the Deployment is not held and what to do; the stock controller rolls it out, nothing is recreated by the agents', async () => {
+    const bindings = deployObjects('workload-hold-policy.yaml').filter((o) => o.kind === 'MutatingAdmissionPolicyBinding');
+    const objects = kc.makeApiClient(KubernetesObjectApi);
+    const crsBefore = (await restarts()).length;
+    const image = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
+    /** Whether a template change of the Deployment is paused at admission now (a server dry run). */
+    const heldNow = async () => /"paused": true/.test(await c.kubectl('set', 'image', `deployment/${NAME}`, `app=${image}-probe`, '--dry-run=server', '-o', 'json'));
+    const st = await watchRolloutStatus(kc, c.ns, NAME);
+    try {
+      for (const b of bindings) await objects.delete(b);
+      await until('the API server without the hold', 30_000, async () => ((await heldNow()) ? undefined : true));
+      await c.kubectl('set', 'image', `deployment/${NAME}`, `app=${image}`);
+      await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
+      await until('the rollout saying the Deployment is not held', 30_000, async () => (st.seen.some((x) => x.reason === DEPLOYMENT_REASON.notHeld) ? true : undefined));
+    } finally {
+      st.stop();
+      await applyDeployFiles(kc, ['workload-hold-policy.yaml']);
+      await until('the API server with the hold again', 30_000, async () => ((await heldNow()) ? true : undefined));
+    }
+    const n = st.seen.find((x) => x.reason === DEPLOYMENT_REASON.notHeld);
+    assert.match(n?.message ?? '', /not held.*install deploy\/workload-hold-policy\.yaml.*pause it yourself/);
+    assert.equal((await restarts()).length, crsBefore, 'no ContainerRestart: the agents did nothing to the pods');
+    for (const p of await pods()) assert.equal(p.spec?.containers[0].image, image);
   });
 });
