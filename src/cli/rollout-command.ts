@@ -1,4 +1,5 @@
-// `inplacectl rollout status|pause|resume NAME`: InPlaceRollouts through the Kubernetes API (no agent socket).
+// `inplacectl rollout status|pause|resume|history|undo NAME`: InPlaceRollouts through the Kubernetes API (no agent
+// socket); history and undo where they add to kubectl's (rollout-history.ts).
 // The Kubernetes client is loaded only when one of these runs.
 import type { Command } from 'commander';
 import { durationFlagMs } from '../duration.js';
@@ -6,6 +7,7 @@ import { MIN_WATCH_INTERVAL_MS } from './prewarm-command.js';
 import { loadTarget, namespaceOf, type KubeTarget } from './kube-target.js';
 import { structured, type OutputFormat } from './output.js';
 import type { InPlaceRollout } from '../rollout/types.js';
+import { renderHistory, undoTarget } from './rollout-history.js';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
 export class RolloutUsageError extends Error {}
@@ -50,9 +52,10 @@ async function access(g: RolloutGlobals, namespace: string | undefined) {
     throw new RolloutUsageError((err as Error).message);
   }
   const { KubeRolloutApi } = await import('../rollout/rollout-api.js');
+  const { KubeDeploymentApi } = await import('../rollout/workloads/deployment-api.js');
   // -n of the subcommand, else kubectl-inplace's global -n, else the context's.
   const ns = namespaceOf(kc, { namespace: namespace ?? g.namespace });
-  return { api: new KubeRolloutApi(kc, 'user'), ns };
+  return { api: new KubeRolloutApi(kc, 'user'), deployments: new KubeDeploymentApi(kc), ns };
 }
 
 /** Adds `rollout` with its subcommands to inplacectl. */
@@ -102,4 +105,48 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
         process.stdout.write(g.output === 'text' ? `inplacerollout ${ns}/${name} ${paused ? 'paused' : 'resumed'}\n` : structured(g.output, r) + '\n');
       });
   }
+
+  ro.command('history')
+    .description("the target's revisions, their images, and the pods that run each now (kubectl rollout history shows no pods)")
+    .argument('<name>')
+    .option('-n, --namespace <ns>', 'the rollout\'s namespace (default: the kubeconfig context\'s, then default)')
+    .action(async (name: string, o: { namespace?: string }) => {
+      const g = globals();
+      const { api, deployments, ns } = await access(g, o.namespace);
+      const r = await api.getRollout(ns, name);
+      if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
+      const { observe } = await import('../rollout/reconcile.js');
+      const { input } = await observe(api, r, [r], Date.now(), deployments);
+      if (!input.workload) throw new RolloutUsageError(`${r.spec.targetRef.kind} ${r.spec.targetRef.name} not found in namespace ${ns}`);
+      const { targetRevision } = await import('../rollout/revisions.js');
+      const target = targetRevision(input.workload, input.revisions)?.hash;
+      process.stdout.write(g.output === 'text' ? renderHistory(input.revisions, input.pods, target) + '\n' : structured(g.output, { target, revisions: input.revisions, pods: input.pods.map((p) => ({ name: p.name, revision: p.revisionHash })) }) + '\n');
+    });
+
+  ro.command('undo')
+    .description('a held Deployment back to the template its pods run (kubectl rollout undo refuses it paused); elsewhere, use kubectl rollout undo')
+    .argument('<name>')
+    .option('-n, --namespace <ns>', 'the rollout\'s namespace (default: the kubeconfig context\'s, then default)')
+    .action(async (name: string, o: { namespace?: string }) => {
+      const g = globals();
+      const { api, deployments, ns } = await access(g, o.namespace);
+      const r = await api.getRollout(ns, name);
+      if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
+      const ref = r.spec.targetRef;
+      const d = ref.kind === 'Deployment' ? await deployments.getDeployment(ns, ref.name) : undefined;
+      const rss = d ? await deployments.listReplicaSets(ns, d.spec?.selector?.matchLabels ?? {}) : [];
+      let onNew = 0;
+      if (d) {
+        const { observe } = await import('../rollout/reconcile.js');
+        const { targetRevision } = await import('../rollout/revisions.js');
+        const { input } = await observe(api, r, [r], Date.now(), deployments);
+        const target = input.workload ? targetRevision(input.workload, input.revisions) : undefined;
+        const busy = new Set(input.restarts.filter((x) => x.revisionHash === target?.hash && (x.phase === 'Pending' || x.phase === 'Running')).map((x) => x.pod));
+        onNew = input.pods.filter((p) => target && (p.revisionHash === target.hash || busy.has(p.name))).length;
+      }
+      const t = undoTarget(ref.kind, ref.name, d, rss, onNew);
+      if ('refuse' in t) throw new RolloutUsageError(t.refuse);
+      const out = await deployments.restoreTemplate(ns, ref.name, t.template);
+      process.stdout.write(g.output === 'text' ? `deployment ${ns}/${ref.name} set back to the template its pods run; the rollout releases it\n` : structured(g.output, out) + '\n');
+    });
 }

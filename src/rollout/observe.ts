@@ -75,7 +75,7 @@ export function podViews(w: Workload, pods: V1Pod[]): PodView[] {
         ready: ready?.status === 'True',
         readySinceMs: ready?.status === 'True' && ready.lastTransitionTime ? new Date(ready.lastTransitionTime).getTime() : undefined,
         containers: (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
-        statuses: (p.status?.containerStatuses ?? []).map((c) => ({ name: c.name, image: c.image ?? '', ready: c.ready === true })),
+        statuses: (p.status?.containerStatuses ?? []).map((c) => ({ name: c.name, image: c.image ?? '', ready: c.ready === true, ...(c.state?.running?.startedAt ? { startedAtMs: new Date(c.state.running.startedAt).getTime() } : {}) })),
         labels: p.metadata?.labels ?? {},
         annotations: p.metadata?.annotations ?? {},
       };
@@ -94,6 +94,8 @@ export function restartViews(crs: ContainerRestart[]): RestartView[] {
       revisionHash: cr.metadata.annotations?.[REVISION_HASH_ANNOTATION] ?? '',
       revisionNumber: Number(cr.metadata.annotations?.[REVISION_NUMBER_ANNOTATION] ?? -1),
       phase,
+      containers: cr.spec.containers.map((c) => c.name),
+      ...(cr.metadata.creationTimestamp ? { createdMs: new Date(cr.metadata.creationTimestamp).getTime() } : {}),
       ...(phase === 'Failed'
         ? { failure: { container: bad?.name, reason: `${st?.operationState ?? 'Failed'}: ${st?.message ?? bad?.message ?? 'failed'}`, ...(bad?.exitCode !== undefined ? { exitCode: bad.exitCode } : {}) } }
         : {}),

@@ -75,7 +75,7 @@ export interface WorkloadView {
   /** Deployment: its own maxUnavailable (the budget the stock controller would keep), over the rollout's. */
   maxUnavailable?: number | string;
   /** Deployment: why the rollout does not act (workloads/deployment-view.ts); undefined: held, or nothing to do. */
-  gate?: { phase: 'Progressing' | 'Paused'; reason: string; message: string };
+  gate?: { phase: 'Progressing' | 'Paused' | 'Failed'; reason: string; message: string };
   /** Deployment: a pod updated in place is marked with an annotation (the ReplicaSet keeps its hash label). */
   marksPods?: boolean;
 }
@@ -105,7 +105,7 @@ export interface PodView {
   readySinceMs?: number;
   containers: { name: string; image: string }[];
   /** What the kubelet reports of each container: its image and readiness (absent: not known, so not ready). */
-  statuses?: { name: string; image: string; ready: boolean }[];
+  statuses?: { name: string; image: string; ready: boolean; startedAtMs?: number }[];
   labels: Record<string, string>;
   annotations: Record<string, string>;
 }
@@ -118,6 +118,10 @@ export interface RestartView {
   revisionHash: string;
   revisionNumber: number;
   phase: 'Pending' | 'Running' | 'Succeeded' | 'Failed';
+  /** The containers it restarts. */
+  containers?: string[];
+  /** Its creationTimestamp (ms since the epoch, whole seconds as the API server keeps it). */
+  createdMs?: number;
   /** When it failed: the container, why, and its exit code. */
   failure?: { container?: string; reason: string; exitCode?: number };
 }

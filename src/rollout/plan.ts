@@ -115,11 +115,16 @@ export function planRollout(input: PlanInput): Plan {
   const minReadyMs = (spec.strategy?.minReadySeconds ?? 0) * 1000;
   const available = (p: PodView) => p.ready && (p.readySinceMs === undefined || nowMs - p.readySinceMs >= minReadyMs);
   const wanted = (target.template.spec?.containers ?? []).filter((c) => c.image);
-  // A pod under update is back (as the stock controllers count it: Ready for minReadySeconds) once every container
-  // runs its target image and is ready: before the drain it is still Ready with the old containers, which does not count.
-  const back = (p: PodView) =>
-    available(p) && wanted.every((c) => p.containers.find((x) => x.name === c.name)?.image === c.image && p.statuses?.some((s) => s.name === c.name && s.ready && imageMatches(s.image, c.image as string)));
   const restartOf = new Map(input.restarts.filter((r) => r.revisionHash === target.hash && r.revisionNumber === target.revision).map((r) => [r.pod, r]));
+  // A pod under update is back (as the stock controllers count it: Ready for minReadySeconds) once every container
+  // runs its target image and is ready, and each container its update restarts started after the update was asked
+  // for: before the drain it is still Ready with the old containers, which does not count (a same-image restart,
+  // kubectl rollout restart's, runs the target image before it as after it).
+  const back = (p: PodView) => {
+    const r = restartOf.get(p.name);
+    const restarted = (name: string) => !r || r.createdMs === undefined || !(r.containers ?? []).includes(name) || p.statuses?.some((s) => s.name === name && (s.startedAtMs ?? 0) > (r.createdMs as number));
+    return available(p) && wanted.every((c) => p.containers.find((x) => x.name === c.name)?.image === c.image && restarted(c.name) && p.statuses?.some((s) => s.name === c.name && s.ready && imageMatches(s.image, c.image as string)));
+  };
 
   const actions: RolloutAction[] = [];
   const inFlight = new Set<string>();

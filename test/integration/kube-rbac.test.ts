@@ -33,7 +33,7 @@ const GRANTED: [string, string, string, Verb[]][] = [
   ['apps', 'daemonsets', '', ['get', 'list', 'watch', 'patch']],
   ['apps', 'controllerrevisions', '', ['get', 'list', 'watch']],
   ['apps', 'deployments', '', ['get', 'list', 'watch', 'patch']],
-  ['apps', 'replicasets', '', ['get', 'list', 'watch', 'patch']],
+  ['apps', 'replicasets', '', ['get', 'list', 'watch', 'patch', 'create']],
   ['inplace-agent.io', 'inplacerollouts', '', ['get', 'list', 'watch']],
   ['inplace-agent.io', 'inplacerollouts', 'status', ['update']],
   ['inplace-agent.io', 'imageprewarms', '', ['get', 'list', 'watch', 'create', 'delete']],

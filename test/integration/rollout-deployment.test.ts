@@ -1,56 +1,51 @@
 // A Deployment rolled out in place by the DaemonSet's agents, with the stock verbs: deploy/ as
-// scripts/kube-deploy-agent installs it (the hold policy among it), a Deployment of HTTP servers behind a Service,
-// and a two-line InPlaceRollout beside it. `kubectl set image` and `kubectl rollout restart`, each followed by
-// `kubectl rollout status`, must keep every pod (UID, IP), leave one ReplicaSet, unpause the Deployment, and
-// fail no request of two clients through the Service.
+// scripts/kube-deploy-agent installs it (the hold policy among it), a Deployment of 6 HTTP servers behind a
+// Service, and a two-line InPlaceRollout beside it. `kubectl set image`, then `kubectl rollout undo`, then
+// `kubectl rollout restart`, each followed by `kubectl rollout status`, must keep every pod (UID, IP) in the one
+// ReplicaSet that holds pods, never have more than the Deployment's maxUnavailable (25 % of 6: 1) unready as a
+// watch samples them, unpause the Deployment, and fail no request of two clients through the Service.
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import path from 'node:path';
-import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, type V1Pod } from '@kubernetes/client-node';
+import { KubeConfig, KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION } from '../../src/rollout/types.js';
 import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { DEPLOYMENT_REASON } from '../../src/rollout/workloads/deployment-view.js';
+import { historyName } from '../../src/rollout/workloads/history.js';
 import { kubeEnv } from '../testbed/kube-env.js';
-import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
-import { until } from '../support/kube-users.js';
-import { agentOnEveryNode, AGENT_NS } from '../support/rollout-wait.js';
+import { deleteNamespace } from '../support/kube-cluster.js';
+import { applyDeployFiles, deployObjects, until } from '../support/kube-users.js';
 import { retag } from '../support/registry-retag.js';
-import { requireRuntime } from '../support/require-runtime.js';
+import { rolloutCluster, sampleUnready, watchRolloutStatus, type RolloutCluster } from '../support/rollout-cluster.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
 import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
-const run = promisify(execFile);
 const env = kubeEnv();
 const NAME = 'web';
-const REPLICAS = 3;
+const REPLICAS = 6;
+/** The Deployment's default maxUnavailable, 25 % of 6 rounded down. */
+const MAX_UNAVAILABLE = 1;
 
 describe("A Deployment rolled out in place by the DaemonSet's agents, with kubectl's own verbs (real cluster)", function () {
   this.timeout(900_000);
   const kc = new KubeConfig();
-  let apps: AppsV1Api;
-  let core: CoreV1Api;
-  let ns = '';
+  let c: RolloutCluster;
   let served = '';
+  let next = '';
   let clients: Parameters<typeof withTraffic>[0] = {};
-  const kubectl = async (...args: string[]) => (await run(path.join(env.binDir, 'kubectl'), ['--kubeconfig', env.kubeconfig, '-n', ns, ...args])).stdout;
-  const pods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${NAME}` })).items.filter((p) => !p.metadata?.deletionTimestamp);
-  const replicaSets = async () => (await apps.listNamespacedReplicaSet({ namespace: ns, labelSelector: `app=${NAME}` })).items;
+  const pods = () => c.pods(NAME);
+  const replicaSets = async () => (await c.apps.listNamespacedReplicaSet({ namespace: c.ns, labelSelector: `app=${NAME}` })).items;
   const cid = (p: V1Pod) => p.status?.containerStatuses?.find((s) => s.name === 'app')?.containerID ?? '';
+  const restarts = async () => ((await c.custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: c.ns })) as { items: ContainerRestart[] }).items;
+  const deployment = () => c.apps.readNamespacedDeployment({ namespace: c.ns, name: NAME });
+  const images = async () => [...new Set((await pods()).map((p) => p.spec?.containers[0].image))];
 
   before(async function () {
-    await requireRuntime(this, `the agent's DaemonSet ${AGENT_NS}/inplace-agent Ready on every node, with deploy/workload-hold-policy.yaml (scripts/kube-deploy-agent)`, async () => {
-      kc.loadFromFile(env.kubeconfig);
-      apps = kc.makeApiClient(AppsV1Api);
-      core = kc.makeApiClient(CoreV1Api);
-      await agentOnEveryNode(kc);
-      await kc.makeApiClient(CustomObjectsApi).listClusterCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL });
-    });
-    ns = await createNamespace(kc, 'iprd');
+    c = await rolloutCluster(this, kc, 'iprd');
     served = await agentImage(kc);
-    await apps.createNamespacedDeployment({
-      namespace: ns,
+    next = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
+    await c.apps.createNamespacedDeployment({
+      namespace: c.ns,
       body: {
         metadata: { name: NAME },
         spec: {
@@ -69,16 +64,9 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
         },
       },
     });
-    const svc = await createService(kc, ns, NAME, NAME);
-    // The rollout object as a user writes it: the target, and no pre-warm (deploy/optional's RBAC is not assumed).
-    await kc.makeApiClient(CustomObjectsApi).createNamespacedCustomObject({
-      group: IPR_GROUP,
-      version: IPR_VERSION,
-      plural: IPR_PLURAL,
-      namespace: ns,
-      body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name: NAME }, spec: { targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: NAME }, prewarm: false } },
-    });
-    await waitReadyEndpoints(kc, ns, NAME, REPLICAS, 180_000);
+    const svc = await createService(kc, c.ns, NAME, NAME);
+    await c.createRollout(NAME, 'Deployment');
+    await waitReadyEndpoints(kc, c.ns, NAME, REPLICAS, 180_000);
     const lasting = { maxMs: 900_000, maxRequests: 1_000_000 };
     clients = {
       newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port, everyMs: 20, ...lasting }),
@@ -88,52 +76,146 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
   });
 
   after(async () => {
-    if (ns) await deleteNamespace(kc, ns);
+    if (c?.ns) await deleteNamespace(kc, c.ns);
   });
 
   /** Runs the kubectl verb and `kubectl rollout status` under traffic; checks what every verb must keep. */
   async function inPlace(verb: string[]): Promise<Map<string, V1Pod>> {
     const before = new Map((await pods()).map((p) => [p.metadata?.name ?? '', p]));
     assert.equal(before.size, REPLICAS);
+    const [holding] = (await replicaSets()).filter((r) => (r.spec?.replicas ?? 0) > 0);
+    const unready = await sampleUnready(kc, c.ns, NAME, () => REPLICAS);
     const { tallies } = await withTraffic(clients, 2000, async () => {
-      await kubectl(...verb);
+      await c.kubectl(...verb);
       // Exit 0, or the call throws.
-      return kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
-    });
+      return c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
+    }).finally(() => unready.stop());
+    const text = describeTallies(tallies);
+    console.log(`      traffic: ${text}; most unready at once: ${unready.max()}`);
     const after = await pods();
     assert.deepEqual(after.map((p) => p.metadata?.uid).sort(), [...before.values()].map((p) => p.metadata?.uid).sort(), 'the same pods');
     for (const p of after) assert.equal(p.status?.podIP, before.get(p.metadata?.name ?? '')?.status?.podIP, `${p.metadata?.name}: same IP`);
     const rss = await replicaSets();
-    assert.equal(rss.length, 1, `one ReplicaSet: ${rss.map((r) => r.metadata?.name).join(', ')}`);
+    const withPods = rss.filter((r) => (r.spec?.replicas ?? 0) > 0);
+    assert.deepEqual(withPods.map((r) => r.metadata?.name), [holding.metadata?.name], 'the pods stay in their one ReplicaSet');
+    assert.deepEqual(rss.map((r) => r.metadata?.name).sort(), [holding.metadata?.name, historyName(NAME)].sort(), 'no other ReplicaSet: the history one, with 0 replicas, keeps the previous template');
+    assert.ok(unready.max() <= MAX_UNAVAILABLE, `at most maxUnavailable (${MAX_UNAVAILABLE}) pods unready at once; saw ${unready.max()}`);
     const d = await until('the Deployment released', 60_000, async () => {
-      const x = await apps.readNamespacedDeployment({ namespace: ns, name: NAME });
+      const x = await c.apps.readNamespacedDeployment({ namespace: c.ns, name: NAME });
       return x.spec?.paused !== true ? x : undefined;
     });
+    assert.notEqual(d.spec?.paused, true, 'spec.paused false (the API server omits false)');
     assert.equal(d.metadata?.annotations?.[DEPLOYMENT_HOLD_ANNOTATION], undefined, 'the hold annotation removed');
     assert.equal(d.status?.updatedReplicas, REPLICAS, "the Deployment's own count");
-    const text = describeTallies(tallies);
-    console.log(`      traffic: ${text}`);
     for (const t of Object.values(tallies)) assert.ok(t.ok > 50, `the clients got answers: ${text}`);
     assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
     return before;
   }
 
-  it('kubectl set image, then kubectl rollout status exits 0: the same pods on the new image, one ReplicaSet, unpaused, 0 failed requests', async () => {
-    const next = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
-    const before = await inPlace(['set', 'image', `deployment/${NAME}`, `app=${next}`]);
+  /** Each pod runs a new app container, on `image`. */
+  const newContainers = async (before: Map<string, V1Pod>, image: string) => {
     for (const p of await pods()) {
-      assert.equal(p.spec?.containers[0].image, next);
+      assert.equal(p.spec?.containers[0].image, image);
       assert.notEqual(cid(p), cid(before.get(p.metadata?.name ?? '') as V1Pod), `${p.metadata?.name}: a new container`);
     }
-    const [rs] = await replicaSets();
-    assert.equal(rs.spec?.template?.spec?.containers[0].image, next, "the ReplicaSet's template carries the new image");
+  };
+
+  it('kubectl set image: the same pods on the new image, one ReplicaSet with pods, never more than maxUnavailable unready, unpaused, 0 failed requests', async () => {
+    await newContainers(await inPlace(['set', 'image', `deployment/${NAME}`, `app=${next}`]), next);
+    const held = (await replicaSets()).find((r) => (r.spec?.replicas ?? 0) > 0);
+    assert.equal(held?.spec?.template?.spec?.containers[0].image, next, "the ReplicaSet's template carries the new image");
+    assert.match(await c.kubectl('rollout', 'history', `deployment/${NAME}`), /^1\s.*\n2\s/m, 'two revisions: the previous template and the one the pods run');
   });
 
-  it('kubectl rollout restart: every container restarted in place, the same pods, 0 failed requests', async () => {
+  it('kubectl rollout undo: back to the previous image in place, the same checks', async () => {
+    await newContainers(await inPlace(['rollout', 'undo', `deployment/${NAME}`]), served);
+    const d = await c.apps.readNamespacedDeployment({ namespace: c.ns, name: NAME });
+    assert.equal(d.spec?.template.spec?.containers[0].image, served, "the Deployment's template is the previous one");
+  });
+
+  it('kubectl rollout restart: every container restarted in place, the same checks', async () => {
     const before = await inPlace(['rollout', 'restart', `deployment/${NAME}`]);
-    for (const p of await pods()) {
-      assert.notEqual(cid(p), cid(before.get(p.metadata?.name ?? '') as V1Pod), `${p.metadata?.name}: a new container`);
-      assert.ok(p.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'], `${p.metadata?.name}: the template's annotation`);
+    await newContainers(before, served);
+    for (const p of await pods()) assert.ok(p.metadata?.annotations?.['kubectl.kubernetes.io/restartedAt'], `${p.metadata?.name}: the template's annotation`);
+    assert.deepEqual(await images(), [served]);
+  });
+
+  it('inplacectl rollout history: the revisions with the pods that run each; rollout undo of a Deployment not held names kubectl rollout undo', async () => {
+    const h = await c.inplacectl('rollout', 'history', NAME, '-n', c.ns);
+    assert.equal(h.code, 0, h.stderr);
+    assert.match(h.stdout, /^REVISION\s+HASH\s+IMAGES\s+PODS$/m);
+    assert.match(h.stdout, /^\d+\s+\S+ \(target\)\s+app=\S+\s+6: /m, 'the six pods on the revision of the template');
+    assert.match(h.stdout, new RegExp(`^\\d+\\s+inplace-previous\\s+app=\\S+\\s+0$`, 'm'), 'the history ReplicaSet, no pod on it');
+    const u = await c.inplacectl('rollout', 'undo', NAME, '-n', c.ns);
+    assert.equal(u.code, 2, u.stdout);
+    assert.match(u.stderr, /not held: kubectl rollout undo deployment\/web is carried out in place/);
+  });
+
+  it('kubectl scale 6 -> 9 in the middle of a rollout: the new pods, made by the paused controller from the old template, are updated in place too; the budget waits for them', async () => {
+    const image = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
+    const before = new Set((await pods()).map((p) => p.metadata?.uid));
+    const firsts = new Set((await restarts()).map((r) => r.metadata.name));
+    await c.kubectl('set', 'image', `deployment/${NAME}`, `app=${image}`);
+    await until('the first pod update under way', 120_000, async () => ((await restarts()).some((r) => !firsts.has(r.metadata.name)) ? true : undefined));
+    await c.kubectl('scale', `deployment/${NAME}`, '--replicas=9');
+    // Exit 0, or the call throws.
+    await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
+    const d = await until('the Deployment released', 60_000, async () => ((await deployment()).spec?.paused !== true ? deployment() : undefined));
+    assert.equal(d.status?.updatedReplicas, 9, "the Deployment's own count");
+    const after = await pods();
+    assert.equal(after.length, 9);
+    for (const p of after) assert.equal(p.spec?.containers[0].image, image, `${p.metadata?.name} on the new image`);
+    assert.deepEqual(after.filter((p) => before.has(p.metadata?.uid)).length, REPLICAS, 'the six pods kept');
+    assert.equal((await replicaSets()).filter((r) => (r.spec?.replicas ?? 0) > 0).length, 1, 'one ReplicaSet with pods');
+    await c.kubectl('scale', `deployment/${NAME}`, `--replicas=${REPLICAS}`);
+    await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=120s');
+  });
+
+  it('kubectl set env: handed over to the stock rolling update, the status naming the field; it completes', async () => {
+    const before = new Set((await pods()).map((p) => p.metadata?.uid));
+    const st = await watchRolloutStatus(kc, c.ns, NAME);
+    try {
+      await c.kubectl('set', 'env', `deployment/${NAME}`, 'MODE=two');
+      await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
+      await until('the hand-over reported', 30_000, async () => (st.seen.some((x) => x.reason === DEPLOYMENT_REASON.handedOver) ? true : undefined));
+    } finally {
+      st.stop();
     }
+    const h = st.seen.find((x) => x.reason === DEPLOYMENT_REASON.handedOver);
+    assert.match(h?.message ?? '', /spec\.containers\[app\]\.env changed/);
+    const after = await pods();
+    assert.equal(after.length, REPLICAS);
+    for (const p of after) {
+      assert.ok(!before.has(p.metadata?.uid), `${p.metadata?.name}: recreated by the stock rolling update`);
+      assert.deepEqual(p.spec?.containers[0].env?.map((e) => [e.name, e.value]), [['MODE', 'two']]);
+    }
+    const d = await deployment();
+    assert.notEqual(d.spec?.paused, true);
+    assert.equal(d.status?.updatedReplicas, REPLICAS);
+  });
+
+  it('the hold policies absent: the rollout says the Deployment is not held and what to do; the stock controller rolls it out, nothing is recreated by the agents', async () => {
+    const bindings = deployObjects('workload-hold-policy.yaml').filter((o) => o.kind === 'MutatingAdmissionPolicyBinding');
+    const objects = kc.makeApiClient(KubernetesObjectApi);
+    const crsBefore = (await restarts()).length;
+    const image = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
+    /** Whether a template change of the Deployment is paused at admission now (a server dry run). */
+    const heldNow = async () => /"paused": true/.test(await c.kubectl('set', 'image', `deployment/${NAME}`, `app=${image}-probe`, '--dry-run=server', '-o', 'json'));
+    const st = await watchRolloutStatus(kc, c.ns, NAME);
+    try {
+      for (const b of bindings) await objects.delete(b);
+      await until('the API server without the hold', 30_000, async () => ((await heldNow()) ? undefined : true));
+      await c.kubectl('set', 'image', `deployment/${NAME}`, `app=${image}`);
+      await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
+      await until('the rollout saying the Deployment is not held', 30_000, async () => (st.seen.some((x) => x.reason === DEPLOYMENT_REASON.notHeld) ? true : undefined));
+    } finally {
+      st.stop();
+      await applyDeployFiles(kc, ['workload-hold-policy.yaml']);
+      await until('the API server with the hold again', 30_000, async () => ((await heldNow()) ? true : undefined));
+    }
+    const n = st.seen.find((x) => x.reason === DEPLOYMENT_REASON.notHeld);
+    assert.match(n?.message ?? '', /not held.*install deploy\/workload-hold-policy\.yaml.*pause it yourself/);
+    assert.equal((await restarts()).length, crsBefore, 'no ContainerRestart: the agents did nothing to the pods');
+    for (const p of await pods()) assert.equal(p.spec?.containers[0].image, image);
   });
 });

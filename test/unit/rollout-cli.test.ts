@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { renderRolloutStatus, watchEnd } from '../../src/cli/rollout-command.js';
+import { renderHistory, undoTarget } from '../../src/cli/rollout-history.js';
 import type { InPlaceRollout } from '../../src/rollout/types.js';
 
 const r = (status: InPlaceRollout['status'], generation = 1): InPlaceRollout => ({
@@ -26,5 +27,31 @@ describe('inplacectl rollout status', () => {
     assert.equal(watchEnd(r({ observedGeneration: 1, phase: 'Paused', failures: [{ pod: 'p', reason: 'x' }] })), 1);
     assert.equal(watchEnd(r({ observedGeneration: 1, phase: 'Paused' })), undefined);
     assert.equal(watchEnd(r({ observedGeneration: 1, phase: 'Succeeded' }, 2)), undefined);
+  });
+});
+
+describe('inplacectl rollout history|undo (rollout-history.ts)', () => {
+  const rev = (revision: number, hash: string, image: string) => ({ name: `web-${hash}`, hash, revision, template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'app', image }] } } });
+  const pod = (name: string, revisionHash: string) => ({ name, uid: name, revisionHash, deleting: false, ready: true, containers: [], labels: {}, annotations: {} });
+
+  it('history: each revision, oldest first, with its images and the pods that run it now; the target marked', () => {
+    const text = renderHistory([rev(3, 'tb', 'app:v2'), rev(1, 'aaa', 'app:v1')], [pod('web-1', 'aaa'), pod('web-0', 'tb'), pod('web-2', 'aaa')], 'tb');
+    const lines = text.split('\n');
+    assert.match(lines[0], /^REVISION\s+HASH\s+IMAGES\s+PODS$/);
+    assert.match(lines[1], /^1\s+aaa\s+app=app:v1\s+2: web-1 web-2$/);
+    assert.match(lines[2], /^3\s+tb \(target\)\s+app=app:v2\s+1: web-0$/);
+  });
+
+  it('undo: a held Deployment goes back to the template of its one ReplicaSet (without its hash); anywhere else kubectl undo is named', () => {
+    const d = (held: boolean) => ({ metadata: { name: 'web', uid: 'd1', annotations: held ? { 'inplace-agent.io/hold': 'paused' } : {} }, spec: { paused: held, selector: {}, template: {} } });
+    const rs = { metadata: { name: 'web-aaa', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd1' }] }, spec: { replicas: 3, selector: {}, template: { metadata: { labels: { app: 'web', 'pod-template-hash': 'aaa' } }, spec: { containers: [{ name: 'app', image: 'app:v1' }] } } } };
+    const held = undoTarget('Deployment', 'web', d(true) as never, [rs] as never);
+    assert.ok('template' in held);
+    assert.deepEqual(held.template.metadata?.labels, { app: 'web' });
+    assert.equal(held.template.spec?.containers?.[0].image, 'app:v1');
+    const refused = (x: ReturnType<typeof undoTarget>) => ('refuse' in x ? x.refuse : '');
+    assert.match(refused(undoTarget('Deployment', 'web', d(false) as never, [rs] as never)), /not held: kubectl rollout undo deployment\/web is carried out in place/);
+    assert.match(refused(undoTarget('StatefulSet', 'db', undefined, [])), /kubectl rollout undo statefulset\/db is carried out in place/);
+    assert.match(refused(undoTarget('Deployment', 'web', d(true) as never, [rs] as never, 1)), /1 pods already run or are being taken to its new template/);
   });
 });

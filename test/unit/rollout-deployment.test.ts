@@ -6,7 +6,8 @@ import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node'
 import { planRollout, POD_TEMPLATE_ANNOTATION, restartName, type PodView } from '../../src/rollout/plan.js';
 import type { InPlaceRollout } from '../../src/rollout/types.js';
 import { deploymentObserved, DEPLOYMENT_REASON, templateHash, withoutHash } from '../../src/rollout/workloads/deployment-view.js';
-import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION, templateRestore } from '../../src/rollout/workloads/hold.js';
+import { failedAtFirst } from '../../src/rollout/workloads/deployment-round.js';
 import { roundNeeds } from '../../src/rollout/rollout-access.js';
 import { permissionText } from '../../src/kube/request-permissions.js';
 
@@ -96,6 +97,24 @@ describe('rollout of a Deployment (deployment-view.ts)', () => {
     assert.deepEqual(p.actions.map((a) => a.kind === 'restart' && a.containers), [[{ name: 'app', image: 'app:v1' }]]);
   });
 
+  it('kubectl rollout restart: a pod in flight holds the budget until its container is a new one (the old one, Ready on the same image, does not count)', () => {
+    const d = deployment(template('app:v1', { 'kubectl.kubernetes.io/restartedAt': '2026-12-02T12:00:00Z' }), { paused: true, held: true });
+    const o = deploymentObserved(d, [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base);
+    const target = templateHash(d.spec?.template as never);
+    const created = NOW - 5_000;
+    const startedAt = (ms: number) => o.pods.map((p) => (p.name === 'web-0' ? { ...p, statuses: [{ name: 'app', image: 'app:v1', ready: true, startedAtMs: ms }] } : p));
+    const restarts = [{ name: restartName('web', 'web-0', 3), pod: 'web-0', revisionHash: target, revisionNumber: 3, phase: 'Running' as const, containers: ['app'], createdMs: created }];
+    const round = (pods: PodView[]) => planRollout({ rollout, workload: o.workload, revisions: o.revisions, pods, restarts, nowMs: NOW });
+    // The container started before the restart was asked for (in the same second too): web-0 is not back, nothing more starts.
+    for (const old of [NOW - 60_000, created]) {
+      const p = round(startedAt(old));
+      assert.deepEqual(p.actions, [], `old container started at ${old - NOW} ms`);
+      assert.deepEqual(p.status.podsInFlight, ['web-0']);
+    }
+    // Its new container, Ready: the next pod starts.
+    assert.deepEqual(round(startedAt(created + 1000)).actions.map((a) => a.kind === 'restart' && a.pod), ['web-1']);
+  });
+
   it("a round that acts on a Deployment's pods needs its requester to hold patch on the Deployment", () => {
     const { p } = plan(deployment(template('app:v2'), { paused: true, held: true }), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'));
     const needs = roundNeeds({ ...rollout, metadata: { ...rollout.metadata, namespace: 'shop' } }, p.actions).map((n) => n.anyOf.map(permissionText).join(' or '));
@@ -118,8 +137,33 @@ describe('rollout of a Deployment (deployment-view.ts)', () => {
     const user = plan(deployment(template('app:v2'), { paused: true }), rs, four('app:v1')).p;
     assert.equal(user.status.phase, 'Paused');
     assert.equal(user.status.conditions?.[0].reason, DEPLOYMENT_REASON.pausedByUser);
-    const stock = plan(deployment(template('app:v2')), [...rs, replicaSet('web-bbb', 'bbb', template('app:v2'), 1)], four('app:v1')).p;
-    assert.equal(stock.status.conditions?.[0].reason, DEPLOYMENT_REASON.stockRollingUpdate);
-    for (const x of [notHeld, user, stock]) assert.deepEqual(x.actions, []);
+    const two = [...rs, replicaSet('web-bbb', 'bbb', template('app:v2'), 1)];
+    const stock = deploymentObserved(deployment(template('app:v2')), two, four('app:v1'), base, true).workload.gate;
+    assert.equal(stock?.reason, DEPLOYMENT_REASON.stockRollingUpdate, 'after a hand-over');
+    // Without the policy the controller makes its new ReplicaSet at once: the rollout sees two, and says not held.
+    const unheld = plan(deployment(template('app:v2')), two, four('app:v1')).p;
+    assert.equal(unheld.status.conditions?.[0].reason, DEPLOYMENT_REASON.notHeld);
+    assert.match(unheld.status.message ?? '', /not held.*workload-hold-policy\.yaml.*kubectl rollout pause.*2 ReplicaSets hold pods/);
+    for (const x of [notHeld, user, unheld]) assert.deepEqual(x.actions, []);
+  });
+
+  it('its first pod failed and rolled back, none on the new template: the template is set back (while paused) and the Deployment then says RolledBack', () => {
+    const d = deployment(template('app:crash'), { paused: true, held: true });
+    const o = deploymentObserved(d, [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base);
+    const target = templateHash(d.spec?.template as never);
+    const failed = { name: restartName('web', 'web-0', 3), pod: 'web-0', revisionHash: target, revisionNumber: 3, phase: 'Failed' as const, failure: { container: 'app', reason: 'RolledBack: exited', exitCode: 3 } };
+    const p = planRollout({ rollout, workload: o.workload, revisions: o.revisions, pods: o.pods, restarts: [failed], nowMs: NOW });
+    assert.equal(p.status.phase, 'Failed');
+    assert.equal(failedAtFirst(rollout, p), true);
+    assert.equal(failedAtFirst({ ...rollout, spec: { ...rollout.spec, strategy: { failurePolicy: 'Pause' } } }, p), false, 'failurePolicy Pause leaves it held');
+    assert.equal(failedAtFirst(rollout, { ...p, status: { ...p.status, updatedReplicas: 1 } }), false, 'a pod on the new template: not set back');
+    // Tested held and paused first, so the hold policy (which acts on unpaused Deployments) stays out of it.
+    assert.deepEqual(templateRestore({}, 'why').map((x) => x.op), ['test', 'test', 'replace', 'add']);
+    const back = deployment(V1T);
+    back.metadata = { ...back.metadata, annotations: { [ROLLED_BACK_ANNOTATION]: p.status.message ?? '' } };
+    const gate = deploymentObserved(back, [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base).workload.gate;
+    assert.equal(gate?.phase, 'Failed');
+    assert.equal(gate?.reason, DEPLOYMENT_REASON.rolledBack);
+    assert.match(gate?.message ?? '', /rolled back in place.*web-aaa.*exit code 3/);
   });
 });

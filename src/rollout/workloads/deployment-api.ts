@@ -3,7 +3,8 @@
 import * as k8s from '../../kube/client.js';
 import { apiStatusCode, kubeCall, kubeError } from '../../kube/api-error.js';
 import { selectorFor } from '../../kube/label-selector.js';
-import { deploymentRelease, partitionRelease, strategyRelease } from './hold.js';
+import { historyPatch, historyReplicaSet } from './history.js';
+import { deploymentRelease, partitionRelease, strategyRelease, templateRestore } from './hold.js';
 
 const FIELD_MANAGER = 'inplace-agent-rollout';
 
@@ -13,6 +14,10 @@ export interface DeploymentApi {
   listReplicaSets(namespace: string, selector: Record<string, string>): Promise<k8s.V1ReplicaSet[]>;
   /** Replaces the ReplicaSet's spec.template, only if it is still the object with this uid and resourceVersion (409 otherwise). */
   patchReplicaSetTemplate(namespace: string, rs: k8s.V1ReplicaSet, template: k8s.V1PodTemplateSpec): Promise<k8s.V1ReplicaSet>;
+  /** Writes rs's template and revision to the Deployment's history ReplicaSet (history.ts): creates it, or patches `history`. */
+  keepPrevious(namespace: string, deployment: { name: string; uid: string; selector: Record<string, string> }, rs: k8s.V1ReplicaSet, history?: k8s.V1ReplicaSet): Promise<k8s.V1ReplicaSet>;
+  /** Sets a held Deployment's template back to its ReplicaSet's (hold.ts templateRestore); fails when no longer held. */
+  restoreTemplate(namespace: string, name: string, template: unknown, why?: string): Promise<k8s.V1Deployment>;
   /** Gives a Deployment the hold paused back to its controller (hold.ts); fails (Aborted/InvalidArgument) when it is no longer held. */
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment>;
   /** Gives a StatefulSet the hold holds back to its controller: the user's partition (hold.ts); fails when no longer held. */
@@ -52,12 +57,25 @@ export class KubeDeploymentApi implements DeploymentApi {
     return kubeCall(`patch the template of ReplicaSet ${namespace}/${name}`, () => this.apps.patchNamespacedReplicaSet({ namespace, name, body, fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
+  keepPrevious(namespace: string, deployment: { name: string; uid: string; selector: Record<string, string> }, rs: k8s.V1ReplicaSet, history?: k8s.V1ReplicaSet): Promise<k8s.V1ReplicaSet> {
+    if (!history) {
+      const body = historyReplicaSet(deployment, rs);
+      return kubeCall(`create ReplicaSet ${namespace}/${body.metadata?.name ?? ''}`, () => this.apps.createNamespacedReplicaSet({ namespace, body, fieldManager: FIELD_MANAGER }), 'agent');
+    }
+    const name = history.metadata?.name ?? '';
+    return kubeCall(`patch ReplicaSet ${namespace}/${name}`, () => this.apps.patchNamespacedReplicaSet({ namespace, name, body: historyPatch(history, rs), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
+  }
+
   releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet> {
     return kubeCall(`release StatefulSet ${namespace}/${name}`, () => this.apps.patchNamespacedStatefulSet({ namespace, name, body: partitionRelease(partition), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
   releaseDaemonSet(namespace: string, name: string, recorded: string): Promise<k8s.V1DaemonSet> {
     return kubeCall(`release DaemonSet ${namespace}/${name}`, () => this.apps.patchNamespacedDaemonSet({ namespace, name, body: strategyRelease(recorded), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
+  }
+
+  restoreTemplate(namespace: string, name: string, template: unknown, why?: string): Promise<k8s.V1Deployment> {
+    return kubeCall(`set the template of Deployment ${namespace}/${name} back`, () => this.apps.patchNamespacedDeployment({ namespace, name, body: templateRestore(template, why), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment> {

@@ -10,13 +10,15 @@ import { rolloutNeeds } from '../../kube/request-permissions.js';
 import { recordedRequester } from '../../kube/requester.js';
 import type { Logger } from '../../log.js';
 import { podViews } from '../observe.js';
-import type { Plan, PlanInput, WorkloadView } from '../plan-types.js';
+import { PROGRESSING, REASON, type Plan, type PlanInput, type WorkloadView } from '../plan-types.js';
 import type { RolloutApi, Workload } from '../rollout-api.js';
 import { ownedBy } from '../ownership.js';
 import { restartViews } from '../observe.js';
 import type { InPlaceRollout } from '../types.js';
 import type { DeploymentApi } from './deployment-api.js';
-import { deploymentObserved, POD_TEMPLATE_HASH_LABEL, type DeploymentObserved } from './deployment-view.js';
+import { DEPLOYMENT_REASON, deploymentObserved, POD_TEMPLATE_HASH_LABEL, withoutHash, type DeploymentObserved } from './deployment-view.js';
+import { sameJson } from '../../same-json.js';
+import type { PodTemplate } from '../template-diff.js';
 
 /** Reads what the planner needs of a Deployment rollout; `observed` is undefined when the Deployment is not found. */
 export async function observeDeployment(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, nowMs: number): Promise<{ input: PlanInput; observed?: DeploymentObserved }> {
@@ -28,7 +30,9 @@ export async function observeDeployment(api: RolloutApi, deployments: Deployment
   const [rss, pods, crs] = await Promise.all([deployments.listReplicaSets(ns, sel), api.listPods(ns, sel), api.listRestarts(ns, uid)]);
   // The pods of each ReplicaSet the Deployment owns (observe.ts reads a pod's fields; its owner is the ReplicaSet).
   const base = (ps: Parameters<typeof podViews>[1], owners: Set<string>) => [...owners].flatMap((o) => podViews({ kind: 'DaemonSet', obj: { metadata: { uid: o } } } as Workload, ps));
-  const observed = deploymentObserved(d, rss, pods, base);
+  const last = rollout.status?.conditions?.find((c) => c.type === PROGRESSING)?.reason;
+  const handedOver = last === DEPLOYMENT_REASON.handedOver || last === DEPLOYMENT_REASON.stockRollingUpdate;
+  const observed = deploymentObserved(d, rss, pods, base, handedOver);
   return { observed, input: { rollout, workload: observed.workload, revisions: observed.revisions, pods: observed.pods, restarts: restartViews(crs.filter((cr) => ownedBy(uid, cr))), nowMs } };
 }
 
@@ -61,12 +65,24 @@ export async function releaseHeld(api: RolloutApi, deployments: DeploymentApi, r
 export async function finishDeployment(api: RolloutApi, deployments: DeploymentApi, rollout: InPlaceRollout, o: DeploymentObserved, plan: Plan, log: Logger): Promise<string | undefined> {
   if (!o.held) return undefined;
   const finished = succeededNow(o.workload, plan);
-  if (!finished && !o.handOver) return undefined;
+  const rollBack = !finished && !o.handOver && failedAtFirst(rollout, plan);
+  if (!finished && !o.handOver && !rollBack) return undefined;
   const ns = rollout.metadata.namespace ?? 'default';
   const name = o.workload.name;
   await requireAccess(api, recordedRequester(rollout.spec), rolloutNeeds(ns, rollout.spec.targetRef) ?? [], `InPlaceRollout ${ns}/${rollout.metadata.name}`);
   const key = `${ns}/${rollout.metadata.name}`;
-  if (finished && o.rs) {
+  if (rollBack && o.rs) {
+    // The template its pods run (its ReplicaSet's), set back while still paused, then the hold released: the
+    // controller finds that ReplicaSet its new one again, and nothing is created.
+    await deployments.restoreTemplate(ns, name, withoutHash(JSON.parse(JSON.stringify(o.rs.spec?.template ?? {})) as PodTemplate), plan.status.message ?? 'the first pod failed');
+    await deployments.releaseDeployment(ns, name);
+    log.info('rollout: Deployment template set back after its first pod failed, and released', { rollout: key, deployment: name, replicaset: o.rs.metadata?.name ?? '' });
+    return `; Deployment ${name}'s template set back to ReplicaSet ${o.rs.metadata?.name ?? ''}'s (what its pods run) and released`;
+  }
+  // Once only: a round after the ReplicaSet took the template (its release failed, say) finds them equal.
+  if (finished && o.rs && !sameJson(withoutHash(JSON.parse(JSON.stringify(o.rs.spec?.template ?? {})) as PodTemplate), o.workload.template)) {
+    // The template it leaves, kept for kubectl rollout undo (history.ts).
+    await deployments.keepPrevious(ns, { name, uid: o.workload.uid, selector: o.selector }, o.rs, o.history);
     const hash = o.rs.metadata?.labels?.[POD_TEMPLATE_HASH_LABEL];
     const t = JSON.parse(JSON.stringify(o.workload.template ?? {})) as V1PodTemplateSpec;
     t.metadata = { ...(t.metadata ?? {}), labels: { ...(t.metadata?.labels ?? {}), ...(hash ? { [POD_TEMPLATE_HASH_LABEL]: hash } : {}) } };
@@ -76,4 +92,14 @@ export async function finishDeployment(api: RolloutApi, deployments: DeploymentA
   await deployments.releaseDeployment(ns, name);
   log.info(o.handOver ? 'rollout: Deployment handed over to its controller' : 'rollout: Deployment released', { rollout: key, deployment: name, ...(o.handOver ? { why: o.handOver } : {}) });
   return o.handOver ? undefined : `; Deployment ${name} released (ReplicaSet ${o.rs?.metadata?.name ?? ''} carries the new template)`;
+}
+
+/**
+ * A held Deployment's update failed at its first pod and was rolled back there (failurePolicy Rollback): no pod runs
+ * the new template and none is in flight, so setting the template back to the ReplicaSet's leaves every pod as it is.
+ */
+export function failedAtFirst(rollout: InPlaceRollout, plan: Plan): boolean {
+  const st = plan.status;
+  const reason = st.conditions?.find((c) => c.type === PROGRESSING)?.reason;
+  return st.phase === 'Failed' && reason === REASON.podFailed && (rollout.spec.strategy?.failurePolicy ?? 'Rollback') === 'Rollback' && (st.updatedReplicas ?? 0) === 0 && (st.podsInFlight ?? []).length === 0;
 }

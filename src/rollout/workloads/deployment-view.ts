@@ -21,12 +21,11 @@ import type { PodView, RevisionView, WorkloadView } from '../plan-types.js';
 import { POD_TEMPLATE_ANNOTATION } from '../plan-types.js';
 import { diffTemplates, type PodTemplate } from '../template-diff.js';
 import { sameJson } from '../../same-json.js';
-import { DEPLOYMENT_HOLD_ANNOTATION } from './hold.js';
+import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION } from './hold.js';
 
-/** The label the Deployment controller gives a ReplicaSet and its pods. */
-export const POD_TEMPLATE_HASH_LABEL = 'pod-template-hash';
-/** The annotation of a ReplicaSet: its revision number. */
-const RS_REVISION_ANNOTATION = 'deployment.kubernetes.io/revision';
+import { historyName, POD_TEMPLATE_HASH_LABEL, RS_REVISION_ANNOTATION } from './history.js';
+
+export { POD_TEMPLATE_HASH_LABEL } from './history.js';
 
 /** Reasons a Deployment's rollout gives, beyond the planner's. */
 export const DEPLOYMENT_REASON = {
@@ -37,6 +36,8 @@ export const DEPLOYMENT_REASON = {
   /** A change beyond images and annotations: the hold was released for the stock rolling update. */
   handedOver: 'HandedOver',
   pausedByUser: 'PausedByUser',
+  /** Its first pod failed on the new template and was rolled back; the rollout set the template back to its pods'. */
+  rolledBack: 'RolledBack',
 } as const;
 
 /** A Deployment's view, revisions and pods, and the ReplicaSet that holds its pods. */
@@ -45,6 +46,10 @@ export interface DeploymentObserved {
   revisions: RevisionView[];
   pods: PodView[];
   rs?: V1ReplicaSet;
+  /** The ReplicaSet that keeps the previous template for kubectl rollout undo (history.ts), once made. */
+  history?: V1ReplicaSet;
+  /** The Deployment's spec.selector.matchLabels. */
+  selector: Record<string, string>;
   /** Paused by the hold (deploy/workload-hold-policy.yaml). */
   held?: boolean;
   /** Held, and what differs is more than images and annotations: the hold is to be released. */
@@ -72,8 +77,11 @@ function canonicalize(v: unknown): unknown {
   return v;
 }
 
-/** The Deployment's ReplicaSets, revisions and pods, as the planner reads them (see the table at the top). */
-export function deploymentObserved(d: V1Deployment, replicaSets: V1ReplicaSet[], pods: V1Pod[], basePods: (pods: V1Pod[], owners: Set<string>) => PodView[]): DeploymentObserved {
+/**
+ * The Deployment's ReplicaSets, revisions and pods, as the planner reads them (see the table at the top);
+ * handedOver: the rollout's last status said it handed the Deployment over (its stock rolling update is expected).
+ */
+export function deploymentObserved(d: V1Deployment, replicaSets: V1ReplicaSet[], pods: V1Pod[], basePods: (pods: V1Pod[], owners: Set<string>) => PodView[], handedOver = false): DeploymentObserved {
   const m = d.metadata ?? {};
   const name = m.name ?? '';
   const template = json(d.spec?.template) as PodTemplate;
@@ -112,17 +120,23 @@ export function deploymentObserved(d: V1Deployment, replicaSets: V1ReplicaSet[],
   };
   const owners = new Set(owned.map((r) => r.metadata?.uid ?? ''));
   const views = basePods(pods, owners).map((p) => ({ ...p, revisionHash: p.annotations[POD_TEMPLATE_ANNOTATION] === target.hash ? target.hash : (p.labels[POD_TEMPLATE_HASH_LABEL] ?? '') }));
-  const gate = (phase: 'Progressing' | 'Paused', reason: string, message: string): DeploymentObserved => ({ workload: { ...base, gate: { phase, reason, message } }, revisions: all, pods: views, rs });
-  if (withPods.length > 1) return gate('Progressing', DEPLOYMENT_REASON.stockRollingUpdate, `the Deployment controller is rolling ${name} out itself (${withPods.length} ReplicaSets hold pods); the rollout acts once one ReplicaSet holds them all`);
-  if (same || !rsView) return { workload: base, revisions: all, pods: views, rs, held };
-  if (!paused) {
-    return gate('Progressing', DEPLOYMENT_REASON.notHeld, `Deployment ${name} is not held, so its controller rolls the change out itself: install deploy/workload-hold-policy.yaml (Kubernetes 1.36), or pause it yourself (kubectl rollout pause) before changing its template`);
-  }
+  const history = owned.find((r) => r.metadata?.name === historyName(name));
+  const seen = { revisions: all, pods: views, rs, history, selector: d.spec?.selector?.matchLabels ?? {} };
+  const gate = (phase: 'Progressing' | 'Paused' | 'Failed', reason: string, message: string): DeploymentObserved => ({ workload: { ...base, gate: { phase, reason, message } }, ...seen });
+  const notHeld = `Deployment ${name} is not held, so its controller rolls the change out itself: install deploy/workload-hold-policy.yaml (Kubernetes 1.36), or pause it yourself (kubectl rollout pause) before changing its template`;
+  // After a hand-over the stock rolling update is what was asked for; else the template changed with no hold.
+  const stock = () => gate('Progressing', DEPLOYMENT_REASON.stockRollingUpdate, `the Deployment controller is rolling ${name} out itself (${withPods.length} ReplicaSets hold pods); the rollout acts once one ReplicaSet holds them all`);
+  if (withPods.length > 1) return handedOver ? stock() : gate('Progressing', DEPLOYMENT_REASON.notHeld, `${notHeld} (${withPods.length} ReplicaSets hold pods)`);
+  // Set back by the rollout after its first pod failed (deployment-round.ts): said until the next template change.
+  const rolledBack = m.annotations?.[ROLLED_BACK_ANNOTATION];
+  if (same && !held && rolledBack) return gate('Failed', DEPLOYMENT_REASON.rolledBack, `rolled back in place, the template set back to ReplicaSet ${rs?.metadata?.name ?? ''}'s: ${rolledBack}`);
+  if (same || !rsView) return { workload: base, ...seen, held };
+  if (!paused) return handedOver ? stock() : gate('Progressing', DEPLOYMENT_REASON.notHeld, notHeld);
   if (!held) return gate('Paused', DEPLOYMENT_REASON.pausedByUser, `Deployment ${name} is paused by its user (not by the hold): nothing is done until kubectl rollout resume`);
   const other = diffTemplates(rsView.template, template).other;
   if (other.length > 0) {
     const why = `${other.join(', ')} changed`;
     return { ...gate('Progressing', DEPLOYMENT_REASON.handedOver, `handed over to the Deployment controller's rolling update: ${why} (only images and template annotations change in place)`), handOver: why, held };
   }
-  return { workload: base, revisions: all, pods: views, rs, held };
+  return { workload: base, ...seen, held };
 }

@@ -4,6 +4,8 @@
 
 /** On a Deployment the hold paused (value "paused"); absent when its user paused it. */
 export const DEPLOYMENT_HOLD_ANNOTATION = 'inplace-agent.io/hold';
+/** On a Deployment whose template the rollout set back after its first pod failed: what failed (the hold policy removes it at the next template change). */
+export const ROLLED_BACK_ANNOTATION = 'inplace-agent.io/rolled-back';
 /** On a held StatefulSet: the user's partition, put back on release. */
 export const PARTITION_HOLD_ANNOTATION = 'inplace-agent.io/hold-partition';
 /** On a held DaemonSet: its rolling update ("maxUnavailable=1,maxSurge=0"), put back on release. */
@@ -50,5 +52,18 @@ export function deploymentRelease(): JsonPatchOp[] {
     { op: 'test', path: ann, value: 'paused' },
     { op: 'remove', path: ann },
     { op: 'replace', path: '/spec/paused', value: false },
+  ];
+}
+
+/**
+ * Sets a held Deployment's template back to `template` (its ReplicaSet's, what its pods run), noting why in
+ * ROLLED_BACK_ANNOTATION (unless why is undefined: a user's undo); only while it is still held and paused, so the hold policy does not act on it.
+ */
+export function templateRestore(template: unknown, why?: string): JsonPatchOp[] {
+  return [
+    { op: 'test', path: `/metadata/annotations/${escapeKey(DEPLOYMENT_HOLD_ANNOTATION)}`, value: 'paused' },
+    { op: 'test', path: '/spec/paused', value: true },
+    { op: 'replace', path: '/spec/template', value: template },
+    ...(why === undefined ? [] : [{ op: 'add' as const, path: `/metadata/annotations/${escapeKey(ROLLED_BACK_ANNOTATION)}`, value: why }]),
   ];
 }
