@@ -149,7 +149,7 @@ function daemonSetTemplate(text: string): string {
   t = swap(t, f, '      priorityClassName: system-node-critical\n', '      {{- with .Values.priorityClassName }}\n      priorityClassName: {{ . }}\n      {{- end }}\n');
   t = swap(t, f, '      tolerations: [{ operator: Exists }]\n', '      {{- with .Values.tolerations }}\n      tolerations: {{- toYaml . | nindent 8 }}\n      {{- end }}\n');
   t = swap(t, f, '      nodeSelector: { kubernetes.io/os: linux }\n', '      {{- with .Values.nodeSelector }}\n      nodeSelector: {{- toYaml . | nindent 8 }}\n      {{- end }}\n');
-  t = swap(t, f, '          resources:\n            requests: { cpu: 20m, memory: 128Mi }\n            limits: { memory: 256Mi }\n', '          resources: {{- toYaml .Values.resources | nindent 12 }}\n');
+  t = swap(t, f, '          resources:\n            requests: { cpu: 20m, memory: 160Mi }\n            limits: { memory: 256Mi }\n', '          resources: {{- toYaml .Values.resources | nindent 12 }}\n');
   t = swap(t, f, '            - { name: INPLACE_AGENT_RUNTIME, value: cri }\n            - { name: INPLACE_AGENT_CRI_ENDPOINT, value: unix:///run/containerd/containerd.sock }\n', [
     '            - { name: INPLACE_AGENT_RUNTIME, value: {{ $rt.runtime | quote }} }',
     '            {{- with $rt.criEndpoint }}',

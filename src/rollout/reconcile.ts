@@ -13,6 +13,7 @@ import { CreateRefusals } from './create-refusals.js';
 import { podViews, prewarmFromRecords, prewarmView, restartViews, revisionViews, REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION, selectorOf, workloadView } from './observe.js';
 import { deletablePrewarm, ownedBy, prewarmMismatch, restartMismatch, rolloutOwnerRef } from './ownership.js';
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, prewarmName, REASON, targetRevision, type CreateConflict, type Plan, type PlanInput, type RolloutAction } from './plan.js';
+import type { PodView, PrewarmView } from './plan-types.js';
 import type { ImagePrewarm } from '../fleet/types.js';
 import type { RolloutApi, Workload } from './rollout-api.js';
 import { guardPlan } from './rollout-access.js';
@@ -52,7 +53,7 @@ export interface ReconcileDeps {
 }
 
 /** Reads everything the planner looks at for the rollout; `all` is every rollout, to see which one holds the workload. */
-export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InPlaceRollout[], nowMs: number, deployments?: DeploymentApi): Promise<{ input: PlanInput; workload?: Workload; deployment?: DeploymentObserved }> {
+export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InPlaceRollout[], nowMs: number, deployments?: DeploymentApi): Promise<{ input: PlanInput; workload?: Workload; deployment?: DeploymentObserved; selector?: Record<string, string> }> {
   const ns = rollout.metadata.namespace ?? 'default';
   const ref = rollout.spec.targetRef;
   const holder = targetHolder(rollout, all);
@@ -61,29 +62,22 @@ export async function observe(api: RolloutApi, rollout: InPlaceRollout, all: InP
   if (ref.kind === 'Deployment') {
     if (!deployments) throw new AgentError('FailedPrecondition', 'this agent reads no Deployments');
     const { input, observed } = await observeDeployment(api, deployments, rollout, nowMs);
-    return { input, deployment: observed };
+    if (!observed) return { input };
+    const prewarm = await observePrewarm(api, rollout, targetRevision(observed.workload, observed.revisions)?.hash, observed.pods);
+    return { input: { ...input, prewarm }, deployment: observed, selector: observed.selector };
   }
   const w = await api.getWorkload(ns, ref.kind, ref.name);
   if (!w) return { input: { rollout, revisions: [], pods: [], restarts: [], nowMs } };
   const sel = selectorOf(w);
-  const [revs, pods, crs, pws] = await Promise.all([api.listRevisions(ns, sel), api.listPods(ns, sel), api.listRestarts(ns, rollout.metadata.uid ?? ''), api.listPrewarms(rollout.metadata.uid ?? '')]);
+  const [revs, pods, crs] = await Promise.all([api.listRevisions(ns, sel), api.listPods(ns, sel), api.listRestarts(ns, rollout.metadata.uid ?? '')]);
   const workload = workloadView(w);
   const revisions = revisionViews(w, revs);
-  const target = targetRevision(workload, revisions);
-  const pwName = target ? prewarmName(rollout.metadata.uid ?? '', target.hash) : undefined;
   const uid = rollout.metadata.uid ?? '';
-  // The label narrowed the lists; only what the rollout owns is its own.
-  const pw = pws.find((p) => p.metadata.name === pwName && ownedBy(uid, p));
   const podList = podViews(w, pods);
-  let prewarm = pw ? prewarmView(pw) : undefined;
-  if (pw && prewarm && !prewarm.done && prewarm.failedNodes.length === 0) {
-    // Under way: the nodes' records say it is done before the next summary does (they may not be listed without
-    // deploy/optional/fleet-prewarm-rbac.yaml; then the summary alone, which needs it too).
-    const records = await api.listNodePrewarms().catch(() => undefined);
-    if (records) prewarm = prewarmFromRecords(pw, podList.filter((p) => p.nodeName && !p.deleting).map((p) => p.nodeName as string), records);
-  }
+  const prewarm = await observePrewarm(api, rollout, targetRevision(workload, revisions)?.hash, podList);
   return {
     workload: w,
+    selector: sel,
     input: { rollout, workload, revisions, pods: podList, restarts: restartViews(crs.filter((cr) => ownedBy(uid, cr))), prewarm, nowMs },
   };
 }
@@ -131,7 +125,7 @@ async function createConflict(d: ReconcileDeps, rollout: InPlaceRollout, kind: C
 }
 
 /** Carries out one action; a create that could not be made answers its conflict. */
-async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | undefined, a: RolloutAction): Promise<CreateConflict | undefined> {
+async function act(d: ReconcileDeps, rollout: InPlaceRollout, selector: Record<string, string>, a: RolloutAction): Promise<CreateConflict | undefined> {
   const ns = rollout.metadata.namespace ?? 'default';
   const key = `${ns}/${rollout.metadata.name}`;
   switch (a.kind) {
@@ -159,7 +153,7 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | unde
       return undefined;
     case 'prewarm':
       try {
-        await d.api.createPrewarm(prewarmObject(rollout, w, a));
+        await d.api.createPrewarm(prewarmObject(rollout, selector, a));
         d.log.info('rollout: pre-warm created', { rollout: key, prewarm: a.name, images: a.images.join(',') });
         return undefined;
       } catch (err) {
@@ -172,14 +166,31 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, w: Workload | unde
 }
 
 /** The ImagePrewarm of a rollout's revision, owned by the rollout, asked for by the rollout's requester. */
-export function prewarmObject(rollout: InPlaceRollout, w: Workload | undefined, a: Extract<RolloutAction, { kind: 'prewarm' }>): ImagePrewarm & { metadata: { labels?: Record<string, string> } } {
+/** The rollout's own pre-warm of the target revision, as the planner sees it (undefined when it has none). */
+async function observePrewarm(api: RolloutApi, rollout: InPlaceRollout, target: string | undefined, podList: PodView[]): Promise<PrewarmView | undefined> {
+  if (!target) return undefined;
+  const uid = rollout.metadata.uid ?? '';
+  const pwName = prewarmName(uid, target);
+  // The label narrowed the list; only what the rollout owns is its own.
+  const pw = (await api.listPrewarms(uid)).find((p) => p.metadata.name === pwName && ownedBy(uid, p));
+  let prewarm = pw ? prewarmView(pw) : undefined;
+  if (pw && prewarm && !prewarm.done && prewarm.failedNodes.length === 0) {
+    // Under way: the nodes' records say it is done before the next summary does (they may not be listed without
+    // deploy/optional/fleet-prewarm-rbac.yaml; then the summary alone, which needs it too).
+    const records = await api.listNodePrewarms().catch(() => undefined);
+    if (records) prewarm = prewarmFromRecords(pw, podList.filter((p) => p.nodeName && !p.deleting).map((p) => p.nodeName as string), records);
+  }
+  return prewarm;
+}
+
+export function prewarmObject(rollout: InPlaceRollout, selector: Record<string, string>, a: Extract<RolloutAction, { kind: 'prewarm' }>): ImagePrewarm & { metadata: { labels?: Record<string, string> } } {
   const requester = recordedRequester(rollout.spec);
   return {
     // Cluster-scoped with a namespaced owner: the garbage collector leaves it alone (the coordinator deletes it).
     metadata: { name: a.name, labels: { [ROLLOUT_LABEL]: rollout.metadata.uid ?? '' }, ownerReferences: [rolloutOwnerRef(rollout)] } as ImagePrewarm['metadata'],
     spec: {
       images: a.images,
-      podSelector: { namespace: rollout.metadata.namespace ?? 'default', matchLabels: w ? selectorOf(w) : {} },
+      podSelector: { namespace: rollout.metadata.namespace ?? 'default', matchLabels: selector },
       maxParallelNodes: PREWARM_PARALLEL_NODES,
       backoffLimit: PREWARM_BACKOFF_LIMIT,
       activeDeadlineSeconds: rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS,
@@ -193,7 +204,7 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
   const uid = rollout.metadata.uid ?? '';
   const generation = rollout.metadata.generation ?? 0;
   const refusals = d.refusals ?? new CreateRefusals();
-  const { input: observed, workload, deployment } = await observe(d.api, rollout, all, d.nowMs(), d.deployments);
+  const { input: observed, deployment, selector } = await observe(d.api, rollout, all, d.nowMs(), d.deployments);
   // Creates still backing off are not tried again: the planner makes them failures at once.
   const input: PlanInput = { ...observed, conflicts: refusals.active(uid, generation, d.nowMs()) };
   // Nothing is done that the rollout's requester could not do (rollout-access.ts).
@@ -201,7 +212,7 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
   const conflicts: CreateConflict[] = [];
   for (const a of plan.actions) {
     if (!d.leading()) return plan;
-    const c = await act(d, rollout, workload, a);
+    const c = await act(d, rollout, selector ?? {}, a);
     if (c) {
       conflicts.push(c);
       refusals.refused(uid, generation, c, d.nowMs());
