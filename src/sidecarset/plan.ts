@@ -13,8 +13,8 @@
 //     paused, not held by partition, selected by updateStrategy.selector              -> start a ContainerRestart
 import { createHash } from 'node:crypto';
 import { selectorMatches } from './selector.js';
-import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetCondition, type SidecarSetStatus } from './types.js';
-import { keepTransition } from '../kube/conditions.js';
+import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetStatus } from './types.js';
+import { keepTransition, type TimedCondition } from '../kube/conditions.js';
 
 /** Reasons of the status's Updated condition. */
 export const SidecarReasons = {
@@ -110,8 +110,8 @@ export function podMatched(set: SidecarSet, p: SidecarPodView): boolean {
 }
 
 /** A condition, keeping its transition time while its status stays. */
-function condition(prev: SidecarSetStatus | undefined, next: Omit<SidecarSetCondition, 'lastTransitionTime'>, now: string): SidecarSetCondition {
-  return keepTransition<SidecarSetCondition>(prev?.conditions, next, now);
+function condition(prev: SidecarSetStatus | undefined, next: Omit<TimedCondition, 'lastTransitionTime'>, now: string): TimedCondition {
+  return keepTransition(prev?.conditions, next, now);
 }
 
 /** What to start, and the status: see the table at the top of this file. */
