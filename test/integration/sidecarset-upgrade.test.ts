@@ -1,6 +1,7 @@
 // A SidecarSet's new sidecar image reaches running pods in place, through the DaemonSet's agents as deploy/ ships
 // them: a Deployment of 2 that knows nothing of the SidecarSet gets the sidecar at creation; after the image bump
-// the same pods (same UIDs) run the new sidecar, their app containers untouched (same container ID, no restart),
+// the same pods (same UIDs) run the new sidecar and native sidecar (a restartable init container), their app
+// containers untouched (same container ID, no restart),
 // at most maxUnavailable (1) sidecar upgrades at once, the Deployment's template untouched, and the SidecarSet's
 // status says so.
 import assert from 'node:assert/strict';
@@ -23,6 +24,8 @@ const V1 = env.sandbox.images.appV1;
 const V2 = env.sandbox.images.appV2;
 const SCS = { group: SCS_GROUP, version: SCS_VERSION, plural: SCS_PLURAL };
 const isReady = (p: k8s.V1Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+/** A container's status by name, a native sidecar's (initContainerStatuses) too. */
+const status = (p: k8s.V1Pod, c: string) => [...(p.status?.containerStatuses ?? []), ...(p.status?.initContainerStatuses ?? [])].find((s) => s.name === c);
 
 describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', function () {
   this.timeout(300_000);
@@ -34,7 +37,6 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
   const name = `mesh-${randomBytes(3).toString('hex')}`;
   const readSet = async () => (await custom.getClusterCustomObject({ ...SCS, name })) as SidecarSet;
   const listPods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=web' })).items.filter((p) => !p.metadata?.deletionTimestamp);
-  const status = (p: k8s.V1Pod, c: string) => p.status?.containerStatuses?.find((s) => s.name === c);
 
   before(async function () {
     ({ kc, core } = await kubeTest(this));
@@ -51,11 +53,13 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
     if (ns) await deleteNamespace(kc, ns);
   });
 
-  it('upgrades the sidecar of 2 pods in place: same pods, app containers untouched, one at a time, status updated', async () => {
+  it('upgrades the sidecar and the native sidecar of 2 pods in place: same pods, app containers untouched, one at a time, status updated', async () => {
     const spec: SidecarSetSpec = {
       selector: { matchLabels: { app: 'web' } },
       namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
       containers: [{ name: 'proxy', image: V1, args: ['sh', '-c', TRAP_TERM_APP] }],
+      // A native sidecar: a restartable init container, upgraded in place as the container is.
+      initContainers: [{ name: 'agent', image: V1, args: ['sh', '-c', TRAP_TERM_APP], restartPolicy: 'Always' }],
       updateStrategy: { maxUnavailable: 1 },
     };
     await custom.createClusterCustomObject({ ...SCS, body: { apiVersion: `${SCS_GROUP}/${SCS_VERSION}`, kind: 'SidecarSet', metadata: { name }, spec } });
@@ -75,7 +79,10 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       return s?.injectedPods === 2 && s.updatedPods === 2 && s.readyPods === 2 ? s : undefined;
     });
 
-    await custom.patchClusterCustomObject({ ...SCS, name, body: { spec: { containers: [{ ...spec.containers![0], image: V2 }] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+    await custom.patchClusterCustomObject(
+      { ...SCS, name, body: { spec: { containers: [{ ...spec.containers![0], image: V2 }], initContainers: [{ ...spec.initContainers![0], image: V2 }] } } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
     let mostAtOnce = 0;
     let last = '';
     const done = await until(
@@ -89,7 +96,7 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
         const set = await readSet();
         const pods = await listPods();
         last = JSON.stringify({ status: set.status, crs: crs.map((c) => `${c.spec.podName}:${c.status?.phase}`) });
-        const upgraded = pods.length === 2 && pods.every((p) => isReady(p) && imageMatches(status(p, 'proxy')?.image ?? '', V2));
+        const upgraded = pods.length === 2 && pods.every((p) => isReady(p) && ['proxy', 'agent'].every((c) => imageMatches(status(p, c)?.image ?? '', V2)));
         const cond = set.status?.conditions?.find((c) => c.type === 'Updated');
         return upgraded && set.status?.observedGeneration === set.metadata.generation && set.status?.updatedPods === 2 && cond?.status === 'True' ? { pods, set, crs } : undefined;
       },
@@ -104,9 +111,12 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       assert.equal(status(now, 'app')?.restartCount, status(old, 'app')?.restartCount);
       assert.notEqual(status(now, 'proxy')?.containerID, status(old, 'proxy')?.containerID, 'the sidecar was recreated');
       assert.equal(now.spec?.containers.find((c) => c.name === 'proxy')?.image, V2);
+      assert.notEqual(status(now, 'agent')?.containerID, status(old, 'agent')?.containerID, 'the native sidecar was recreated');
+      assert.equal(now.spec?.initContainers?.find((c) => c.name === 'agent')?.image, V2, 'the native sidecar on the new image');
+      assert.equal(status(now, 'agent')?.restartCount, (status(old, 'agent')?.restartCount ?? 0) + 1, 'the native sidecar restarted once, in place');
     }
     assert.equal(done.crs.length, 2, 'one ContainerRestart per pod');
-    assert.deepEqual(done.crs.map((c) => c.spec.containers.map((x) => x.name)), [['proxy'], ['proxy']], 'the sidecar alone');
+    assert.deepEqual(done.crs.map((c) => c.spec.containers.map((x) => x.name).sort()), [['agent', 'proxy'], ['agent', 'proxy']], 'the sidecars alone');
     assert.ok(mostAtOnce <= 1, `at most maxUnavailable (1) upgrades at once, saw ${mostAtOnce}`);
     const s = done.set.status!;
     assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods }, { m: 2, i: 2, u: 2, r: 2 });
