@@ -1,10 +1,12 @@
 // The one rule of a Kubernetes-style condition's lastTransitionTime, for every status the agent computes (the
 // ContainerRestart's, the InPlaceRollout's, the SidecarSet's): it moves only when the condition's status changes.
 
-/** The part of a condition the rule reads. */
+/** A Kubernetes-style condition; the rule reads its type, status and lastTransitionTime. */
 export interface TimedCondition {
   type: string;
   status: string;
+  reason?: string;
+  message?: string;
   lastTransitionTime?: string;
 }
 

@@ -8,13 +8,15 @@
 //   injected, every sidecar container on the SidecarSet's image                      -> updated (ready if the pod is)
 //   injected, its ContainerRestart of this SidecarSet running                        -> in flight
 //   injected, its ContainerRestart for these images failed                           -> failure: no new upgrade starts
-//   injected, a native sidecar (initContainer) on another image                      -> not upgraded in place (status)
-//   injected, a sidecar container on another image, within maxUnavailable, not
-//     paused, not held by partition, selected by updateStrategy.selector              -> start a ContainerRestart
+//   injected, a sidecar container or native sidecar (restartable initContainer) on
+//     another image, within maxUnavailable, not paused, not held by partition,
+//     selected by updateStrategy.selector                                            -> start a ContainerRestart
+// A native sidecar is upgraded as a container is: the kubelet recreates a restartable init container alone when
+// its image in spec.initContainers changes (checked on 1.36, docs/sidecarset.md).
 import { createHash } from 'node:crypto';
 import { selectorMatches } from './selector.js';
-import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetCondition, type SidecarSetStatus } from './types.js';
-import { keepTransition } from '../kube/conditions.js';
+import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetStatus } from './types.js';
+import { keepTransition, type TimedCondition } from '../kube/conditions.js';
 
 /** Reasons of the status's Updated condition. */
 export const SidecarReasons = {
@@ -23,7 +25,6 @@ export const SidecarReasons = {
   paused: 'Paused',
   failed: 'UpgradeFailed',
   partitioned: 'Partitioned',
-  nativeNotInPlace: 'NativeSidecarNotUpgradedInPlace',
   /** A failure whose ContainerRestart gave no reason of its own. */
   restartFailed: 'ContainerRestartFailed',
 } as const;
@@ -85,9 +86,9 @@ export interface SidecarPlanInput {
 const finished = (phase: string | undefined) => phase === 'Succeeded' || phase === 'Failed';
 const podKey = (p: { namespace: string; name: string }) => `${p.namespace}/${p.name}`;
 
-/** A short key of the SidecarSet's container images: the ContainerRestarts of one image set share it. */
+/** A short key of the SidecarSet's sidecar images (containers and native sidecars): the ContainerRestarts of one image set share it. */
 export function imagesKey(set: SidecarSet): string {
-  const images = (set.spec.containers ?? []).map((c) => `${c.name}=${c.image ?? ''}`).sort();
+  const images = [...(set.spec.containers ?? []), ...(set.spec.initContainers ?? [])].map((c) => `${c.name}=${c.image ?? ''}`).sort();
   return createHash('sha256').update(images.join('\n')).digest('hex').slice(0, 10);
 }
 
@@ -110,8 +111,8 @@ export function podMatched(set: SidecarSet, p: SidecarPodView): boolean {
 }
 
 /** A condition, keeping its transition time while its status stays. */
-function condition(prev: SidecarSetStatus | undefined, next: Omit<SidecarSetCondition, 'lastTransitionTime'>, now: string): SidecarSetCondition {
-  return keepTransition<SidecarSetCondition>(prev?.conditions, next, now);
+function condition(prev: SidecarSetStatus | undefined, next: Omit<TimedCondition, 'lastTransitionTime'>, now: string): TimedCondition {
+  return keepTransition(prev?.conditions, next, now);
 }
 
 /** What to start, and the status: see the table at the top of this file. */
@@ -119,9 +120,9 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   const { set, nowMs } = input;
   const strategy = set.spec.updateStrategy ?? {};
   const key = imagesKey(set);
-  const wanted = new Map((set.spec.containers ?? []).map((c) => [c.name, c.image ?? '']));
-  const wantedNative = new Map((set.spec.initContainers ?? []).map((c) => [c.name, c.image ?? '']));
-  const sidecarNames = new Set([...wanted.keys(), ...wantedNative.keys()]);
+  // Names are unique across containers and initContainers (the CRD says so): one map of wanted images.
+  const wanted = new Map([...(set.spec.containers ?? []), ...(set.spec.initContainers ?? [])].map((c) => [c.name, c.image ?? '']));
+  const sidecarNames = new Set(wanted.keys());
   const annotation = injectedAnnotation(set.metadata.name);
 
   const matched = input.pods.filter((p) => !p.deleting && podMatched(set, p)).sort((a, b) => podKey(a).localeCompare(podKey(b)));
@@ -131,16 +132,14 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   for (const r of input.restarts) byPod.set(`${r.namespace}/${r.podName}`, [...(byPod.get(`${r.namespace}/${r.podName}`) ?? []), r]);
   const inFlight = injected.filter((p) => (byPod.get(podKey(p)) ?? []).some((r) => !finished(r.phase)));
   const inFlightKeys = new Set(inFlight.map(podKey));
-  const stale = (p: SidecarPodView) => p.containers.filter((c) => wanted.has(c.name) && wanted.get(c.name) !== c.image);
-  const staleNative = (p: SidecarPodView) => p.initContainers.filter((c) => wantedNative.has(c.name) && wantedNative.get(c.name) !== c.image);
-  const updated = injected.filter((p) => !inFlightKeys.has(podKey(p)) && stale(p).length === 0 && staleNative(p).length === 0);
+  const stale = (p: SidecarPodView) => [...p.initContainers, ...p.containers].filter((c) => wanted.has(c.name) && wanted.get(c.name) !== c.image);
+  const updated = injected.filter((p) => !inFlightKeys.has(podKey(p)) && stale(p).length === 0);
   const failures: SidecarFailure[] = [];
   for (const p of injected) {
     for (const r of byPod.get(podKey(p)) ?? []) {
       if (r.imagesKey === key && r.phase === 'Failed') failures.push({ pod: podKey(p), ...(r.failure ?? { reason: SidecarReasons.restartFailed }) });
     }
   }
-  const nativeStale = injected.filter((p) => staleNative(p).length > 0);
 
   // The last `partition` injected pods (namespace/name order) keep the older sidecars.
   const held = new Set(injected.slice(Math.max(0, injected.length - (strategy.partition ?? 0))).map(podKey));
@@ -167,15 +166,13 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   const [reason, message] =
     failures.length > 0
       ? [SidecarReasons.failed, `the sidecar upgrade stopped: pod ${failures[0]?.pod} container ${failures[0]?.container ?? '?'} failed (${failures[0]?.reason})`]
-      : nativeStale.length > 0
-        ? [SidecarReasons.nativeNotInPlace, `${nativeStale.length} pod(s) run a native sidecar (initContainer) on an older image; those are not upgraded in place, only new pods get the new image`]
-        : pending === 0
-          ? [SidecarReasons.complete, `${updated.length} of ${injected.length} injected pods run the current sidecars`]
-          : strategy.paused
-            ? [SidecarReasons.paused, `paused with ${pending} injected pod(s) on older sidecars`]
-            : inFlight.length === 0 && actions.length === 0 && held.size > 0
-              ? [SidecarReasons.partitioned, `${pending} injected pod(s) kept on older sidecars by partition ${strategy.partition}`]
-              : [SidecarReasons.updating, `${updated.length} of ${injected.length} injected pods updated`];
+      : pending === 0
+        ? [SidecarReasons.complete, `${updated.length} of ${injected.length} injected pods run the current sidecars`]
+        : strategy.paused
+          ? [SidecarReasons.paused, `paused with ${pending} injected pod(s) on older sidecars`]
+          : inFlight.length === 0 && actions.length === 0 && held.size > 0
+            ? [SidecarReasons.partitioned, `${pending} injected pod(s) kept on older sidecars by partition ${strategy.partition}`]
+            : [SidecarReasons.updating, `${updated.length} of ${injected.length} injected pods updated`];
   const status: SidecarSetStatus = {
     observedGeneration: set.metadata.generation,
     matchedPods: matched.length,

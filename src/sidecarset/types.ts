@@ -2,6 +2,7 @@
 // containers a platform team injects into every matching pod (deploy/sidecarset-injection.yaml) and upgrades in
 // place.
 import type { V1Container, V1LabelSelector, V1Volume } from '../kube/client.js';
+import type { TimedCondition } from '../kube/conditions.js';
 
 /** API group of the resource. */
 export const SCS_GROUP = 'inplace-agent.io';
@@ -58,16 +59,7 @@ export interface SidecarFailure {
   exitCode?: number;
 }
 
-/** A Kubernetes-style condition. */
-export interface SidecarSetCondition {
-  type: string;
-  status: 'True' | 'False' | 'Unknown';
-  reason?: string;
-  message?: string;
-  lastTransitionTime?: string;
-}
-
-/** SidecarSet.status: computed whole from one snapshot (status.ts). */
+/** SidecarSet.status: computed whole from one snapshot (plan.ts). */
 export interface SidecarSetStatus {
   observedGeneration?: number;
   /** Pods the selectors match now. */
@@ -84,7 +76,7 @@ export interface SidecarSetStatus {
   podsInFlight?: string[];
   failures?: SidecarFailure[];
   message?: string;
-  conditions?: SidecarSetCondition[];
+  conditions?: TimedCondition[];
 }
 
 /** A SidecarSet object as read from the API server. */

@@ -1,151 +1,226 @@
-// A SidecarSet's new sidecar image reaches running pods in place, through the DaemonSet's agents as deploy/ ships
-// them: a Deployment of 2 that knows nothing of the SidecarSet gets the sidecar at creation; after the image bump
-// the same pods (same UIDs) run the new sidecar, their app containers untouched (same container ID, no restart),
-// at most maxUnavailable (1) sidecar upgrades at once, the Deployment's template untouched, and the SidecarSet's
-// status says so.
+// A SidecarSet's new sidecar images reach running pods in place, through the DaemonSet's agents as deploy/ ships
+// them. A SidecarSet selecting `mesh: on` (a sidecar `proxy` and a native sidecar `agent`, a restartable init
+// container), and three workloads that know nothing of it: a Deployment of 3 HTTP servers behind a Service and a
+// StatefulSet of 2, both labelled, spread over the nodes, and an unlabelled Deployment. Checked: the injection into
+// the five matching pods only; an image bump of both sidecars reaches the five in place (same pod UIDs, the app
+// containers untouched, at most maxUnavailable pods with a sidecar down at any sample, no ContainerRestart beside
+// another, 0 failed requests of two clients through the Service, the owners' templates untouched); a pod created
+// after the bump gets the new images; `paused` and then `partition` hold, as the coordinator's status says; a
+// sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { imageMatches } from '../../src/image-ref.js';
-import { SIDECARSET_LABEL } from '../../src/sidecarset/sidecarset-api.js';
-import { injectedAnnotation, SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSet, type SidecarSetSpec } from '../../src/sidecarset/types.js';
-import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
+import { SidecarReasons } from '../../src/sidecarset/plan.js';
+import type { SidecarSetSpec } from '../../src/sidecarset/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { kubeTest, until } from '../support/kube-test.js';
 import { applyDeployFiles } from '../support/kube-users.js';
 import { TRAP_TERM_APP } from '../support/kube-web-pod.js';
+import { retag } from '../support/registry-retag.js';
 import { agentOnEveryNode } from '../support/rollout-wait.js';
+import { containerOf, podReady, SidecarSetFixture, sidecarsDownWatch, specImage } from '../support/sidecarset.js';
+import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
+import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
 const env = kubeEnv();
 const V1 = env.sandbox.images.appV1;
 const V2 = env.sandbox.images.appV2;
-const SCS = { group: SCS_GROUP, version: SCS_VERSION, plural: SCS_PLURAL };
-const isReady = (p: k8s.V1Pod) => p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+const SIDECARS = ['proxy', 'agent'];
+const MESH = { mesh: 'on' };
+const trapping = (name: string, image: string): k8s.V1Container => ({ name, image, args: ['sh', '-c', TRAP_TERM_APP] });
+const spread = (app: string) => [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway' as const, labelSelector: { matchLabels: { app } } }];
+const podTemplate = (app: string, labels: Record<string, string>, container: k8s.V1Container): k8s.V1PodTemplateSpec => ({
+  metadata: { labels: { app, ...labels } },
+  spec: { terminationGracePeriodSeconds: 5, topologySpreadConstraints: spread(app), containers: [container] },
+});
 
 describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', function () {
-  this.timeout(300_000);
+  this.timeout(600_000);
   let core: k8s.CoreV1Api;
   let apps: k8s.AppsV1Api;
-  let custom: k8s.CustomObjectsApi;
   let kc: k8s.KubeConfig;
   let ns = '';
-  const name = `mesh-${randomBytes(3).toString('hex')}`;
-  const readSet = async () => (await custom.getClusterCustomObject({ ...SCS, name })) as SidecarSet;
-  const listPods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=web' })).items.filter((p) => !p.metadata?.deletionTimestamp);
-  const status = (p: k8s.V1Pod, c: string) => p.status?.containerStatuses?.find((s) => s.name === c);
+  let scs: SidecarSetFixture;
+  let clients: Parameters<typeof withTraffic>[0] = {};
+  const spec: SidecarSetSpec = { selector: { matchLabels: MESH }, containers: [trapping('proxy', V1)], initContainers: [{ ...trapping('agent', V1), restartPolicy: 'Always' }], updateStrategy: { maxUnavailable: 1 } };
+  /** The matching pods (not being deleted), in namespace/name order, as the planner orders them. */
+  const meshPods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'mesh=on' })).items.filter((p) => !p.metadata?.deletionTimestamp).sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
+  /** Ready, its sidecars on image in the spec and running ready instances, other than those of before (by container ID). */
+  const runsImages = (p: k8s.V1Pod, image: string, before?: k8s.V1Pod) =>
+    podReady(p) && SIDECARS.every((c) => specImage(p, c) === image && containerOf(p, c)?.state?.running && containerOf(p, c)?.ready && (!before || containerOf(p, c)?.containerID !== containerOf(before, c)?.containerID));
 
   before(async function () {
     ({ kc, core } = await kubeTest(this));
     apps = kc.makeApiClient(k8s.AppsV1Api);
-    custom = kc.makeApiClient(k8s.CustomObjectsApi);
     await agentOnEveryNode(kc);
     await applyCrds(kc, ['sidecarset.yaml']);
     await applyDeployFiles(kc, ['sidecarset-injection.yaml']);
     ns = await createNamespace(kc, 'scsup');
+    scs = new SidecarSetFixture(kc, `mesh-${randomBytes(3).toString('hex')}`);
+    // Only this test's namespace: other suites on the cluster make pods too.
+    await scs.create({ ...spec, namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } } }, ns, MESH);
+    const served = await agentImage(kc);
+    await apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: 'web' }, spec: { replicas: 3, selector: { matchLabels: { app: 'web' } }, template: podTemplate('web', MESH, serverContainer(served)) } } });
+    await apps.createNamespacedStatefulSet({
+      namespace: ns,
+      body: { metadata: { name: 'db' }, spec: { replicas: 2, serviceName: 'db', podManagementPolicy: 'Parallel', selector: { matchLabels: { app: 'db' } }, template: podTemplate('db', MESH, trapping('app', V1)) } },
+    });
+    await apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: 'plain' }, spec: { replicas: 1, selector: { matchLabels: { app: 'plain' } }, template: podTemplate('plain', {}, trapping('app', V1)) } } });
+    const svc = await createService(kc, ns, 'web', 'web');
+    await waitReadyEndpoints(kc, ns, 'web', 3, 180_000);
+    const lasting = { maxMs: 600_000, maxRequests: 1_000_000 };
+    clients = {
+      newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port, everyMs: 20, ...lasting }),
+      keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port, everyMs: 10, ...lasting }, 2),
+    };
+    await waitServing(clients);
   });
 
   after(async () => {
-    await custom?.deleteClusterCustomObject({ ...SCS, name }).catch(() => undefined);
+    await scs?.delete();
     if (ns) await deleteNamespace(kc, ns);
   });
 
-  it('upgrades the sidecar of 2 pods in place: same pods, app containers untouched, one at a time, status updated', async () => {
-    const spec: SidecarSetSpec = {
-      selector: { matchLabels: { app: 'web' } },
-      namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
-      containers: [{ name: 'proxy', image: V1, args: ['sh', '-c', TRAP_TERM_APP] }],
-      updateStrategy: { maxUnavailable: 1 },
-    };
-    await custom.createClusterCustomObject({ ...SCS, body: { apiVersion: `${SCS_GROUP}/${SCS_VERSION}`, kind: 'SidecarSet', metadata: { name }, spec } });
-    const annotation = injectedAnnotation(name);
-    await until('the policy to see the SidecarSet', 30_000, async () => {
-      const p = await core.createNamespacedPod({ namespace: ns, dryRun: 'All', body: { metadata: { name: 'probe', labels: { app: 'web' } }, spec: { containers: [{ name: 'app', image: V1 }] } } });
-      return p.metadata?.annotations?.[annotation] ? true : undefined;
-    });
-    const template = { metadata: { labels: { app: 'web' } }, spec: { terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: V1, args: ['sh', '-c', TRAP_TERM_APP] }] } };
-    await apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: 'web' }, spec: { replicas: 2, selector: { matchLabels: { app: 'web' } }, template } } });
-    const before = await until('2 injected pods Ready', 120_000, async () => {
-      const pods = await listPods();
-      return pods.length === 2 && pods.every((p) => isReady(p) && p.metadata?.annotations?.[annotation] === '1' && status(p, 'proxy')?.ready) ? pods : undefined;
-    });
-    await until('the status to count them', 60_000, async () => {
-      const s = (await readSet()).status;
-      return s?.injectedPods === 2 && s.updatedPods === 2 && s.readyPods === 2 ? s : undefined;
-    });
-
-    await custom.patchClusterCustomObject({ ...SCS, name, body: { spec: { containers: [{ ...spec.containers![0], image: V2 }] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
-    let mostAtOnce = 0;
-    let last = '';
-    const done = await until(
-      'both sidecars on the new image and the status Updated',
+  it('injects at creation into the five pods of a Deployment of 3 and a StatefulSet of 2, not into the unlabelled one', async () => {
+    let seen = '';
+    const pods = await until(
+      '5 injected pods Ready',
       180_000,
       async () => {
-        const crs = ((await custom.listClusterCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, labelSelector: `${SIDECARSET_LABEL}` })) as { items: ContainerRestart[] }).items.filter(
-          (c) => c.metadata.namespace === ns,
-        );
-        mostAtOnce = Math.max(mostAtOnce, crs.filter((c) => c.status?.phase !== 'Succeeded' && c.status?.phase !== 'Failed').length);
-        const set = await readSet();
-        const pods = await listPods();
-        last = JSON.stringify({ status: set.status, crs: crs.map((c) => `${c.spec.podName}:${c.status?.phase}`) });
-        const upgraded = pods.length === 2 && pods.every((p) => isReady(p) && imageMatches(status(p, 'proxy')?.image ?? '', V2));
-        const cond = set.status?.conditions?.find((c) => c.type === 'Updated');
-        return upgraded && set.status?.observedGeneration === set.metadata.generation && set.status?.updatedPods === 2 && cond?.status === 'True' ? { pods, set, crs } : undefined;
+        const ps = await meshPods();
+        seen = ps.map((p) => `${p.metadata?.name}@${p.spec?.nodeName}:${p.status?.phase}:${JSON.stringify([...(p.status?.initContainerStatuses ?? []), ...(p.status?.containerStatuses ?? [])].map((c) => [c.name, c.ready, Object.keys(c.state ?? {})[0]]))}`).join(' ');
+        return ps.length === 5 && ps.every((p) => runsImages(p, V1)) ? ps : undefined;
       },
-      { seen: () => last },
+      { seen: () => seen },
     );
+    for (const p of pods) {
+      assert.deepEqual(p.spec?.containers.map((c) => c.name), ['app', 'proxy'], p.metadata?.name);
+      assert.deepEqual(p.spec?.initContainers?.map((c) => `${c.name}:${c.restartPolicy}`), ['agent:Always'], p.metadata?.name);
+      assert.equal(p.metadata?.annotations?.[scs.annotation], '1');
+    }
+    assert.equal(new Set(pods.map((p) => p.spec?.nodeName)).size, 3, 'the pods spread over the three nodes');
+    const plain = (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=plain' })).items;
+    assert.equal(plain.length, 1);
+    assert.deepEqual(plain[0]?.spec?.containers.map((c) => c.name), ['app']);
+    assert.equal(plain[0]?.spec?.initContainers, undefined);
+    assert.equal(plain[0]?.metadata?.annotations?.[scs.annotation], undefined);
+    const s = (await scs.settled(SidecarReasons.complete, 60_000, (x) => x.status?.readyPods === 5)).status!;
+    assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods }, { m: 5, i: 5, u: 5, r: 5 });
+  });
 
-    const byUid = new Map(done.pods.map((p) => [p.metadata?.uid, p]));
+  it('an image bump of both sidecars reaches the five pods in place: same pods, apps untouched, one pod at a time, 0 failed requests', async () => {
+    const before = await meshPods();
+    // Every pod status change is seen (a watch), not only those a poll happens to sample.
+    const down = await sidecarsDownWatch(kc, ns, 'mesh=on', SIDECARS);
+    let mostInFlight = 0;
+    let last = '';
+    const { result: pods, tallies } = await withTraffic(clients, 2000, async () => {
+      await scs.patchSpec({ containers: [trapping('proxy', V2)], initContainers: [{ ...trapping('agent', V2), restartPolicy: 'Always' }] });
+      return until(
+        'the five pods on the new sidecars and the status Complete',
+        300_000,
+        async () => {
+          const [ps, crs, set] = await Promise.all([meshPods(), scs.restarts(ns), scs.read()]);
+          mostInFlight = Math.max(mostInFlight, crs.filter((c) => c.status?.phase !== 'Succeeded' && c.status?.phase !== 'Failed').length);
+          last = JSON.stringify({ status: set.status, crs: crs.map((c) => `${c.spec.podName}:${c.status?.phase}`) });
+          const complete = set.status?.observedGeneration === set.metadata.generation && set.status?.updatedPods === 5 && set.status?.conditions?.[0]?.reason === SidecarReasons.complete;
+          return ps.length === 5 && ps.every((p) => runsImages(p, V2, before.find((b) => b.metadata?.uid === p.metadata?.uid))) && complete ? ps : undefined;
+        },
+        { everyMs: 100, seen: () => last },
+      );
+    }).finally(() => down.stop());
+    const mostDown = down.most();
+    const text = describeTallies(tallies);
+    console.log(`      traffic: ${text}; most pods with a sidecar down at once: ${mostDown}`);
+    for (const t of Object.values(tallies)) assert.ok(t.ok > 50, `the clients got answers: ${text}`);
+    assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
+    assert.ok(mostDown <= 1, `at most maxUnavailable (1) pods with a sidecar down at once, saw ${mostDown}`);
+    assert.equal(mostDown, 1, 'the watch saw the sidecars of a pod down (patched, not yet running the new image) during its upgrade');
+    assert.ok(mostInFlight <= 1, `at most maxUnavailable (1) upgrades at once, saw ${mostInFlight}`);
+    const byUid = new Map(pods.map((p) => [p.metadata?.uid, p]));
     for (const old of before) {
       const now = byUid.get(old.metadata?.uid);
       assert.ok(now, `pod ${old.metadata?.name} (uid ${old.metadata?.uid}) is still there`);
-      assert.equal(status(now, 'app')?.containerID, status(old, 'app')?.containerID, 'the app container was not touched');
-      assert.equal(status(now, 'app')?.restartCount, status(old, 'app')?.restartCount);
-      assert.notEqual(status(now, 'proxy')?.containerID, status(old, 'proxy')?.containerID, 'the sidecar was recreated');
-      assert.equal(now.spec?.containers.find((c) => c.name === 'proxy')?.image, V2);
+      assert.equal(containerOf(now, 'app')?.containerID, containerOf(old, 'app')?.containerID, `${old.metadata?.name}: the app container was not touched`);
+      assert.equal(containerOf(now, 'app')?.restartCount, containerOf(old, 'app')?.restartCount);
+      for (const c of SIDECARS) {
+        assert.notEqual(containerOf(now, c)?.containerID, containerOf(old, c)?.containerID, `${old.metadata?.name}: ${c} was recreated`);
+        assert.equal(specImage(now, c), V2);
+      }
+      assert.equal(containerOf(now, 'agent')?.restartCount, (containerOf(old, 'agent')?.restartCount ?? 0) + 1, 'the native sidecar restarted once, in place');
     }
-    assert.equal(done.crs.length, 2, 'one ContainerRestart per pod');
-    assert.deepEqual(done.crs.map((c) => c.spec.containers.map((x) => x.name)), [['proxy'], ['proxy']], 'the sidecar alone');
-    assert.ok(mostAtOnce <= 1, `at most maxUnavailable (1) upgrades at once, saw ${mostAtOnce}`);
-    const s = done.set.status!;
-    assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods }, { m: 2, i: 2, u: 2, r: 2 });
-    // The Deployment knows nothing of it: its template has no sidecar, and it made no new ReplicaSet.
-    const d = await apps.readNamespacedDeployment({ name: 'web', namespace: ns });
-    assert.deepEqual(d.spec?.template.spec?.containers.map((c) => c.name), ['app']);
-    assert.equal((await apps.listNamespacedReplicaSet({ namespace: ns })).items.length, 1);
+    const crs = await scs.restarts(ns);
+    assert.equal(crs.length, 5, 'one ContainerRestart per pod');
+    for (const cr of crs) assert.deepEqual(cr.spec.containers.map((x) => x.name).sort(), ['agent', 'proxy'], 'the sidecars alone');
+    // The owners know nothing of it: their templates have no sidecar, and neither made a new revision.
+    const web = await apps.readNamespacedDeployment({ name: 'web', namespace: ns });
+    assert.deepEqual(web.spec?.template.spec?.containers.map((c) => c.name), ['app']);
+    assert.equal((await apps.listNamespacedReplicaSet({ namespace: ns, labelSelector: 'app=web' })).items.length, 1);
+    const db = await apps.readNamespacedStatefulSet({ name: 'db', namespace: ns });
+    assert.deepEqual(db.spec?.template.spec?.containers.map((c) => c.name), ['app']);
+    assert.equal(db.spec?.template.spec?.initContainers, undefined);
+    assert.equal(db.status?.currentRevision, db.status?.updateRevision);
+  });
+
+  it('a pod created after the bump gets the new sidecar images', async () => {
+    const generation = String((await scs.read()).metadata.generation);
+    const p = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'late', labels: { ...MESH, app: 'late' } }, spec: { terminationGracePeriodSeconds: 2, containers: [trapping('app', V1)] } } });
+    assert.equal(p.metadata?.annotations?.[scs.annotation], generation);
+    for (const c of SIDECARS) assert.equal(specImage(p, c), V2, c);
+    await until('the late pod running the new sidecars', 90_000, async () => {
+      const cur = await core.readNamespacedPod({ namespace: ns, name: 'late' });
+      return runsImages(cur, V2) ? cur : undefined;
+    });
+    await core.deleteNamespacedPod({ namespace: ns, name: 'late', gracePeriodSeconds: 0 });
+  });
+
+  it('paused holds every pod on its sidecars; then partition 3 holds the last three; then partition 0 finishes', async () => {
+    // A second tag of V2 (its sidecars run V2 already: the node has it under another name).
+    const V3 = await retag(env.sandbox.registry, V2, `scs-${randomBytes(4).toString('hex')}`);
+    const crsBefore = (await scs.restarts(ns)).length;
+    await scs.patchSpec({ containers: [trapping('proxy', V3)], updateStrategy: { maxUnavailable: 1, paused: true } });
+    // The coordinator's sign that it planned this generation and held: the status Paused, no pod updated.
+    const paused = await scs.settled(SidecarReasons.paused, 60_000, (s) => s.status?.matchedPods === 5);
+    assert.equal(paused.status?.updatedPods, 0);
+    assert.deepEqual(paused.status?.podsInFlight, []);
+    assert.equal((await scs.restarts(ns)).length, crsBefore, 'no upgrade started while paused');
+    for (const p of await meshPods()) assert.equal(specImage(p, 'proxy'), V2, `${p.metadata?.name} kept its sidecar`);
+
+    await scs.patchSpec({ updateStrategy: { maxUnavailable: 1, paused: false, partition: 3 } });
+    const parted = await scs.settled(SidecarReasons.partitioned, 180_000, (s) => s.status?.updatedPods === 2 && s.status?.podsInFlight?.length === 0);
+    assert.match(parted.status?.message ?? '', /3 injected pod\(s\) kept on older sidecars by partition 3/);
+    const pods = await meshPods();
+    assert.deepEqual(
+      pods.map((p) => `${p.metadata?.name}:${specImage(p, 'proxy') === V3 ? 'new' : 'old'}`),
+      pods.map((p, i) => `${p.metadata?.name}:${i < 2 ? 'new' : 'old'}`),
+      'the first two in namespace/name order updated, the last three held',
+    );
+    assert.equal((await scs.restarts(ns)).length, crsBefore + 2);
+
+    await scs.patchSpec({ updateStrategy: { maxUnavailable: 1, partition: 0 } });
+    await scs.settled(SidecarReasons.complete, 180_000, (s) => s.status?.updatedPods === 5);
+    for (const p of await meshPods()) assert.equal(specImage(p, 'proxy'), V3, p.metadata?.name);
   });
 
   it('a sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it', async () => {
-    const before = await listPods();
-    const crsOf = async () =>
-      ((await custom.listClusterCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, labelSelector: SIDECARSET_LABEL })) as { items: ContainerRestart[] }).items.filter((c) => c.metadata.namespace === ns);
-    const crsBefore = (await crsOf()).length;
-    const set = await readSet();
-    await custom.patchClusterCustomObject({ ...SCS, name, body: { spec: { containers: [{ ...set.spec.containers![0], image: env.sandbox.images.crash }] } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
-    let last = '';
-    const failed = await until(
-      'the status to name the failed pod',
-      180_000,
-      async () => {
-        const cur = await readSet();
-        last = JSON.stringify(cur.status);
-        const cond = cur.status?.conditions?.find((c) => c.type === 'Updated');
-        return cur.status?.observedGeneration === cur.metadata.generation && cond?.reason === 'UpgradeFailed' ? cur : undefined;
-      },
-      { seen: () => last },
-    );
+    const before = await meshPods();
+    const good = specImage(before[0]!, 'proxy');
+    const crsBefore = (await scs.restarts(ns)).length;
+    await scs.patchSpec({ containers: [trapping('proxy', env.sandbox.images.crash)] });
+    const failed = await scs.settled(SidecarReasons.failed);
     assert.equal(failed.status?.failures?.length, 1, JSON.stringify(failed.status));
     const f = failed.status!.failures![0]!;
     assert.equal(f.container, 'proxy');
     assert.equal(f.exitCode, 3, JSON.stringify(f));
     assert.match(failed.status?.message ?? '', new RegExp(`pod ${f.pod} container proxy failed`));
-    assert.equal((await crsOf()).length - crsBefore, 1, 'no pod after the first was started');
-    for (const p of await listPods()) {
+    assert.equal((await scs.restarts(ns)).length - crsBefore, 1, 'no pod after the first was started');
+    for (const p of await meshPods()) {
       const old = before.find((b) => b.metadata?.uid === p.metadata?.uid);
       assert.ok(old, `pod ${p.metadata?.name} is the same pod`);
-      assert.equal(p.spec?.containers.find((c) => c.name === 'proxy')?.image, V2, `${p.metadata?.name}: the sidecar back on (or still on) the last good image`);
-      assert.equal(status(p, 'app')?.containerID, status(old, 'app')?.containerID, 'the app container was not touched');
+      assert.equal(specImage(p, 'proxy'), good, `${p.metadata?.name}: the sidecar back on (or still on) the last good image`);
+      assert.equal(containerOf(p, 'app')?.containerID, containerOf(old, 'app')?.containerID, 'the app container was not touched');
     }
   });
 });

@@ -99,11 +99,17 @@ describe('SidecarSet planner', () => {
     assert.equal(plan(set({ updateStrategy: { maxUnavailable: 3 } }, 'proxy:3'), pods, [failed]).actions.length, 3);
   });
 
-  it('says so when a native sidecar runs an older image, and does not restart it', () => {
+  it('upgrades a native sidecar (restartable init container) in place, as a container, under its own image key', () => {
     const s: SidecarSet = { metadata: { name: 'mesh', uid: 's1', generation: 2 }, spec: { selector: {}, initContainers: [{ name: 'agent', image: 'agent:2', restartPolicy: 'Always' }] } };
-    const p = plan(s, [pod(0, { initContainers: [{ name: 'agent', image: 'agent:1' }] })]);
-    assert.deepEqual(p.actions, []);
-    assert.equal(p.status.conditions?.[0]?.reason, SidecarReasons.nativeNotInPlace);
+    const stale = pod(0, { initContainers: [{ name: 'agent', image: 'agent:1' }] });
+    const p = plan(s, [stale]);
+    assert.deepEqual(p.actions.map((a) => a.containers), [[{ name: 'agent', image: 'agent:2' }]]);
+    assert.equal(p.status.conditions?.[0]?.reason, SidecarReasons.updating);
+    assert.equal(plan(s, [pod(0, { initContainers: [{ name: 'agent', image: 'agent:2' }] })]).status.conditions?.[0]?.reason, SidecarReasons.complete);
+    // A new native image is a new image set: not the name of a ContainerRestart that ended for the older one.
+    const s3: SidecarSet = { ...s, spec: { ...s.spec, initContainers: [{ name: 'agent', image: 'agent:3', restartPolicy: 'Always' }] } };
+    assert.notEqual(imagesKey(s3), imagesKey(s));
+    assert.equal(plan(s3, [stale], [running(s, stale, 'Succeeded')]).actions.length, 1);
   });
 
   it('matches the namespaceSelector on the namespace labels', () => {
