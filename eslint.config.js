@@ -15,13 +15,20 @@ export const ROOMS = {
   engine: { may: ['runtime'], owns: 'restarts: plan, journal, executor, strategies, and the ports it needs (ImagePuller)' },
   pull: { may: ['runtime', 'engine'], owns: "the pull service; it implements the engine's ImagePuller port" },
   api: { may: ['runtime', 'engine', 'pull'], owns: 'the gRPC API: server, handlers, wire conversion, client' },
-  kube: { may: ['runtime', 'engine'], owns: "Kubernetes mode, the engine's plug-in, and the Kubernetes platform (client, follower, reviews)" },
-  fleet: { may: ['runtime', 'pull', 'kube'], owns: 'fleet pre-warm: ImagePrewarm and NodePrewarm' },
-  rollout: { may: ['kube', 'fleet'], owns: 'InPlaceRollout: the planner and the elected coordinator' },
-  sidecarset: { may: ['kube', 'fleet'], owns: 'SidecarSet: its types, status and in-place sidecar upgrades' },
-  cli: { may: ['api', 'pull', 'kube', 'fleet', 'rollout'], owns: 'inplacectl and the kubectl plugin' },
-  daemon: { may: ['runtime', 'runtime/containerd', 'runtime/cri', 'runtime/docker', 'engine', 'pull', 'api', 'kube', 'fleet', 'rollout', 'sidecarset'], owns: 'the composition root' },
+  k8s: { may: [], owns: 'the Kubernetes platform: client, kubeconfig, list-and-watch follower, API errors, access reviews, the requester, conditions, the Lease election' },
+  kube: { may: ['runtime', 'engine', 'k8s'], owns: "Kubernetes mode, the engine's plug-in: the kubelet strategy, the drain, the readiness condition and gate, Events, preStop, this node's pods" },
+  'controllers/container-restart': { may: ['runtime', 'engine', 'k8s', 'kube'], owns: 'the ContainerRestart controller: request, requester checks, status' },
+  'controllers/image-prewarm': { may: ['runtime', 'pull', 'k8s'], owns: 'fleet pre-warm: ImagePrewarm and NodePrewarm, pull slots' },
+  'controllers/rollout': { may: ['k8s', 'controllers/container-restart', 'controllers/image-prewarm'], owns: 'InPlaceRollout: the planner, the workload holds, the elected coordinator' },
+  'controllers/sidecarset': { may: ['k8s', 'controllers/container-restart', 'controllers/image-prewarm'], owns: 'SidecarSet: its types, status and in-place sidecar upgrades' },
+  cli: { may: ['api', 'pull', 'k8s', 'controllers/container-restart', 'controllers/image-prewarm', 'controllers/rollout'], owns: 'inplacectl and the kubectl plugin' },
+  daemon: { may: ['runtime', 'runtime/containerd', 'runtime/cri', 'runtime/docker', 'engine', 'pull', 'api', 'k8s', 'kube', 'controllers/container-restart', 'controllers/image-prewarm', 'controllers/rollout', 'controllers/sidecarset'], owns: 'the composition root' },
 };
+
+/** What a controller may take from a sibling controller (besides nothing): its types, and pure read models named here. */
+export const SIBLING_DOORS = { 'controllers/container-restart': ['types'], 'controllers/image-prewarm': ['types', 'summary'], 'controllers/rollout': ['types'], 'controllers/sidecarset': ['types'] };
+/** What cli/ may take from a controller (it shows and writes their objects, it never runs them). */
+export const CLI_DOORS = { 'controllers/container-restart': ['types', 'api'], 'controllers/image-prewarm': ['types', 'summary', 'targets', 'fleet-api'], 'controllers/rollout': ['types', 'rollout-api', 'snapshot', 'revisions', 'plan-types', 'template-diff', 'workloads/hold', 'workloads/deployment-view', 'workloads/deployment-api'] };
 
 /** A regex over a relative import path that reaches into `room` (not a room nested in it) from anywhere under src/ (`../engine/x.js`, `../../kube/y.js`). */
 function into(room) {
@@ -47,8 +54,8 @@ function siblingInto(room) {
 
 /**
  * Imports a room of src/ must not make (static imports, re-exports and `import()` alike), derived from ROOMS,
- * plus the sibling rule: a controller room that may import kube/ (not the composition root) reaches the ContainerRestart controller's room only
- * through its types.ts. Each entry: the files, and what they must not import (a regex) with why.
+ * plus the door rule: a controller reaches a sibling controller, and cli/ a controller, only through the files
+ * SIBLING_DOORS and CLI_DOORS name. Each entry: the files, and what they must not import (a regex) with why.
  */
 export const LAYER_RULES = Object.entries(ROOMS).map(([room, { may }]) => {
   const nested = Object.keys(ROOMS).filter((r) => r.startsWith(room + '/'));
@@ -59,13 +66,17 @@ export const LAYER_RULES = Object.entries(ROOMS).map(([room, { may }]) => {
       regex: [into(r), ...(nested.includes(r) ? [nestedInto(room, r)] : []), ...(siblingOf(room, r) ? [siblingInto(r)] : [])].join('|'),
       message: `${room}/ must not import ${r}/: ${room}/ may import only ${may.length ? may.map((m) => m + '/').join(', ') + ' and ' : ''}the foundation (docs/development.md, "Where each part lives").`,
     }));
-  if (may.includes('kube') && room !== 'daemon') {
+  // A controller (or cli/) reaches another controller only through the doors named above.
+  const doors = room === 'cli' ? CLI_DOORS : room.startsWith('controllers/') ? SIBLING_DOORS : undefined;
+  for (const [other, open] of Object.entries(doors ?? {})) {
+    if (other === room || !may.includes(other)) continue;
+    const base = other.slice(other.lastIndexOf('/') + 1);
+    const from = room.startsWith('controllers/') ? String.raw`^(\.\./)+(controllers/)?${base}/` : String.raw`^(\.\./)+${other}/`;
     banned.push({
-      regex: String.raw`^(\.\./)+kube/container-restart/(?!types\.js$|api\.js$)`,
-      message: `${room}/ reaches the ContainerRestart controller only through kube/container-restart/types.ts (and, for cli/, its api.ts).`,
+      regex: `${from}(?!(${open.join('|')})\\.js$)`,
+      message: `${room}/ reaches ${other}/ only through its ${open.map((d) => d + '.ts').join(', ')} (docs/development.md, "Rooms").`,
     });
   }
-  if (room === 'rollout') banned.push({ regex: String.raw`^(\.\./)+kube/(kubelet|drain)/`, message: 'rollout/ must not import the kubelet strategy or the drain (kube/kubelet, kube/drain): shared rules live at the bottom of src/.' });
   return { files, banned };
 });
 

@@ -4,7 +4,7 @@
 // selects kubernetes.io/os=linux, which the kubelet sets and fake nodes lack). So: refuse to start while a
 // DaemonSet would select them, and delete them however the bench ends.
 import * as k8s from '@kubernetes/client-node';
-import { selectorFor } from '../src/kube/label-selector.js';
+import { selectorFor } from '../src/k8s/label-selector.js';
 
 /** A DaemonSet's pod template placement rules, as far as a node's labels decide them. */
 type Placement = Pick<k8s.V1PodSpec, 'nodeSelector' | 'affinity'>;

@@ -24,12 +24,12 @@
 import * as childProcess from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
-import { FleetAgent, FLEET_DEFAULTS } from '../src/fleet/fleet-agent.js';
-import { KubeFleetApi, turnKey, type FleetApi, type PrewarmFollower, type SlotLease } from '../src/fleet/fleet-api.js';
-import type { FleetPuller, FleetPullOutcome } from '../src/fleet/fleet-puller.js';
-import type { ImagePrewarm, NodePrewarm } from '../src/fleet/types.js';
+import { FleetAgent, FLEET_DEFAULTS } from '../src/controllers/image-prewarm/fleet-agent.js';
+import { KubeFleetApi, turnKey, type FleetApi, type PrewarmFollower, type SlotLease } from '../src/controllers/image-prewarm/fleet-api.js';
+import type { FleetPuller, FleetPullOutcome } from '../src/controllers/image-prewarm/fleet-puller.js';
+import type { ImagePrewarm, NodePrewarm } from '../src/controllers/image-prewarm/types.js';
 import { systemClock } from '../src/clock.js';
-import { stableOrder } from '../src/fleet/node-order.js';
+import { stableOrder } from '../src/controllers/image-prewarm/node-order.js';
 import { withFakeNodes } from './fake-nodes.js';
 import { createLogger } from '../src/log.js';
 import { applyCrds, ensureNamespace, testKubeConfig } from '../test/support/kube-apply.js';

@@ -24,7 +24,7 @@ import { CriRuntime } from '../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
 import type { OperationView as Operation } from '../src/api/convert.js';
-import { apiStatusCode } from '../src/kube/api-error.js';
+import { apiStatusCode } from '../src/k8s/api-error.js';
 import { launchAgent, type LaunchedAgent } from './agent-launch.js';
 import { traceSummary } from './trace-summary.js';
 

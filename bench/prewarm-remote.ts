@@ -17,7 +17,7 @@ import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../src/fleet/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../src/controllers/image-prewarm/types.js';
 import { CriClient } from '../src/runtime/cri/client.js';
 import { startAgent, type AgentProcess } from '../test/support/agent-process.js';
 import { deleteNodes, ensureNode } from '../test/support/kube-apply.js';

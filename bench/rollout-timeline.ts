@@ -12,9 +12,9 @@
 // median over the pods of each step's time after "created", and the median gaps to the next pod's creation.
 import { Watch, type KubeConfig, type KubernetesObject, type V1EndpointSlice, type V1Pod } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../src/kube/ready-condition.js';
-import type { ContainerRestart } from '../src/kube/container-restart/types.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../src/fleet/types.js';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout } from '../src/rollout/types.js';
+import type { ContainerRestart } from '../src/controllers/container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../src/controllers/image-prewarm/types.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout } from '../src/controllers/rollout/types.js';
 
 /** The per-pod steps, in the order they normally happen. */
 export const POD_STEPS = [

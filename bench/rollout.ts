@@ -24,7 +24,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../src/rollout/types.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../src/controllers/rollout/types.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { holdFleetRbac } from '../test/support/fleet-rbac-hold.js';
 import { buildLayer, seededBytes } from '../test/support/registry-images.js';

@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { AppsV1Api, CoreV1Api, KubeConfig, PatchStrategy, setHeaderOptions, type V1Deployment, type V1Pod } from '@kubernetes/client-node';
 import { AgentClient } from '../src/api/client.js';
 import { isTerminal } from '../src/engine/operation.js';
-import { ContainerRestartApi } from '../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../src/controllers/container-restart/api.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../test/support/container-restarts.js';
 import { retag } from '../test/support/registry-retag.js';

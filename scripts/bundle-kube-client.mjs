@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// After tsc: replaces dist/src/kube/client.js (a re-export of @kubernetes/client-node) with one minified ESM
+// After tsc: replaces dist/src/k8s/client.js (a re-export of @kubernetes/client-node) with one minified ESM
 // bundle of the library and its dependencies, so that node loads one module instead of about a thousand (the
 // library's own files, one per API and model). The library's code is unchanged; only how it is loaded.
 import { build } from 'esbuild';
@@ -8,7 +8,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const out = path.join(root, 'dist', 'src', 'kube', 'client.js');
+const out = path.join(root, 'dist', 'src', 'k8s', 'client.js');
 
 await build({
   stdin: { contents: "export * from '@kubernetes/client-node';", resolveDir: root, loader: 'js' },

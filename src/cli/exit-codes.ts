@@ -2,7 +2,7 @@
 // error to a status, and (checked by test/unit/docs-exit-codes.test.ts) README's and docs/reference.md's tables come.
 import { asAgentError } from '../errors.js';
 import { ClientReasons } from '../api/operation-states.js';
-import { isCredentialsRefused } from '../kube/api-error.js';
+import { isCredentialsRefused } from '../k8s/api-error.js';
 import { UsageError } from './args.js';
 import { PrewarmUsageError } from './prewarm-command.js';
 import { RolloutUsageError } from './rollout-command.js';

@@ -1,12 +1,12 @@
 // Follows one ContainerRestart until it finishes: a watch on that object alone, started again (after reading
 // the object) whenever it ends before the object does, so an API server restart only delays the outcome.
-import { Watch } from '../kube/client.js';
+import { Watch } from '../k8s/client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { Backoff } from '../backoff.js';
-import { apiStatusCode } from '../kube/api-error.js';
-import { containerRestartPath, type ContainerRestartApi } from '../kube/container-restart/api.js';
-import { isFinished, type ContainerRestart } from '../kube/container-restart/types.js';
+import { apiStatusCode } from '../k8s/api-error.js';
+import { containerRestartPath, type ContainerRestartApi } from '../controllers/container-restart/api.js';
+import { isFinished, type ContainerRestart } from '../controllers/container-restart/types.js';
 
 type Event = { obj?: ContainerRestart; deleted?: boolean; end?: true; err?: unknown };
 

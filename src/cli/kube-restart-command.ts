@@ -3,10 +3,10 @@
 import { systemClock } from '../clock.js';
 import { AgentError } from '../errors.js';
 import { loadTarget, namespaceOf } from './kube-target.js';
-import { ContainerRestartApi } from '../kube/container-restart/api.js';
+import { ContainerRestartApi } from '../controllers/container-restart/api.js';
 import { followContainerRestart } from './follow-container-restart.js';
 import { operationView, type OperationRecord } from './operation-view.js';
-import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, refusal, type ContainerRestart } from '../kube/container-restart/types.js';
+import { CR_GROUP, CR_KIND, CR_VERSION, isFinished, refusal, type ContainerRestart } from '../controllers/container-restart/types.js';
 import { restartSummary } from './render.js';
 import { structured, type OutputFormat } from './output.js';
 import { ProgressPrinter } from './progress.js';

@@ -17,7 +17,7 @@ export interface KubeTarget {
 /** The client configuration for target (loaded lazily: the Kubernetes client is large); InvalidArgument when there is none. */
 export async function loadTarget(target: KubeTarget): Promise<KubeConfig> {
   const timeoutMs = requestTimeoutMs(target.requestTimeout ?? '30s');
-  const { loadKubeConfig } = await import('../kube/kubeconfig.js');
+  const { loadKubeConfig } = await import('../k8s/kubeconfig.js');
   const kc = loadKubeConfig({ kubeconfig: target.kubeconfig, context: target.context });
   if (!kc) throw new AgentError('InvalidArgument', 'no Kubernetes API configured: give --kubeconfig, set $KUBECONFIG, create ~/.kube/config, or run in a cluster');
   return limitKubeRequests(kc, timeoutMs);

@@ -1,9 +1,9 @@
 // `kubectl inplace pods`: pods from the API server with their containers (by name) and, per pod, the newest
 // ContainerRestart that names it; loaded only when the command runs (the Kubernetes client is large).
-import { CoreV1Api, type V1Pod } from '../kube/client.js';
-import { kubeError } from '../kube/api-error.js';
-import { ContainerRestartApi } from '../kube/container-restart/api.js';
-import type { ContainerRestart } from '../kube/container-restart/types.js';
+import { CoreV1Api, type V1Pod } from '../k8s/client.js';
+import { kubeError } from '../k8s/api-error.js';
+import { ContainerRestartApi } from '../controllers/container-restart/api.js';
+import type { ContainerRestart } from '../controllers/container-restart/types.js';
 import { loadTarget, namespaceOf, type KubeTarget } from './kube-target.js';
 import { table } from './render.js';
 

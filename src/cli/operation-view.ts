@@ -1,6 +1,6 @@
 // A ContainerRestart seen as the agent's operation record, so inplacectl prints it as it prints an RPC restart.
 import type { operationToWire } from '../api/convert.js';
-import type { ContainerRestart } from '../kube/container-restart/types.js';
+import type { ContainerRestart } from '../controllers/container-restart/types.js';
 
 /** The agent's operation record, as the API's operationToWire takes it. */
 export type OperationRecord = Parameters<typeof operationToWire>[0];

@@ -17,7 +17,7 @@ let dumpYaml: ((value: unknown, opts?: { lineWidth?: number }) => string) | unde
 
 /** Loads the YAML writer when format is yaml; call before structured() with yaml. */
 export async function prepareOutput(format: string | undefined): Promise<void> {
-  if (format === 'yaml' && !dumpYaml) dumpYaml = (await import('../kube/client.js')).dumpYaml;
+  if (format === 'yaml' && !dumpYaml) dumpYaml = (await import('../k8s/client.js')).dumpYaml;
 }
 
 /** value as the format writes it (json: indented; yaml: one document), without the final newline. */

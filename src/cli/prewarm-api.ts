@@ -1,13 +1,13 @@
 // The API server calls of `inplacectl prewarm`, in a module of their own so that inplacectl loads the Kubernetes
 // client only when a prewarm command runs.
-import * as k8s from '../kube/client.js';
+import * as k8s from '../k8s/client.js';
 import { systemClock } from '../clock.js';
-import { KubeFleetApi } from '../fleet/fleet-api.js';
-import { kubeError } from '../kube/api-error.js';
-import { selfRequester } from '../kube/requester.js';
-import { summarize } from '../fleet/summary.js';
-import { targetedNodes } from '../fleet/targets.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from '../fleet/types.js';
+import { KubeFleetApi } from '../controllers/image-prewarm/fleet-api.js';
+import { kubeError } from '../k8s/api-error.js';
+import { selfRequester } from '../k8s/requester.js';
+import { summarize } from '../controllers/image-prewarm/summary.js';
+import { targetedNodes } from '../controllers/image-prewarm/targets.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm, type ImagePrewarmStatus, type NodePrewarm } from '../controllers/image-prewarm/types.js';
 
 /** A prewarm's live status: summed up from the per-node records now. */
 export async function liveStatus(kc: k8s.KubeConfig, name: string): Promise<{ prewarm: ImagePrewarm; status: ImagePrewarmStatus; nodes: Record<string, string> }> {

@@ -6,8 +6,8 @@ import { collect } from './args.js';
 import { loadTarget, type KubeTarget } from './kube-target.js';
 import { structured, type OutputFormat } from './output.js';
 import { parseImageRef } from '../image-ref.js';
-import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../fleet/types.js';
-import type { KubeConfig } from '../kube/client.js';
+import { FLEET_GROUP, FLEET_VERSION, type ImagePrewarmSpec, type ImagePrewarmStatus } from '../controllers/image-prewarm/types.js';
+import type { KubeConfig } from '../k8s/client.js';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
 export class PrewarmUsageError extends Error {}

@@ -6,7 +6,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { durationFlagMs, formatDuration } from '../duration.js';
 import { AgentError, asAgentError } from '../errors.js';
 import { UsageError } from './args.js';
-import { limitRequests } from '../kube/request-deadline.js';
+import { limitRequests } from '../k8s/request-deadline.js';
 
 /** The default, as a duration flag takes it. */
 export const DEFAULT_REQUEST_TIMEOUT = '30s';

@@ -6,7 +6,7 @@ import { durationFlagMs } from '../duration.js';
 import { MIN_WATCH_INTERVAL_MS } from './prewarm-command.js';
 import { loadTarget, namespaceOf, type KubeTarget } from './kube-target.js';
 import { structured, type OutputFormat } from './output.js';
-import type { InPlaceRollout } from '../rollout/types.js';
+import type { InPlaceRollout } from '../controllers/rollout/types.js';
 import { renderHistory, undoTarget } from './rollout-history.js';
 
 /** Bad usage (exit 2): thrown as this so main maps it. */
@@ -51,8 +51,8 @@ async function access(g: RolloutGlobals, namespace: string | undefined) {
   } catch (err) {
     throw new RolloutUsageError((err as Error).message);
   }
-  const { KubeRolloutApi } = await import('../rollout/rollout-api.js');
-  const { KubeDeploymentApi } = await import('../rollout/workloads/deployment-api.js');
+  const { KubeRolloutApi } = await import('../controllers/rollout/rollout-api.js');
+  const { KubeDeploymentApi } = await import('../controllers/rollout/workloads/deployment-api.js');
   // -n of the subcommand, else kubectl-inplace's global -n, else the context's.
   const ns = namespaceOf(kc, { namespace: namespace ?? g.namespace });
   return { api: new KubeRolloutApi(kc, 'user'), deployments: new KubeDeploymentApi(kc), ns };
@@ -115,10 +115,10 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
       const { api, deployments, ns } = await access(g, o.namespace);
       const r = await api.getRollout(ns, name);
       if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
-      const { observe } = await import('../rollout/reconcile.js');
+      const { observe } = await import('../controllers/rollout/snapshot.js');
       const { input } = await observe(api, r, [r], Date.now(), deployments);
       if (!input.workload) throw new RolloutUsageError(`${r.spec.targetRef.kind} ${r.spec.targetRef.name} not found in namespace ${ns}`);
-      const { targetRevision } = await import('../rollout/revisions.js');
+      const { targetRevision } = await import('../controllers/rollout/revisions.js');
       const target = targetRevision(input.workload, input.revisions)?.hash;
       process.stdout.write(g.output === 'text' ? renderHistory(input.revisions, input.pods, target) + '\n' : structured(g.output, { target, revisions: input.revisions, pods: input.pods.map((p) => ({ name: p.name, revision: p.revisionHash })) }) + '\n');
     });
@@ -137,8 +137,8 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
       const rss = d ? await deployments.listReplicaSets(ns, d.spec?.selector?.matchLabels ?? {}) : [];
       let onNew = 0;
       if (d) {
-        const { observe } = await import('../rollout/reconcile.js');
-        const { targetRevision } = await import('../rollout/revisions.js');
+        const { observe } = await import('../controllers/rollout/snapshot.js');
+        const { targetRevision } = await import('../controllers/rollout/revisions.js');
         const { input } = await observe(api, r, [r], Date.now(), deployments);
         const target = input.workload ? targetRevision(input.workload, input.revisions) : undefined;
         const busy = new Set(input.restarts.filter((x) => x.revisionHash === target?.hash && (x.phase === 'Pending' || x.phase === 'Running')).map((x) => x.pod));

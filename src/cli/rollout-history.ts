@@ -2,11 +2,11 @@
 // its images and the pods that run it now (kubectl shows neither for pods updated in place); undo takes a held
 // Deployment back to the template its pods run, which `kubectl rollout undo` refuses (the hold paused it). Anywhere
 // else kubectl's own undo works in place, and undo says so rather than doing it a second way.
-import type { V1Deployment, V1ReplicaSet } from '../kube/client.js';
-import type { PodView, RevisionView } from '../rollout/plan-types.js';
-import type { PodTemplate } from '../rollout/template-diff.js';
-import { DEPLOYMENT_HOLD_ANNOTATION } from '../rollout/workloads/hold.js';
-import { withoutHash } from '../rollout/workloads/deployment-view.js';
+import type { V1Deployment, V1ReplicaSet } from '../k8s/client.js';
+import type { PodView, RevisionView } from '../controllers/rollout/plan-types.js';
+import type { PodTemplate } from '../controllers/rollout/template-diff.js';
+import { DEPLOYMENT_HOLD_ANNOTATION } from '../controllers/rollout/workloads/hold.js';
+import { withoutHash } from '../controllers/rollout/workloads/deployment-view.js';
 
 /** The revisions, oldest first, each with its images and the pods running it; `target` marks the one being rolled out. */
 export function renderHistory(revisions: RevisionView[], pods: PodView[], target?: string): string {

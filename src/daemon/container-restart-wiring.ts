@@ -4,15 +4,15 @@ import type { Logger } from '../log.js';
 import type { Engine } from '../engine/engine.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { KubeMode } from '../kube/kube-mode.js';
-import type { ContainerRestartMetrics } from '../kube/container-restart/metrics.js';
-import { ContainerRestartApi } from '../kube/container-restart/api.js';
-import { ContainerRestartController } from '../kube/container-restart/controller.js';
-import { podIsHere } from '../kube/container-restart/pod-here.js';
-import { SubjectAccessReviewer } from '../kube/access-review.js';
-import { KubeServiceAccounts } from '../kube/requester-alive.js';
-import { ImpersonatedDryRun } from '../kube/admission-as-requester.js';
-import type { V1Pod } from '../kube/client.js';
-import { selfPod } from '../kube/self-pod.js';
+import type { ContainerRestartMetrics } from '../controllers/container-restart/metrics.js';
+import { ContainerRestartApi } from '../controllers/container-restart/api.js';
+import { ContainerRestartController } from '../controllers/container-restart/controller.js';
+import { podIsHere } from '../controllers/container-restart/pod-here.js';
+import { SubjectAccessReviewer } from '../k8s/access-review.js';
+import { KubeServiceAccounts } from '../controllers/container-restart/requester-alive.js';
+import { ImpersonatedDryRun } from '../controllers/container-restart/admission-as-requester.js';
+import type { V1Pod } from '../k8s/client.js';
+import { selfPod } from '../k8s/self-pod.js';
 import type { DaemonOptions } from './options.js';
 
 /** The started controller for this node. */

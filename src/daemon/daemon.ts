@@ -21,14 +21,14 @@ import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
 import { agentIdentity } from './agent-identity.js';
 import { recoveryMetrics } from './recovery-metrics.js';
-import { Prewarmer } from './prewarm.js';
+import { Prewarmer } from './image-list-warmer.js';
 import { startHttpEndpoints, type HttpEndpoints } from './http-endpoints.js';
 import { RuntimeLiveness } from './runtime-liveness.js';
 import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
-import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../kube/kubeconfig-source.js';
-import { KUBE_REQUEST_DEADLINE } from '../kube/request-deadline.js';
+import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../k8s/kubeconfig-source.js';
+import { KUBE_REQUEST_DEADLINE } from '../k8s/request-deadline.js';
 import type { KubeMode } from '../kube/kube-mode.js';
 
 /**

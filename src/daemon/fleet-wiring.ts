@@ -1,13 +1,13 @@
 // Starts the fleet pre-warm when the agent runs in Kubernetes mode (a kubeconfig and a node name).
-import type { KubeConfig } from '../kube/client.js';
+import type { KubeConfig } from '../k8s/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { FleetAgent, FLEET_DEFAULTS } from '../fleet/fleet-agent.js';
-import { KubeFleetApi } from '../fleet/fleet-api.js';
-import { NodeFleetPuller } from '../fleet/fleet-puller.js';
-import type { PrewarmMetrics } from '../fleet/prewarm-metrics.js';
-import { PrewarmPins } from '../fleet/prewarm-pins.js';
-import { SubjectAccessReviewer } from '../kube/access-review.js';
+import { FleetAgent, FLEET_DEFAULTS } from '../controllers/image-prewarm/fleet-agent.js';
+import { KubeFleetApi } from '../controllers/image-prewarm/fleet-api.js';
+import { NodeFleetPuller } from '../controllers/image-prewarm/fleet-puller.js';
+import type { PrewarmMetrics } from '../controllers/image-prewarm/prewarm-metrics.js';
+import { PrewarmPins } from '../controllers/image-prewarm/prewarm-pins.js';
+import { SubjectAccessReviewer } from '../k8s/access-review.js';
 import type { PullService } from '../pull/types.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { DaemonOptions } from './options.js';

@@ -4,10 +4,10 @@
 import diagnostics from 'node:diagnostics_channel';
 import type { ClientRequest, IncomingMessage } from 'node:http';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { ContainerRestartMetrics } from '../kube/container-restart/metrics.js';
+import type { ContainerRestartMetrics } from '../controllers/container-restart/metrics.js';
 import type { DrainMetrics } from '../kube/drain-metrics.js';
-import { kubeVerb } from '../kube/request-verb.js';
-import type { PrewarmMetrics } from '../fleet/prewarm-metrics.js';
+import { kubeVerb } from '../k8s/request-verb.js';
+import type { PrewarmMetrics } from '../controllers/image-prewarm/prewarm-metrics.js';
 
 /** The metrics of Kubernetes mode, as the parts that report them take them. */
 export interface KubeMetrics {

@@ -1,5 +1,5 @@
 // The daemon's settings: command-line flags, each also settable as INPLACE_AGENT_<FLAG> in the environment.
-import { DEFAULT_LEASE_NAMESPACE } from '../fleet/types.js';
+import { DEFAULT_LEASE_NAMESPACE } from '../controllers/image-prewarm/types.js';
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { durationFlagMs } from '../duration.js';

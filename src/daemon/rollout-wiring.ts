@@ -1,13 +1,13 @@
 // Starts the rollout coordinator when the agent runs in Kubernetes mode (a kubeconfig and a node name).
-import type { KubeConfig } from '../kube/client.js';
+import type { KubeConfig } from '../k8s/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { KubeLease } from '../kube/kube-lease.js';
-import { COORDINATION, COORDINATION_LEASE, COORDINATOR_DEFAULTS, RolloutCoordinator } from '../rollout/coordinator.js';
-import { KubeRolloutApi } from '../rollout/rollout-api.js';
-import { KubeDeploymentApi } from '../rollout/workloads/deployment-api.js';
-import { kubeLists, RolloutCache } from '../rollout/rollout-cache.js';
-import { followerDeps } from '../kube/list-follower.js';
+import { KubeLease } from '../k8s/kube-lease.js';
+import { COORDINATION, COORDINATION_LEASE, COORDINATOR_DEFAULTS, RolloutCoordinator } from '../controllers/rollout/coordinator.js';
+import { KubeRolloutApi } from '../controllers/rollout/rollout-api.js';
+import { KubeDeploymentApi } from '../controllers/rollout/workloads/deployment-api.js';
+import { kubeLists, RolloutCache } from '../controllers/rollout/rollout-cache.js';
+import { followerDeps } from '../k8s/list-follower.js';
 import type { DaemonOptions } from './options.js';
 
 /** The started coordinator for this node; undefined when rollouts are turned off. */

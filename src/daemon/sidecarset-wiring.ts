@@ -1,11 +1,11 @@
 // Starts the SidecarSet coordinator when the agent runs in Kubernetes mode with rollouts on (a kubeconfig and a
 // node name): one agent of the DaemonSet at a time upgrades the SidecarSets' sidecars in place.
-import type { KubeConfig } from '../kube/client.js';
+import type { KubeConfig } from '../k8s/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { KubeLease } from '../kube/kube-lease.js';
-import { SIDECAR_COORDINATION, SIDECAR_COORDINATION_LEASE, SIDECAR_COORDINATOR_DEFAULTS, SidecarSetCoordinator } from '../sidecarset/coordinator.js';
-import { KubeSidecarSetApi } from '../sidecarset/sidecarset-api.js';
+import { KubeLease } from '../k8s/kube-lease.js';
+import { SIDECAR_COORDINATION, SIDECAR_COORDINATION_LEASE, SIDECAR_COORDINATOR_DEFAULTS, SidecarSetCoordinator } from '../controllers/sidecarset/coordinator.js';
+import { KubeSidecarSetApi } from '../controllers/sidecarset/sidecarset-api.js';
 import type { DaemonOptions } from './options.js';
 
 /** The started coordinator for this node (agentId names it in the Lease); undefined when rollouts are turned off. */

@@ -101,7 +101,7 @@ export interface ImagePull {
 
 /**
  * What a caller asked for. A strategy may read fields of its own that its caller adds (the kubelet's:
- * src/kube/kubelet/options.ts); the journal keeps them with the rest.
+ * src/kube/kubelet/steps.ts); the journal keeps them with the rest.
  */
 export interface RestartRequest {
   /** Pod as given: ns/name, sandbox id or prefix, docker/<name>. */

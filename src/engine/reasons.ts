@@ -43,7 +43,7 @@ export const RefusalReasons = {
   AdmissionRefused: 'AdmissionRefused',
   /** The request names an option this agent does not implement. */
   Unsupported: 'UnsupportedRequest',
-  /** The request's creator may not do what it asks (kube/access-review.ts). */
+  /** The request's creator may not do what it asks (k8s/access-review.ts). */
   Forbidden: 'Forbidden',
   /** The agent has no record of an operation it had taken (its journal was lost); it is not run again. */
   JournalLost: 'OperationRecordLost',

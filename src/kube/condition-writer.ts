@@ -2,13 +2,13 @@
 // the condition says something else. The writes to one pod run one after another in the order they were asked
 // for, so a caller may go on without waiting for one (a restart does not wait for its Restarting write) and a
 // later write still lands after it. An API server that is briefly away is tried again.
-import type { V1Pod } from './client.js';
+import type { V1Pod } from '../k8s/client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import { backoffDelay } from '../backoff.js';
 import { retry } from '../retry.js';
 import type { Logger } from '../log.js';
-import type { KubeApi } from './kube-api.js';
+import type { KubeApi } from '../k8s/kube-api.js';
 import { conditionPatch, type ConditionWant } from './ready-condition.js';
 
 /** Tries of one write when the API server is unavailable. */

@@ -1,7 +1,7 @@
 // Reads one container's status, as the kubelet reports it through the API server, relative to the instance
 // the agent replaced: is the next instance up, crashed, held in the kubelet's restart back-off (and until when),
 // or failing to be created (image pull errors)?
-import type { V1ContainerStatus, V1Pod } from './client.js';
+import type { V1ContainerStatus, V1Pod } from '../k8s/client.js';
 
 /** What the API server shows of a container the agent is replacing. */
 export type Observation =

@@ -1,6 +1,6 @@
 // Kubernetes mode, assembled: this node's pods watched, the readiness-gate condition kept, and the kubelet
 // restart strategy the engine uses for kubelet-managed containers.
-import { CoreV1Api, type KubeConfig } from './client.js';
+import { CoreV1Api, type KubeConfig } from '../k8s/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
 import type { Runtime } from '../runtime/runtime.js';
@@ -10,9 +10,9 @@ import { Drainer } from './drain/drainer.js';
 import { KubeProxyMetrics } from './drain/kube-proxy-metrics.js';
 import { watchedSlices } from './drain/slice-feed.js';
 import type { DrainMetrics } from './drain-metrics.js';
-import { ClientKubeApi, type KubeApi } from './kube-api.js';
+import { ClientKubeApi, type KubeApi } from '../k8s/kube-api.js';
 import { KubeletStrategy } from './kubelet/strategy.js';
-import { followerDeps } from './list-follower.js';
+import { followerDeps } from '../k8s/list-follower.js';
 import { NodePods } from './node-pods.js';
 import { PodEvents } from './pod-events.js';
 import { ReadyGates } from './ready-gates.js';

@@ -1,9 +1,9 @@
 // This node's pods as the API server sees them: the follower (list-follower.ts) of `spec.nodeName=NODE`.
 import { EventEmitter } from 'node:events';
-import type { CoreV1Api, V1Pod } from './client.js';
+import type { CoreV1Api, V1Pod } from '../k8s/client.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import { Follower, type FollowerDeps } from './list-follower.js';
+import { Follower, type FollowerDeps } from '../k8s/list-follower.js';
 
 /** First delay before the watch is started again after a failure, ms (doubling up to MAX_BACKOFF_MS). */
 const INITIAL_BACKOFF_MS = 500;

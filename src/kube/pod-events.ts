@@ -4,11 +4,11 @@
 // events of one pod are written one after another in the order they were recorded, so a caller need not wait
 // for a write (a restart does not wait on its events) to keep them in order.
 import { randomBytes } from 'node:crypto';
-import type { CoreV1Event, V1Pod } from './client.js';
+import type { CoreV1Event, V1Pod } from '../k8s/client.js';
 import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Logger } from '../log.js';
-import type { KubeApi } from './kube-api.js';
+import type { KubeApi } from '../k8s/kube-api.js';
 
 /**
  * Fixed reasons of Normal events. A Warning event about a failed restart carries the failure's own reason (a

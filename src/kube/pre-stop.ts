@@ -5,7 +5,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import type { V1Container, V1LifecycleHandler } from './client.js';
+import type { V1Container, V1LifecycleHandler } from '../k8s/client.js';
 import { AgentError } from '../errors.js';
 import { RefusalReasons } from '../engine/reasons.js';
 import type { Clock } from '../clock.js';

@@ -1,7 +1,7 @@
 // The agent's Pod condition `inplace-agent.io/ready`: what it says while the agent works on a pod and after,
 // and the pods/status patch that writes it. The patch touches this one condition (conditions merge by type),
 // keeps lastTransitionTime when the status does not change, and carries the pod's generation.
-import type { V1Pod, V1PodCondition } from './client.js';
+import type { V1Pod, V1PodCondition } from '../k8s/client.js';
 
 /** The condition type; a pod lists it in spec.readinessGates to be kept out of Services while restarted. */
 export const READY_CONDITION = 'inplace-agent.io/ready';

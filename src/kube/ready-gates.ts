@@ -1,6 +1,6 @@
 // A pod that lists `inplace-agent.io/ready` in its readinessGates never becomes Ready until someone sets the
 // condition. The agent sets it True (reason Ready) on every pod of its node that gates on it and lacks it.
-import type { V1Pod } from './client.js';
+import type { V1Pod } from '../k8s/client.js';
 import type { Logger } from '../log.js';
 import type { ConditionWriter } from './condition-writer.js';
 import { ConditionReasons, currentCondition, gatesOnCondition } from './ready-condition.js';

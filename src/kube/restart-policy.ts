@@ -2,7 +2,7 @@
 // agent restarts a kubelet-managed container only through the kubelet, so it refuses, before touching anything,
 // what the kubelet would leave down. A container's own restartPolicy and restartPolicyRules (KEP-5307) override
 // the pod's; sidecars (init containers with restartPolicy Always) restart whatever the pod's policy.
-import type { V1Container, V1ContainerRestartRule, V1Pod } from './client.js';
+import type { V1Container, V1ContainerRestartRule, V1Pod } from '../k8s/client.js';
 
 /** Exit codes a container stopped with SIGTERM (then SIGKILL) may end with: a clean exit, TERM, KILL. */
 const STOP_EXIT_CODES = [0, 143, 137];

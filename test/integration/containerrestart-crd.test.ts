@@ -4,8 +4,8 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { AgentError } from '../../src/errors.js';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
-import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
+import type { ContainerRestart } from '../../src/controllers/container-restart/types.js';
 import { kubeBinDir } from '../support/private-apiserver.js';
 import { applyCrd, createNamespace, deleteNamespace, testCluster, type TestCluster } from '../support/kube-cluster.js';
 

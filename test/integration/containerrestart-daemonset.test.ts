@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig, Watch, type CoreV1Event, type V1Pod } from '@kubernetes/client-node';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { imageMatches } from '../../src/image-ref.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';

@@ -5,9 +5,9 @@
 import assert from 'node:assert/strict';
 import { AuthorizationV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
-import { claimedStatus } from '../../src/kube/container-restart/status.js';
-import { CR_GROUP, CR_PLURAL } from '../../src/kube/container-restart/types.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
+import { claimedStatus } from '../../src/controllers/container-restart/status.js';
+import { CR_GROUP, CR_PLURAL } from '../../src/controllers/container-restart/types.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';

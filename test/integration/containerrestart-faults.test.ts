@@ -9,7 +9,7 @@ import path from 'node:path';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { AgentClient } from '../../src/api/client.js';
 import { isTerminal } from '../../src/engine/operation.js';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { CriPodFixture } from '../testbed/cri-pods.js';
 import type { TestPod } from '../testbed/pod-fixture.js';

@@ -3,7 +3,7 @@
 // `inplacectl --kubeconfig` drives an image change without touching the node.
 import assert from 'node:assert/strict';
 import { CoreV1Api, KubeConfig, type KubernetesObject, type V1Pod } from '@kubernetes/client-node';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';

@@ -5,8 +5,8 @@
 // The images are this suite's own, in a private registry, so no other test sees the labels.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { PrewarmPins } from '../../src/fleet/prewarm-pins.js';
-import type { ImagePrewarm } from '../../src/fleet/types.js';
+import { PrewarmPins } from '../../src/controllers/image-prewarm/prewarm-pins.js';
+import type { ImagePrewarm } from '../../src/controllers/image-prewarm/types.js';
 import { ContainerdClient } from '../../src/runtime/containerd/client.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { PINNED_LABEL } from '../../src/runtime/cri/pin-image.js';

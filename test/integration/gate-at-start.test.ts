@@ -6,7 +6,7 @@
 // at the start).
 import assert from 'node:assert/strict';
 import { CoreV1Api, KubeConfig, Watch, type V1Pod } from '@kubernetes/client-node';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { CriRuntime } from '../../src/runtime/cri/cri-runtime.js';
 import { kubeEnv } from '../testbed/kube-env.js';

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { daemonSetAgent } from '../support/daemonset-agent.js';

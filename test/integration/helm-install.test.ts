@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { AppsV1Api, type CoreV1Api, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
 import { AGENT_DS, daemonSetAgent } from '../support/daemonset-agent.js';

@@ -10,12 +10,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL } from '../../src/fleet/types.js';
-import { ownedBy } from '../../src/rollout/ownership.js';
-import { restartName } from '../../src/rollout/plan.js';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/rollout/types.js';
-import { SCS_GROUP, SCS_PLURAL, SCS_VERSION } from '../../src/sidecarset/types.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL } from '../../src/controllers/image-prewarm/types.js';
+import { ownedBy } from '../../src/controllers/rollout/ownership.js';
+import { restartName } from '../../src/controllers/rollout/plan.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/controllers/rollout/types.js';
+import { SCS_GROUP, SCS_PLURAL, SCS_VERSION } from '../../src/controllers/sidecarset/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { applyCrds, deleteNodes, ensureNode } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';

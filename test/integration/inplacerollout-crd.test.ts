@@ -5,11 +5,11 @@
 // status, cut by the agent's own boundStatus, is one the status subresource takes.
 import assert from 'node:assert/strict';
 import { CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../../src/kube/container-restart/types.js';
-import { restartName } from '../../src/rollout/plan.js';
-import { restartObject } from '../../src/rollout/reconcile.js';
-import { boundStatus, MAX_FAILURES, MAX_PODS_IN_FLIGHT, MAX_STATUS_TEXT } from '../../src/rollout/status-bounds.js';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutStatus } from '../../src/rollout/types.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../../src/controllers/container-restart/types.js';
+import { restartName } from '../../src/controllers/rollout/plan.js';
+import { restartObject } from '../../src/controllers/rollout/reconcile.js';
+import { boundStatus, MAX_FAILURES, MAX_PODS_IN_FLIGHT, MAX_STATUS_TEXT } from '../../src/controllers/rollout/status-bounds.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutStatus } from '../../src/controllers/rollout/types.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace, testCluster, type TestCluster } from '../support/kube-cluster.js';
 

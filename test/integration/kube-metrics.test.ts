@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
+import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { startAgent, type AgentProcess } from '../support/agent-process.js';

@@ -10,11 +10,11 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, KubeConfig, type KubernetesListObject, type KubernetesObject } from '../../src/kube/client.js';
+import { CoreV1Api, KubeConfig, type KubernetesListObject, type KubernetesObject } from '../../src/k8s/client.js';
 import { systemClock } from '../../src/clock.js';
 import { AgentError } from '../../src/errors.js';
-import { Follower, followerDeps, type FollowFailure } from '../../src/kube/list-follower.js';
-import { limitRequests } from '../../src/kube/request-deadline.js';
+import { Follower, followerDeps, type FollowFailure } from '../../src/k8s/list-follower.js';
+import { limitRequests } from '../../src/k8s/request-deadline.js';
 import { withCallDeadlines } from '../../src/runtime/call-deadline.js';
 
 const dist = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src');

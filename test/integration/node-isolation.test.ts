@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../../src/kube/container-restart/types.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../../src/fleet/types.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../../src/controllers/container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../../src/controllers/image-prewarm/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart } from '../support/container-restarts.js';
 import { daemonSetAgent, AGENT_DS } from '../support/daemonset-agent.js';

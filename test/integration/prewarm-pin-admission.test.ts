@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../../src/fleet/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, type ImagePrewarm } from '../../src/controllers/image-prewarm/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';

@@ -7,11 +7,11 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { KubeConfig, KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
-import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
-import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
-import { DEPLOYMENT_REASON } from '../../src/rollout/workloads/deployment-view.js';
-import { historyName } from '../../src/rollout/workloads/history.js';
+import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
+import { DEPLOYMENT_REASON } from '../../src/controllers/rollout/workloads/deployment-view.js';
+import { historyName } from '../../src/controllers/rollout/workloads/history.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { deleteNamespace } from '../support/kube-cluster.js';
 import { applyDeployFiles, deployObjects, until } from '../support/kube-users.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
-import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from '../../src/rollout/workloads/hold.js';
+import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { deleteNamespace } from '../support/kube-cluster.js';
 import { TRAP_TERM_APP } from '../support/kube-web-pod.js';

@@ -14,12 +14,12 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoordinationV1Api, CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions, Watch, type V1Container, type V1Pod, type V1PodSpec } from '@kubernetes/client-node';
-import { apiStatusCode } from '../../src/kube/api-error.js';
+import { apiStatusCode } from '../../src/k8s/api-error.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
-import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm, type NodePrewarmEntry } from '../../src/fleet/types.js';
-import { prewarmName } from '../../src/rollout/plan.js';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/rollout/types.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm, type NodePrewarmEntry } from '../../src/controllers/image-prewarm/types.js';
+import { prewarmName } from '../../src/controllers/rollout/plan.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/controllers/rollout/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
@@ -543,7 +543,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
     const pw = prewarms.get(pwName);
     assert.ok(pw, `the ImagePrewarm ${pwName} of the rollout was seen`);
     assert.deepEqual(pw.spec.images, [next]);
-    // The coordinator goes on as soon as the nodes' own records say so (src/rollout/observe.ts), which may be
+    // The coordinator goes on as soon as the nodes' own records say so (src/controllers/rollout/observe.ts), which may be
     // before an agent has summed them up in the ImagePrewarm's status: the records are what is checked.
     const entries = nodeEntries.get(pwName) ?? new Map<string, NodePrewarmEntry>();
     assert.deepEqual([...entries.keys()].sort(), [...podNodes].sort(), 'each node of the pods pulled in the pre-warm');

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { ApiextensionsV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSet } from '../../src/sidecarset/types.js';
+import { SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSet } from '../../src/controllers/sidecarset/types.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { testCluster, type TestCluster } from '../support/kube-cluster.js';
 

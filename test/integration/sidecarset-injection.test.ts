@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { injectedAnnotation, SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSetSpec } from '../../src/sidecarset/types.js';
+import { injectedAnnotation, SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';

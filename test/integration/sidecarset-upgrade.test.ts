@@ -10,8 +10,8 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { SidecarReasons } from '../../src/sidecarset/plan.js';
-import type { SidecarSetSpec } from '../../src/sidecarset/types.js';
+import { SidecarReasons } from '../../src/controllers/sidecarset/plan.js';
+import type { SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';

@@ -1,6 +1,6 @@
 // Helpers of the ContainerRestart tests: objects to create and waits on their status.
-import type { ContainerRestartApi } from '../../src/kube/container-restart/api.js';
-import type { ContainerRestart, ContainerRestartSpec } from '../../src/kube/container-restart/types.js';
+import type { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
+import type { ContainerRestart, ContainerRestartSpec } from '../../src/controllers/container-restart/types.js';
 import { AgentError } from '../../src/errors.js';
 
 /** A ContainerRestart object named name in ns. */

@@ -1,7 +1,7 @@
 // The API server's watch for unit tests of the follower and its callers: each watch request is recorded and
 // left open until the test feeds it events or ends it. Integration tests use the real API server.
-import type { KubernetesObject } from '../../src/kube/client.js';
-import type { WatchSource } from '../../src/kube/list-follower.js';
+import type { KubernetesObject } from '../../src/k8s/client.js';
+import type { WatchSource } from '../../src/k8s/list-follower.js';
 
 /** One watch request the follower made, which the test ends or feeds. */
 export interface WatchCall {

@@ -8,7 +8,7 @@
 // run never removes them between another run's check and its use.
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
-import { apiStatusCode } from '../../src/kube/api-error.js';
+import { apiStatusCode } from '../../src/k8s/api-error.js';
 import { shippedObjects } from './kube-shipped-rbac.js';
 
 /** Where the hold Leases live: the agents' namespace, which deploy/ creates. */

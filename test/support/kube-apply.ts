@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
-import { apiStatusCode } from '../../src/kube/api-error.js';
+import { apiStatusCode } from '../../src/k8s/api-error.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');

@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
-import { apiStatusCode } from '../../src/kube/api-error.js';
+import { apiStatusCode } from '../../src/k8s/api-error.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The agent's ServiceAccount in deploy/serviceaccount.yaml. */

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { AppsV1Api, CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/rollout/types.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/controllers/rollout/types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace } from './kube-cluster.js';
 import { until } from './kube-users.js';

@@ -1,7 +1,7 @@
 // What the InPlaceRollout tests wait for on the shared cluster: the agents of the DaemonSet on every node, and a
 // rollout's decision as the coordinator writes it in the status.
 import { CoreV1Api, CustomObjectsApi, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/rollout/types.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/controllers/rollout/types.js';
 import { until } from './kube-users.js';
 
 /** The namespace of deploy/'s DaemonSet. */

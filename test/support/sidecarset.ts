@@ -1,9 +1,9 @@
 // What the SidecarSet tests do on the shared cluster: create one and wait until the injection policy sees it,
 // change its spec, list the ContainerRestarts it made, and wait for the coordinator's decision in its status.
 import * as k8s from '@kubernetes/client-node';
-import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { SIDECARSET_LABEL } from '../../src/sidecarset/sidecarset-api.js';
-import { injectedAnnotation, SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSet, type SidecarSetSpec } from '../../src/sidecarset/types.js';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { SIDECARSET_LABEL } from '../../src/controllers/sidecarset/sidecarset-api.js';
+import { injectedAnnotation, SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSet, type SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
 import { until } from './kube-test.js';
 
 /** The SidecarSet resource for CustomObjectsApi calls. */

@@ -1,7 +1,7 @@
-// The one rule from the API server's HTTP status to the agent's error kind (kube/api-error.ts), as every API client
+// The one rule from the API server's HTTP status to the agent's error kind (k8s/api-error.ts), as every API client
 // of the agent and of inplacectl applies it.
 import assert from 'node:assert/strict';
-import { apiStatusCode, isConflict, isCredentialsRefused, isForbidden, kindOfStatus, kubeCall, kubeError, UNAUTHORIZED_NOTE, USER_UNAUTHORIZED_NOTE } from '../../src/kube/api-error.js';
+import { apiStatusCode, isConflict, isCredentialsRefused, isForbidden, kindOfStatus, kubeCall, kubeError, UNAUTHORIZED_NOTE, USER_UNAUTHORIZED_NOTE } from '../../src/k8s/api-error.js';
 import { EXIT, exitStatusOf } from '../../src/cli/program.js';
 import { AgentError } from '../../src/errors.js';
 

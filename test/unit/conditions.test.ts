@@ -1,6 +1,6 @@
-// The one lastTransitionTime rule every computed status uses (src/kube/conditions.ts).
+// The one lastTransitionTime rule every computed status uses (src/k8s/conditions.ts).
 import assert from 'node:assert/strict';
-import { keepTransition } from '../../src/kube/conditions.js';
+import { keepTransition } from '../../src/k8s/conditions.js';
 
 describe('conditions: lastTransitionTime', () => {
   const prev = [

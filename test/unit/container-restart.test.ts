@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
 import type { Operation } from '../../src/engine/operation.js';
-import { restartRequestFor } from '../../src/kube/container-restart/request.js';
-import { claimedStatus, refusedStatus, sameStatus, statusFromOperation } from '../../src/kube/container-restart/status.js';
-import { MAX_CONFLICTS, writeStatus, type StatusApi } from '../../src/kube/container-restart/status-writer.js';
+import { restartRequestFor } from '../../src/controllers/container-restart/request.js';
+import { claimedStatus, refusedStatus, sameStatus, statusFromOperation } from '../../src/controllers/container-restart/status.js';
+import { MAX_CONFLICTS, writeStatus, type StatusApi } from '../../src/controllers/container-restart/status-writer.js';
 import { operationView } from '../../src/cli/operation-view.js';
 import { containerRestartFor } from '../../src/cli/kube-restart-command.js';
-import { refusal, type ContainerRestart, type ContainerRestartStatus } from '../../src/kube/container-restart/types.js';
+import { refusal, type ContainerRestart, type ContainerRestartStatus } from '../../src/controllers/container-restart/types.js';
 
 const defaults = { graceSeconds: 30, minReadyMs: 1000, timeoutMs: 600_000 };
 

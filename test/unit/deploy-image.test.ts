@@ -51,7 +51,7 @@ describe('the agent image: one recipe for deploy/Dockerfile and CI', function ()
       const want = ['package.json', ...files(path.join(REPO_ROOT, 'dist/src')).map((f) => `dist/src/${f}`), ...files(path.join(REPO_ROOT, 'proto')).map((f) => `proto/${f}`)].sort();
       assert.deepEqual(got, want);
       assert.ok(!got.some((f) => /^dist\/(test|bench|scripts)\//.test(f)));
-      assert.match(readFileSync(path.join(dest, 'dist/src/kube/client.js'), 'utf8').slice(0, 200), /__inplaceRequire/, 'the bundled client');
+      assert.match(readFileSync(path.join(dest, 'dist/src/k8s/client.js'), 'utf8').slice(0, 200), /__inplaceRequire/, 'the bundled client');
       for (const bin of ['dist/src/daemon/main.js', 'dist/src/cli/main.js']) assert.ok(statSync(path.join(dest, bin)).mode & 0o100, `${bin} executable`);
     } finally {
       rmSync(path.dirname(dest), { recursive: true, force: true });

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { CoreV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 import type { ContainerTarget, Operation } from '../../src/engine/operation.js';
-import type { KubeApi } from '../../src/kube/kube-api.js';
+import type { KubeApi } from '../../src/k8s/kube-api.js';
 import { DataPlane, type ProxyReader } from '../../src/kube/drain/data-plane.js';
 import { Drainer } from '../../src/kube/drain/drainer.js';
 import { readyOthers, servicesListing, slicesHolding } from '../../src/kube/drain/endpoints.js';

@@ -1,13 +1,13 @@
 // The fleet pre-warm's pure parts: the stable node order, the summary, who writes it, and create's flags.
 import assert from 'node:assert/strict';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
-import { rankKey, seedsOf, stableOrder } from '../../src/fleet/node-order.js';
-import { isSummarizer, sameSummary, summarize } from '../../src/fleet/summary.js';
-import { seedCheckEvery, waitsForSeeds } from '../../src/fleet/node-part.js';
-import { chainMove, chainPlace, type ChainState } from '../../src/fleet/slot-chain.js';
-import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/fleet/types.js';
-import { nodePhase } from '../../src/fleet/types.js';
-import { PrewarmReasons } from '../../src/fleet/reasons.js';
+import { rankKey, seedsOf, stableOrder } from '../../src/controllers/image-prewarm/node-order.js';
+import { isSummarizer, sameSummary, summarize } from '../../src/controllers/image-prewarm/summary.js';
+import { seedCheckEvery, waitsForSeeds } from '../../src/controllers/image-prewarm/node-part.js';
+import { chainMove, chainPlace, type ChainState } from '../../src/controllers/image-prewarm/slot-chain.js';
+import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/controllers/image-prewarm/types.js';
+import { nodePhase } from '../../src/controllers/image-prewarm/types.js';
+import { PrewarmReasons } from '../../src/controllers/image-prewarm/reasons.js';
 import { Reasons } from '../../src/engine/reasons.js';
 
 const pw: ImagePrewarm = { metadata: { name: 'web', generation: 3 }, spec: { images: ['r/a:1'] } };

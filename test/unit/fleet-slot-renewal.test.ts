@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import type { SlotLease } from '../../src/fleet/fleet-api.js';
-import { renewWhilePulling, type SlotHold } from '../../src/fleet/slot-renewal.js';
+import type { SlotLease } from '../../src/controllers/image-prewarm/fleet-api.js';
+import { renewWhilePulling, type SlotHold } from '../../src/controllers/image-prewarm/slot-renewal.js';
 import { ManualClock, flush } from '../support/manual-timers.js';
 import { memoryLogger } from '../support/memory-logger.js';
 

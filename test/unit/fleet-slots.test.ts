@@ -1,8 +1,8 @@
 // The slot Lease steps of the hand-on order (slots.ts), on an in-memory Lease store with the API server's
 // optimistic concurrency: a create of an existing Lease and a write or delete at a stale resourceVersion get 409.
 import assert from 'node:assert/strict';
-import type { FleetApi, SlotLease } from '../../src/fleet/fleet-api.js';
-import { SlotClaimer } from '../../src/fleet/slots.js';
+import type { FleetApi, SlotLease } from '../../src/controllers/image-prewarm/fleet-api.js';
+import { SlotClaimer } from '../../src/controllers/image-prewarm/slots.js';
 import { ManualClock } from '../support/manual-timers.js';
 
 const conflict = () => Object.assign(new Error('conflict'), { code: 409 });

@@ -34,10 +34,14 @@ describe('import layering lint', function () {
     { file: 'src/runtime/cri/fixture.ts', code: "import { DockerRuntime } from '../docker/docker-runtime.js';\nexport const x = DockerRuntime;\n", says: /runtime\/cri\/ must not import runtime\/docker\// },
     { file: 'src/runtime/docker/fixture.ts', code: "import { CriRuntime } from '../cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /runtime\/docker\/ must not import runtime\/cri\// },
     { file: 'src/runtime/fixture.ts', code: "import { CriRuntime } from './cri/cri-runtime.js';\nexport const x = CriRuntime;\n", says: /runtime\/ must not import runtime\/cri\// },
-    { file: 'src/rollout/fixture.ts', code: "import { imageMatches } from '../kube/kubelet/verify.js';\nexport const x = imageMatches;\n", says: /rollout\/ must not import the kubelet strategy/ },
-    { file: 'src/rollout/fixture.ts', code: "import { ContainerRestartController } from '../kube/container-restart/controller.js';\nexport const x = ContainerRestartController;\n", says: /reaches the ContainerRestart controller only through/ },
-    { file: 'src/cli/fixture.ts', code: "import { operationView } from '../kube/container-restart/operation-view.js';\nexport const x = operationView;\n", says: /cli\/ reaches the ContainerRestart controller only through kube\/container-restart\/types\.ts \(and, for cli\/, its api\.ts\)\./ },
-    { file: 'src/fleet/fixture.ts', code: "import { Reasons } from '../engine/reasons.js';\nexport const x = Reasons;\n", says: /fleet\/ must not import engine\// },
+
+    { file: 'src/controllers/rollout/fixture.ts', code: "import { imageMatches } from '../../kube/kubelet/verify.js';\nexport const x = imageMatches;\n", says: /controllers\/rollout\/ must not import kube\// },
+    { file: 'src/controllers/rollout/fixture.ts', code: "import { ContainerRestartController } from '../container-restart/controller.js';\nexport const x = ContainerRestartController;\n", says: /controllers\/rollout\/ reaches controllers\/container-restart\/ only through its types.ts/ },
+    { file: 'src/controllers/rollout/workloads/fixture.ts', code: "import { FleetAgent } from '../../image-prewarm/fleet-agent.js';\nexport const x = FleetAgent;\n", says: /controllers\/rollout\/ reaches controllers\/image-prewarm\/ only through its types.ts, summary.ts/ },
+    { file: 'src/controllers/sidecarset/fixture.ts', code: "import { planRollout } from '../rollout/plan.js';\nexport const x = planRollout;\n", says: /controllers\/sidecarset\/ must not import controllers\/rollout\// },
+    { file: 'src/controllers/image-prewarm/fixture.ts', code: "import { Reasons } from '../../engine/reasons.js';\nexport const x = Reasons;\n", says: /controllers\/image-prewarm\/ must not import engine\// },
+    { file: 'src/k8s/fixture.ts', code: "import { NodePods } from '../kube/node-pods.js';\nexport const x = NodePods;\n", says: /k8s\/ must not import kube\// },
+    { file: 'src/cli/fixture.ts', code: "import { ContainerRestartController } from '../controllers/container-restart/controller.js';\nexport const x = ContainerRestartController;\n", says: /cli\/ reaches controllers\/container-restart\/ only through/ },
   ];
   for (const b of banned) {
     it(`fails ${b.file}: ${b.code.split('\n')[0]}`, async () => {
@@ -69,5 +73,7 @@ describe('import layering lint', function () {
     assert.deepEqual(await layerErrors(eslint, 'src/engine/fixture.ts', "import type { Runtime } from '../runtime/runtime.js';\nexport type X = Runtime;\n"), []);
     assert.deepEqual(await layerErrors(eslint, 'src/cli/fixture.ts', "import { parseImageRef } from '../image-ref.js';\nexport const x = parseImageRef;\n"), []);
     assert.deepEqual(await layerErrors(eslint, 'src/daemon/fixture.ts', "export const x = () => import('../runtime/cri/cri-runtime.js');\n"), []);
+    assert.deepEqual(await layerErrors(eslint, 'src/controllers/rollout/fixture.ts', "import { summarize } from '../image-prewarm/summary.js';\nexport const x = summarize;\n"), []);
+    assert.deepEqual(await layerErrors(eslint, 'src/controllers/rollout/fixture.ts', "import { LeaseElection } from '../../k8s/lease-election.js';\nexport const x = LeaseElection;\n"), []);
   });
 });

@@ -1,4 +1,4 @@
-import type { KubeletRequest } from '../../src/kube/kubelet/options.js';
+import type { KubeletRequest } from '../../src/kube/kubelet/steps.js';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { CoreV1Event, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 import { AgentError } from '../../src/errors.js';
-import type { KubeApi } from '../../src/kube/kube-api.js';
+import type { KubeApi } from '../../src/k8s/kube-api.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { silentLogger } from '../../src/log.js';
 import { ManualClock } from '../support/manual-timers.js';

@@ -4,9 +4,9 @@ import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
-import { CoreV1Api, KubeConfig } from '../../src/kube/client.js';
-import { keepConnections } from '../../src/kube/keep-alive.js';
-import { kubeConfigFrom } from '../../src/kube/kubeconfig.js';
+import { CoreV1Api, KubeConfig } from '../../src/k8s/client.js';
+import { keepConnections } from '../../src/k8s/keep-alive.js';
+import { kubeConfigFrom } from '../../src/k8s/kubeconfig.js';
 import { TestCerts } from '../support/test-certs.js';
 
 describe('kube: API calls over kept connections', () => {

@@ -1,5 +1,5 @@
 // The Kubernetes client library costs RSS (about 20 MiB as the build bundles it, 57 as its own ~1,000 modules): an
-// agent outside Kubernetes must not load it, and where it is loaded it is the bundle (src/kube/client.js).
+// agent outside Kubernetes must not load it, and where it is loaded it is the bundle (src/k8s/client.js).
 // A module hook records every module the import of the daemon resolves.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -30,7 +30,7 @@ function resolvedRunning(args: string[]): string[] {
 }
 
 /** The resolved URLs that are the client library: the bundle, or any module of the package itself. */
-const kubeClient = (urls: string[]) => urls.filter((u) => u.includes('/src/kube/client.js') || u.includes('/@kubernetes/client-node/'));
+const kubeClient = (urls: string[]) => urls.filter((u) => u.includes('/src/k8s/client.js') || u.includes('/@kubernetes/client-node/'));
 
 describe('kube: the client library is loaded only in Kubernetes mode', () => {
   it('importing the daemon resolves gRPC but not @kubernetes/client-node', () => {
@@ -45,7 +45,7 @@ describe('kube: the client library is loaded only in Kubernetes mode', () => {
     assert.ok(plain.some((u) => u.includes('/@grpc/grpc-js/')), `the hook saw inplacectl's own dependencies: ${plain.length} lines`);
     assert.deepEqual(kubeClient(plain), []);
     for (const m of ['prewarm-api.js', 'kube-restart-command.js']) {
-      assert.ok(resolvedBy(path.resolve(here, '../../src/cli', m)).some((u) => u.includes('/src/kube/client.js')), `${m} is where it is loaded`);
+      assert.ok(resolvedBy(path.resolve(here, '../../src/cli', m)).some((u) => u.includes('/src/k8s/client.js')), `${m} is where it is loaded`);
     }
   });
 
@@ -71,6 +71,6 @@ describe('kube: the client library is loaded only in Kubernetes mode', () => {
 
   it('the Kubernetes wiring the daemon imports when a kubeconfig is found does load it, as the one bundled module', () => {
     const urls = resolvedBy(path.resolve(here, '../../src/daemon/kube-wiring.js'));
-    assert.deepEqual([...new Set(kubeClient(urls).map((u) => u.replace(/^resolved .*\/dist\//, '')))], ['src/kube/client.js']);
+    assert.deepEqual([...new Set(kubeClient(urls).map((u) => u.replace(/^resolved .*\/dist\//, '')))], ['src/k8s/client.js']);
   });
 });

@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Registry } from 'prom-client';
 import { kubeMetrics } from '../../src/daemon/kube-metrics.js';
-import { kubeVerb } from '../../src/kube/request-verb.js';
+import { kubeVerb } from '../../src/k8s/request-verb.js';
 
 describe('kube metrics', () => {
   it('reads the Kubernetes verb from method and path', () => {

@@ -4,8 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { loadKubeConfig } from '../../src/kube/kubeconfig.js';
-import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../../src/kube/kubeconfig-source.js';
+import { loadKubeConfig } from '../../src/k8s/kubeconfig.js';
+import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../../src/k8s/kubeconfig-source.js';
 
 const KUBECONFIG = `apiVersion: v1
 kind: Config

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { V1Pod } from '../../src/kube/client.js';
+import type { V1Pod } from '../../src/k8s/client.js';
 import type { Operation } from '../../src/engine/operation.js';
 import type { ReportDeps } from '../../src/kube/kubelet/report.js';
 import { RestartReport } from '../../src/kube/kubelet/report.js';

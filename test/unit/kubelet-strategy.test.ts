@@ -1,9 +1,9 @@
-import type { KubeletRequest } from '../../src/kube/kubelet/options.js';
+import type { KubeletRequest } from '../../src/kube/kubelet/steps.js';
 import assert from 'node:assert/strict';
 import type { CoreV1Event, V1ContainerStatus, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
 import type { ContainerStep, ContainerTarget, Operation } from '../../src/engine/operation.js';
 import type { StepContext } from '../../src/engine/restart-strategy.js';
-import type { KubeApi } from '../../src/kube/kube-api.js';
+import type { KubeApi } from '../../src/k8s/kube-api.js';
 import { KubeletStrategy } from '../../src/kube/kubelet/strategy.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';

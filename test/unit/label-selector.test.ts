@@ -1,6 +1,6 @@
-// The label selector of list and watch requests (kube/label-selector.ts).
+// The label selector of list and watch requests (k8s/label-selector.ts).
 import assert from 'node:assert/strict';
-import { selectorFor } from '../../src/kube/label-selector.js';
+import { selectorFor } from '../../src/k8s/label-selector.js';
 
 describe('label selector', () => {
   it('joins every pair as k=v, in the order given; no labels select everything', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { KubernetesListObject, KubernetesObject } from '../../src/kube/client.js';
-import { Follower, type FollowFailure } from '../../src/kube/list-follower.js';
-import { DEFAULT_WATCH_DEADLINE } from '../../src/kube/watch-deadline.js';
+import type { KubernetesListObject, KubernetesObject } from '../../src/k8s/client.js';
+import { Follower, type FollowFailure } from '../../src/k8s/list-follower.js';
+import { DEFAULT_WATCH_DEADLINE } from '../../src/k8s/watch-deadline.js';
 import { FakeWatch } from '../support/fake-watch.js';
 import { ManualClock, flush } from '../support/manual-timers.js';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { V1Pod, V1PodList } from '../../src/kube/client.js';
+import type { V1Pod, V1PodList } from '../../src/k8s/client.js';
 import { NodePods } from '../../src/kube/node-pods.js';
 import { FakeWatch } from '../support/fake-watch.js';
 import { ManualClock, flush } from '../support/manual-timers.js';

@@ -1,6 +1,6 @@
-// Which ContainerRestarts a node's agent takes: the pod must be this node's (kube/container-restart/pod-here.ts).
+// Which ContainerRestarts a node's agent takes: the pod must be this node's (controllers/container-restart/pod-here.ts).
 import assert from 'node:assert/strict';
-import { podIsHere } from '../../src/kube/container-restart/pod-here.js';
+import { podIsHere } from '../../src/controllers/container-restart/pod-here.js';
 import type { Pod } from '../../src/runtime/types.js';
 
 function sandbox(name: string, state: Pod['state'], labels: Record<string, string> = {}): Pod {

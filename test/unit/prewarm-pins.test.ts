@@ -1,9 +1,9 @@
 // Prewarm pins without a runtime (issue 28, finding 8): which owners a sweep lets go of, when it runs, and how a
 // pin over the node's cap reaches the fleet's outcome. The same rules on real containerd: cri-pin-owners.test.ts.
 import assert from 'node:assert/strict';
-import { NodeFleetPuller } from '../../src/fleet/fleet-puller.js';
-import { PrewarmPins, type PinRuntime } from '../../src/fleet/prewarm-pins.js';
-import type { ImagePrewarm } from '../../src/fleet/types.js';
+import { NodeFleetPuller } from '../../src/controllers/image-prewarm/fleet-puller.js';
+import { PrewarmPins, type PinRuntime } from '../../src/controllers/image-prewarm/prewarm-pins.js';
+import type { ImagePrewarm } from '../../src/controllers/image-prewarm/types.js';
 import type { PullEvent, PullRequest, PullService } from '../../src/pull/types.js';
 import { initialFlightState } from '../../src/pull/types.js';
 import type { Runtime } from '../../src/runtime/runtime.js';

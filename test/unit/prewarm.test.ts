@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parsePrewarmList } from '../../src/daemon/prewarm.js';
+import { parsePrewarmList } from '../../src/daemon/image-list-warmer.js';
 
 describe('prewarm list', () => {
   it('reads one reference per line, skipping blanks, comments and repeats', () => {

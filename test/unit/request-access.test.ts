@@ -2,14 +2,14 @@
 // (access-review.ts, requester-check.ts) with a fake authorizer, and the refusal's status.
 import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
-import { REASON_FORBIDDEN, requireAccess, type AccessReviewer } from '../../src/kube/access-review.js';
-import { checkRequester } from '../../src/kube/container-restart/requester-check.js';
-import { refusedStatus } from '../../src/kube/container-restart/status.js';
-import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { containerRestartNeeds, imagePrewarmNeeds, permissionText, rolloutNeeds, type Permission } from '../../src/kube/request-permissions.js';
-import { recordedRequester, type Requester } from '../../src/kube/requester.js';
-import { selfPod } from '../../src/kube/self-pod.js';
-import { checkPrewarmRequester } from '../../src/fleet/prewarm-access.js';
+import { REASON_FORBIDDEN, requireAccess, type AccessReviewer } from '../../src/k8s/access-review.js';
+import { checkRequester } from '../../src/controllers/container-restart/requester-check.js';
+import { refusedStatus } from '../../src/controllers/container-restart/status.js';
+import type { ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { containerRestartNeeds, imagePrewarmNeeds, permissionText, rolloutNeeds, type Permission } from '../../src/k8s/request-permissions.js';
+import { recordedRequester, type Requester } from '../../src/k8s/requester.js';
+import { selfPod } from '../../src/k8s/self-pod.js';
+import { checkPrewarmRequester } from '../../src/controllers/image-prewarm/prewarm-access.js';
 
 /** An authorizer that allows exactly the listed `verb resource/name ns` strings, and records every question. */
 function fakeReviewer(allowed: string[]): AccessReviewer & { asked: string[] } {

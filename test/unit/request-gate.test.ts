@@ -4,15 +4,15 @@
 import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
 import { RefusalReasons } from '../../src/engine/reasons.js';
-import type { AccessReviewer } from '../../src/kube/access-review.js';
-import { checkRequester, MIRROR_POD_ANNOTATION } from '../../src/kube/container-restart/requester-check.js';
-import { gateUnclaimed } from '../../src/kube/container-restart/take-gate.js';
-import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { UNCLAIMED_TTL_DEFAULT_SECONDS, unclaimedDeadline } from '../../src/kube/container-restart/unclaimed.js';
-import { WaitingRequests } from '../../src/kube/container-restart/waiting.js';
-import { containerRestartNeeds, permissionText, type Permission } from '../../src/kube/request-permissions.js';
-import { requireRequesterAlive, serviceAccountOf, type ServiceAccountReader } from '../../src/kube/requester-alive.js';
-import type { Requester } from '../../src/kube/requester.js';
+import type { AccessReviewer } from '../../src/k8s/access-review.js';
+import { checkRequester, MIRROR_POD_ANNOTATION } from '../../src/controllers/container-restart/requester-check.js';
+import { gateUnclaimed } from '../../src/controllers/container-restart/take-gate.js';
+import type { ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { UNCLAIMED_TTL_DEFAULT_SECONDS, unclaimedDeadline } from '../../src/controllers/container-restart/unclaimed.js';
+import { WaitingRequests } from '../../src/controllers/container-restart/waiting.js';
+import { containerRestartNeeds, permissionText, type Permission } from '../../src/k8s/request-permissions.js';
+import { requireRequesterAlive, serviceAccountOf, type ServiceAccountReader } from '../../src/controllers/container-restart/requester-alive.js';
+import type { Requester } from '../../src/k8s/requester.js';
 
 const SA = 'system:serviceaccount:shop:deployer';
 const deployer: Requester = { username: SA, uid: 'sa-uid-1', groups: ['system:serviceaccounts', 'system:serviceaccounts:shop'] };

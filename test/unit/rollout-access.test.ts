@@ -1,13 +1,13 @@
-// A rollout grants nothing beyond its requester's rights (src/rollout/rollout-access.ts): what a round needs,
+// A rollout grants nothing beyond its requester's rights (src/controllers/rollout/rollout-access.ts): what a round needs,
 // the decision with a fake authorizer, and that what the rollout creates carries the same requester.
 import assert from 'node:assert/strict';
-import type { AccessReviewer } from '../../src/kube/access-review.js';
-import { permissionText, type Permission } from '../../src/kube/request-permissions.js';
-import type { Requester } from '../../src/kube/requester.js';
-import type { Plan, RolloutAction } from '../../src/rollout/plan.js';
-import { restartObject } from '../../src/rollout/reconcile.js';
-import { guardPlan, roundNeeds } from '../../src/rollout/rollout-access.js';
-import type { InPlaceRollout } from '../../src/rollout/types.js';
+import type { AccessReviewer } from '../../src/k8s/access-review.js';
+import { permissionText, type Permission } from '../../src/k8s/request-permissions.js';
+import type { Requester } from '../../src/k8s/requester.js';
+import type { Plan, RolloutAction } from '../../src/controllers/rollout/plan.js';
+import { restartObject } from '../../src/controllers/rollout/reconcile.js';
+import { guardPlan, roundNeeds } from '../../src/controllers/rollout/rollout-access.js';
+import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
 
 /** An authorizer that allows exactly the listed permissions (as permissionText prints them), and records every question. */
 function fakeReviewer(allowed: string[]): AccessReviewer & { asked: string[] } {

@@ -5,10 +5,10 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadYaml } from '@kubernetes/client-node';
-import { MAX_NAME, prewarmName, restartName } from '../../src/rollout/names.js';
-import { CR_MAX_ACTIVE_DEADLINE_SECONDS, restartObject } from '../../src/rollout/reconcile.js';
-import { boundStatus, boundText, MAX_CONTAINER_NAME, MAX_FAILURES, MAX_PODS_IN_FLIGHT, MAX_REASON, MAX_STATUS_NAME, MAX_STATUS_TEXT } from '../../src/rollout/status-bounds.js';
-import type { InPlaceRollout } from '../../src/rollout/types.js';
+import { MAX_NAME, prewarmName, restartName } from '../../src/controllers/rollout/names.js';
+import { CR_MAX_ACTIVE_DEADLINE_SECONDS, restartObject } from '../../src/controllers/rollout/reconcile.js';
+import { boundStatus, boundText, MAX_CONTAINER_NAME, MAX_FAILURES, MAX_PODS_IN_FLIGHT, MAX_REASON, MAX_STATUS_NAME, MAX_STATUS_TEXT } from '../../src/controllers/rollout/status-bounds.js';
+import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
 
 const crds = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../../deploy/crds');
 type Schema = { description?: string; properties?: Record<string, Schema>; items?: Schema; maximum?: number; maxLength?: number; maxItems?: number; x_kubernetes_validations?: { rule: string }[] };

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import type { KubernetesListObject } from '../../src/kube/client.js';
-import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
-import { RolloutCache, type Obj, type RolloutLists } from '../../src/rollout/rollout-cache.js';
-import type { RolloutApi } from '../../src/rollout/rollout-api.js';
-import { ROLLOUT_LABEL } from '../../src/rollout/types.js';
+import type { KubernetesListObject } from '../../src/k8s/client.js';
+import type { ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { RolloutCache, type Obj, type RolloutLists } from '../../src/controllers/rollout/rollout-cache.js';
+import type { RolloutApi } from '../../src/controllers/rollout/rollout-api.js';
+import { ROLLOUT_LABEL } from '../../src/controllers/rollout/types.js';
 import { FakeWatch } from '../support/fake-watch.js';
 import { ManualClock, flush } from '../support/manual-timers.js';
 import { memoryLogger } from '../support/memory-logger.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { renderRolloutStatus, watchEnd } from '../../src/cli/rollout-command.js';
 import { renderHistory, undoTarget } from '../../src/cli/rollout-history.js';
-import type { InPlaceRollout } from '../../src/rollout/types.js';
+import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
 
 const r = (status: InPlaceRollout['status'], generation = 1): InPlaceRollout => ({
   metadata: { name: 'roll', namespace: 'shop', generation },

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import type { ElectionLease, LeaseApi, LeaseWatch } from '../../src/kube/lease-election.js';
-import { RolloutCoordinator } from '../../src/rollout/coordinator.js';
-import type { RolloutApi } from '../../src/rollout/rollout-api.js';
+import type { ElectionLease, LeaseApi, LeaseWatch } from '../../src/k8s/lease-election.js';
+import { RolloutCoordinator } from '../../src/controllers/rollout/coordinator.js';
+import type { RolloutApi } from '../../src/controllers/rollout/rollout-api.js';
 import { ManualClock } from '../support/manual-timers.js';
 import { memoryLogger } from '../support/memory-logger.js';
 

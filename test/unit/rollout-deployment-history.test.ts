@@ -1,8 +1,8 @@
 // The previous template of a Deployment updated in place, kept for kubectl rollout undo
-// (src/rollout/workloads/history.ts): the history ReplicaSet as created, and as patched for the next change.
+// (src/controllers/rollout/workloads/history.ts): the history ReplicaSet as created, and as patched for the next change.
 import assert from 'node:assert/strict';
 import type { V1ReplicaSet } from '@kubernetes/client-node';
-import { HISTORY_HASH, historyName, historyPatch, historyReplicaSet, RS_REVISION_ANNOTATION } from '../../src/rollout/workloads/history.js';
+import { HISTORY_HASH, historyName, historyPatch, historyReplicaSet, RS_REVISION_ANNOTATION } from '../../src/controllers/rollout/workloads/history.js';
 
 const rs = (image: string, revision: string, cause?: string): V1ReplicaSet => ({
   metadata: { name: 'web-7d9f', uid: 'rs1', annotations: { [RS_REVISION_ANNOTATION]: revision, ...(cause ? { 'kubernetes.io/change-cause': cause } : {}) } },

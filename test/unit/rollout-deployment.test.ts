@@ -1,15 +1,15 @@
-// A Deployment as the rollout planner sees it (src/rollout/workloads/deployment-view.ts): its ReplicaSets as
+// A Deployment as the rollout planner sees it (src/controllers/rollout/workloads/deployment-view.ts): its ReplicaSets as
 // revisions, its template as the target while it is held, the pods marked by annotation, and why the rollout does
 // not act when the Deployment is not held.
 import assert from 'node:assert/strict';
 import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
-import { planRollout, POD_TEMPLATE_ANNOTATION, restartName, type PodView } from '../../src/rollout/plan.js';
-import type { InPlaceRollout } from '../../src/rollout/types.js';
-import { deploymentObserved, DEPLOYMENT_REASON, templateHash, withoutHash } from '../../src/rollout/workloads/deployment-view.js';
-import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION, templateRestore } from '../../src/rollout/workloads/hold.js';
-import { failedAtFirst } from '../../src/rollout/workloads/deployment-round.js';
-import { roundNeeds } from '../../src/rollout/rollout-access.js';
-import { permissionText } from '../../src/kube/request-permissions.js';
+import { planRollout, POD_TEMPLATE_ANNOTATION, restartName, type PodView } from '../../src/controllers/rollout/plan.js';
+import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
+import { deploymentObserved, DEPLOYMENT_REASON, templateHash, withoutHash } from '../../src/controllers/rollout/workloads/deployment-view.js';
+import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION, templateRestore } from '../../src/controllers/rollout/workloads/hold.js';
+import { failedAtFirst } from '../../src/controllers/rollout/workloads/deployment-round.js';
+import { roundNeeds } from '../../src/controllers/rollout/rollout-access.js';
+import { permissionText } from '../../src/k8s/request-permissions.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 const template = (image: string, annotations?: Record<string, string>, env?: string) => ({

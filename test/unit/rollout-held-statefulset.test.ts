@@ -2,11 +2,11 @@
 // the user's recorded in an annotation), it is rolled out in place within the user's partition; at rest it is
 // Succeeded; with a change its controller is rolling (not held) it is refused, naming the hold policy.
 import assert from 'node:assert/strict';
-import { planRollout, REASON, type PodView, type WorkloadView } from '../../src/rollout/plan.js';
-import type { PodTemplate } from '../../src/rollout/template-diff.js';
-import type { InPlaceRollout } from '../../src/rollout/types.js';
-import { succeededNow } from '../../src/rollout/workloads/deployment-round.js';
-import { DAEMONSET_HOLD_ANNOTATION, strategyRelease } from '../../src/rollout/workloads/hold.js';
+import { planRollout, REASON, type PodView, type WorkloadView } from '../../src/controllers/rollout/plan.js';
+import type { PodTemplate } from '../../src/controllers/rollout/template-diff.js';
+import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
+import { succeededNow } from '../../src/controllers/rollout/workloads/deployment-round.js';
+import { DAEMONSET_HOLD_ANNOTATION, strategyRelease } from '../../src/controllers/rollout/workloads/hold.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 const tpl = (image: string): PodTemplate => ({ metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'app', image }] } });

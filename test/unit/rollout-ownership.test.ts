@@ -3,15 +3,15 @@
 // status it writes, how often it asks again after a refusal).
 import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
-import type { ContainerRestart } from '../../src/kube/container-restart/types.js';
-import type { ImagePrewarm } from '../../src/fleet/types.js';
-import { CreateRefusals } from '../../src/rollout/create-refusals.js';
-import { deletablePrewarm, ownedBy, restartMismatch, rolloutOwnerRef } from '../../src/rollout/ownership.js';
-import { IGNORED_REVISIONS, planRollout, prewarmName, REASON, restartName, type PodView, type RevisionView, type WorkloadView } from '../../src/rollout/plan.js';
-import { reconcileRollout, restartObject } from '../../src/rollout/reconcile.js';
-import type { RolloutApi } from '../../src/rollout/rollout-api.js';
-import type { PodTemplate } from '../../src/rollout/template-diff.js';
-import { ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from '../../src/rollout/types.js';
+import type { ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import type { ImagePrewarm } from '../../src/controllers/image-prewarm/types.js';
+import { CreateRefusals } from '../../src/controllers/rollout/create-refusals.js';
+import { deletablePrewarm, ownedBy, restartMismatch, rolloutOwnerRef } from '../../src/controllers/rollout/ownership.js';
+import { IGNORED_REVISIONS, planRollout, prewarmName, REASON, restartName, type PodView, type RevisionView, type WorkloadView } from '../../src/controllers/rollout/plan.js';
+import { reconcileRollout, restartObject } from '../../src/controllers/rollout/reconcile.js';
+import type { RolloutApi } from '../../src/controllers/rollout/rollout-api.js';
+import type { PodTemplate } from '../../src/controllers/rollout/template-diff.js';
+import { ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from '../../src/controllers/rollout/types.js';
 import { memoryLogger } from '../support/memory-logger.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');

@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
-import { planRollout, prewarmName, REASON, resolveMaxUnavailable, restartName, type PlanInput, type PodView, type RestartView, type RevisionView, type WorkloadView } from '../../src/rollout/plan.js';
-import { diffTemplates, type PodTemplate } from '../../src/rollout/template-diff.js';
-import { prewarmFromRecords } from '../../src/rollout/observe.js';
-import type { ImagePrewarm, NodePrewarm } from '../../src/fleet/types.js';
-import type { InPlaceRollout, InPlaceRolloutSpec } from '../../src/rollout/types.js';
+import { planRollout, prewarmName, REASON, resolveMaxUnavailable, restartName, type PlanInput, type PodView, type RestartView, type RevisionView, type WorkloadView } from '../../src/controllers/rollout/plan.js';
+import { diffTemplates, type PodTemplate } from '../../src/controllers/rollout/template-diff.js';
+import { prewarmFromRecords } from '../../src/controllers/rollout/observe.js';
+import type { ImagePrewarm, NodePrewarm } from '../../src/controllers/image-prewarm/types.js';
+import type { InPlaceRollout, InPlaceRolloutSpec } from '../../src/controllers/rollout/types.js';
 
 const NOW = Date.parse('2026-12-01T12:00:00Z');
 const tpl = (images: Record<string, string>, extra: { labels?: Record<string, string>; env?: string } = {}): PodTemplate => ({

@@ -1,6 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { STATUS_PACE_MS, statusWrite } from '../../src/rollout/status-pace.js';
-import type { InPlaceRolloutStatus } from '../../src/rollout/types.js';
+import { STATUS_PACE_MS, statusWrite } from '../../src/controllers/rollout/status-pace.js';
+import type { InPlaceRolloutStatus } from '../../src/controllers/rollout/types.js';
 
 const progressing = (updated: number, inFlight: string[]): InPlaceRolloutStatus => ({
   observedGeneration: 2,

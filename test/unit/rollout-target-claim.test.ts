@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { planRollout, REASON } from '../../src/rollout/plan.js';
-import { targetHolder } from '../../src/rollout/target-claim.js';
-import type { InPlaceRollout } from '../../src/rollout/types.js';
+import { planRollout, REASON } from '../../src/controllers/rollout/plan.js';
+import { targetHolder } from '../../src/controllers/rollout/target-claim.js';
+import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
 
 const ipr = (name: string, created: string, over: { ns?: string; kind?: 'StatefulSet' | 'DaemonSet'; target?: string; deleting?: boolean } = {}): InPlaceRollout => ({
   metadata: { name, namespace: over.ns ?? 'ns', uid: `uid-${name}`, generation: 1, creationTimestamp: created, ...(over.deleting ? { deletionTimestamp: '2026-12-01T12:10:00Z' } : {}) },

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { imagesKey, planSidecarSet, restartName, SidecarReasons, unavailableBudget, type SidecarPodView, type SidecarRestartView } from '../../src/sidecarset/plan.js';
-import { selectorMatches, selectorString } from '../../src/sidecarset/selector.js';
-import { restartObject, restartView } from '../../src/sidecarset/sidecarset-api.js';
-import { injectedAnnotation, type SidecarSet, type SidecarSetSpec } from '../../src/sidecarset/types.js';
+import { imagesKey, planSidecarSet, restartName, SidecarReasons, unavailableBudget, type SidecarPodView, type SidecarRestartView } from '../../src/controllers/sidecarset/plan.js';
+import { selectorMatches, selectorString } from '../../src/controllers/sidecarset/selector.js';
+import { restartObject, restartView } from '../../src/controllers/sidecarset/sidecarset-api.js';
+import { injectedAnnotation, type SidecarSet, type SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 const ANN = injectedAnnotation('mesh');

@@ -9,7 +9,7 @@
 //
 // The slice feed of a drain stays open from drain() to readyAgain() (or release()), so that window is seen
 // from the watch's own events.
-import type { V1EndpointSlice } from '../client.js';
+import type { V1EndpointSlice } from '../../k8s/client.js';
 import type { Clock } from '../../clock.js';
 import { formatDuration } from '../../duration.js';
 import { DrainParts, type DrainPart } from '../drain-metrics.js';

@@ -1,6 +1,6 @@
 // What the EndpointSlices say about one pod's address, as pure functions of the slices: whether it is a ready
 // endpoint, in which slices, and how many ready endpoints each Service that held it has left.
-import type { V1EndpointSlice } from '../client.js';
+import type { V1EndpointSlice } from '../../k8s/client.js';
 
 /** The label an EndpointSlice names its Service with. */
 export const SERVICE_NAME_LABEL = 'kubernetes.io/service-name';

@@ -1,11 +1,11 @@
 // The EndpointSlices of one namespace, kept current while a drain needs them: from a watch (list, then watch,
 // restarted on failure by list-follower) in the agent, or by listing again on each wait where only a KubeApi
 // is at hand (unit tests' fakes). Either way a caller waits on the feed, never on a fixed sleep.
-import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice, type V1EndpointSliceList } from '../client.js';
+import { DiscoveryV1Api, type KubeConfig, type V1EndpointSlice, type V1EndpointSliceList } from '../../k8s/client.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
-import type { KubeApi } from '../kube-api.js';
-import { followerDeps, followList, type ListFollower } from '../list-follower.js';
+import type { KubeApi } from '../../k8s/kube-api.js';
+import { followerDeps, followList, type ListFollower } from '../../k8s/list-follower.js';
 
 /** The latest EndpointSlices of one namespace. */
 export interface SliceFeed {

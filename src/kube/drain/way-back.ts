@@ -3,7 +3,7 @@
 // the slices, recorded with the window without ready endpoints); with min-ready 0, openAtStart() sets the
 // condition True already as the new instance starts (closeForRollback() undoes that before a rollback). Also
 // the note on a pod that cannot be drained and has no preStop hook either.
-import type { V1Container, V1Pod } from '../client.js';
+import type { V1Container, V1Pod } from '../../k8s/client.js';
 import type { Clock } from '../../clock.js';
 import type { ContainerTarget, Operation, StepRecord } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';

@@ -1,6 +1,6 @@
 // Which containers the kubelet strategy takes, and the Pulling/Pulled events it records for them while the
 // executor makes their new images present (the kubelet records these when it pulls; here the agent pulls).
-import type { V1Pod } from '../client.js';
+import type { V1Pod } from '../../k8s/client.js';
 import { AgentError, asAgentError } from '../../errors.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';

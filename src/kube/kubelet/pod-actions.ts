@@ -1,7 +1,7 @@
 // The kubelet strategy's side effects on a pod: drain its address from its EndpointSlices, stop the old
 // instance (the kubelet starts the next), or patch the container's image in the spec (the kubelet recreates
 // exactly that container). Each is safe to repeat.
-import type { V1Pod } from '../client.js';
+import type { V1Pod } from '../../k8s/client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
@@ -10,11 +10,11 @@ import type { StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { DrainMetrics } from '../drain-metrics.js';
 import { drainPod, openDrain, soleEndpoint, type WayBackDeps } from '../drain/way-back.js';
-import type { KubeApi } from '../kube-api.js';
+import type { KubeApi } from '../../k8s/kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { gatesOnCondition } from '../ready-condition.js';
 import { specContainer } from '../restart-policy.js';
-import { kubeletOptions } from './options.js';
+import { kubeletOptions } from './steps.js';
 import type { PodCache } from './pod-cache.js';
 import { splitName } from './pod-name.js';
 import type { RestartReport } from './report.js';

@@ -1,10 +1,10 @@
 // The pods the kubelet strategy read last. Planning reads a pod just before the operation runs: the first step
 // uses that read instead of asking the API server again, and a patch's answer replaces it.
-import type { V1Pod } from '../client.js';
+import type { V1Pod } from '../../k8s/client.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import { whileUnavailable } from '../../engine/runtime-wait.js';
-import type { KubeApi } from '../kube-api.js';
+import type { KubeApi } from '../../k8s/kube-api.js';
 
 /** A pod read no longer ago than this is not read again before it is acted on, ms. */
 export const FRESH_MS = 1000;

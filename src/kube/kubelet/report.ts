@@ -1,13 +1,13 @@
 // What the kubelet strategy tells the cluster about a restart: the pod's readiness-gate condition (Draining,
 // Restarting, then the outcome) and the Events that go with it. Nothing here waits on the restart itself
 // except the outcome, written once the operation has ended.
-import type { V1Pod } from '../client.js';
+import type { V1Pod } from '../../k8s/client.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
 import type { ConditionWriter } from '../condition-writer.js';
 import { containerStatus } from '../container-status.js';
-import type { KubeApi } from '../kube-api.js';
+import type { KubeApi } from '../../k8s/kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
 import { describeRestart, touchedContainers } from '../restarted-message.js';

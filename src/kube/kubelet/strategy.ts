@@ -10,7 +10,7 @@
 // stop), never stops twice (Stopping resumed stops only a container still running after its grace period),
 // and finishes the operation.
 import type { EventEmitter } from 'node:events';
-import type { V1Pod } from '../client.js';
+import type { V1Pod } from '../../k8s/client.js';
 import { AgentError, asAgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
@@ -27,12 +27,12 @@ import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
 import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
 import { once, sightNewInstance } from './runtime-sight.js';
-import type { KubeApi } from '../kube-api.js';
+import type { KubeApi } from '../../k8s/kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { preStopHandler, runPreStop } from '../pre-stop.js';
 import { specContainer } from '../restart-policy.js';
 import { KubeletClaims } from './claim.js';
-import { KubeletSteps, kubeletOptions, type KubeletStep } from './options.js';
+import { KubeletSteps, kubeletOptions, type KubeletStep } from './steps.js';
 import { PodActions } from './pod-actions.js';
 import { PodCache } from './pod-cache.js';
 import { splitName } from './pod-name.js';

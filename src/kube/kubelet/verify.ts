@@ -2,7 +2,7 @@
 // container runs the wanted image for min-ready, and is Ready when it has a readiness probe. The kubelet's
 // back-off is reported as it is seen; a crash or a create error fails at once, with its reason.
 import type { EventEmitter } from 'node:events';
-import type { V1Container, V1Pod } from '../client.js';
+import type { V1Container, V1Pod } from '../../k8s/client.js';
 import { AgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';

@@ -1,0 +1,90 @@
+// Admission as the requester: before the agent changes a pod's images for a request, the same patch is sent as a
+// server-side dry run (dryRun=All) impersonating the request's creator, so that admission rules keyed on the user
+// (a ValidatingAdmissionPolicy on request.userInfo, a webhook) judge the creator, not the agent's ServiceAccount.
+// Nothing is persisted. The agent holds constrained impersonation only (Kubernetes 1.36, KEP-5284: identity verbs
+// `impersonate:user-info` and `impersonate:serviceaccount`, action verb `impersonate-on:<mode>:patch` on pods):
+// it may act as a user only to patch pods, which it may do as itself anyway (docs/security.md says why the dry
+// run was chosen over making the real write as the requester). A ServiceAccount is impersonated by its name alone
+// (the API server adds its groups); another user with its groups, uid and extra.
+import http from 'node:http';
+import https from 'node:https';
+import type { KubeConfig } from '../../k8s/client.js';
+import { AgentError } from '../../errors.js';
+import { RefusalReasons } from '../../engine/reasons.js';
+import { FIELD_MANAGER } from '../../k8s/kube-api.js';
+import { serviceAccountOf } from './requester-alive.js';
+import type { Requester } from '../../k8s/requester.js';
+
+/** Sends a pod patch as a dry run, as a user. */
+export interface AdmissionProbe {
+  /**
+   * Resolves when admission lets `requester` make the patch (or when the pod is gone: the request fails later on
+   * its own); 'unavailable' when the cluster does not let the agent impersonate (no rights, no constrained
+   * impersonation). Throws AgentError PermissionDenied (reason AdmissionRefused) with admission's message when it
+   * refuses, Unavailable when the API server cannot be reached.
+   */
+  patchPodAs(requester: Requester, namespace: string, name: string, patch: object): Promise<void | 'unavailable'>;
+}
+
+/** The impersonation headers for a user (multi-valued ones as arrays: one header line per value). */
+export function impersonationHeaders(r: Requester): Record<string, string | string[]> {
+  if (serviceAccountOf(r.username)) return { 'Impersonate-User': r.username };
+  const h: Record<string, string | string[]> = { 'Impersonate-User': r.username };
+  if (r.groups?.length) h['Impersonate-Group'] = r.groups;
+  if (r.uid) h['Impersonate-Uid'] = r.uid;
+  for (const [k, v] of Object.entries(r.extra ?? {})) if (v.length) h[`Impersonate-Extra-${encodeURIComponent(k.toLowerCase())}`] = v;
+  return h;
+}
+
+/** AdmissionProbe over the API server of kc. */
+export class ImpersonatedDryRun implements AdmissionProbe {
+  constructor(private readonly kc: KubeConfig) {}
+
+  async patchPodAs(requester: Requester, namespace: string, name: string, patch: object): Promise<void | 'unavailable'> {
+    const server = this.kc.getCurrentCluster()?.server;
+    if (!server) throw new AgentError('FailedPrecondition', 'the kubeconfig names no API server');
+    const url = new URL(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, server);
+    url.searchParams.set('dryRun', 'All');
+    url.searchParams.set('fieldManager', FIELD_MANAGER);
+    const opts: https.RequestOptions = { method: 'PATCH', headers: {} };
+    await this.kc.applyToHTTPSOptions(opts);
+    opts.headers = { ...opts.headers, ...impersonationHeaders(requester), 'Content-Type': 'application/strategic-merge-patch+json', Accept: 'application/json' };
+    const { status, body } = await send(url, opts, JSON.stringify(patch));
+    if (status >= 200 && status < 300) return;
+    const message = statusMessage(body);
+    if (status === 404) return;
+    // The agent may not impersonate here: the rights of deploy/rbac.yaml are missing, or the API server has no
+    // constrained impersonation. Then admission sees the agent, as without this check.
+    if (status === 403 && /cannot impersonate/.test(message)) return 'unavailable';
+    if (status >= 500 || status === 429) throw new AgentError('Unavailable', `dry run of the pod patch as ${requester.username}: HTTP ${status}: ${message}`);
+    throw new AgentError('PermissionDenied', `admission refuses ${requester.username} this change of pod ${namespace}/${name} (a dry run as that user: HTTP ${status}): ${message}; nothing was touched`, {
+      reason: RefusalReasons.AdmissionRefused,
+    });
+  }
+}
+
+/** The Status message of an API server's answer, or the start of the body. */
+function statusMessage(body: string): string {
+  try {
+    const m = (JSON.parse(body) as { message?: unknown }).message;
+    if (typeof m === 'string') return m;
+  } catch {
+    // not a Status object
+  }
+  return body.slice(0, 300);
+}
+
+/** One request; the status and body of its answer. Unavailable when the API server cannot be reached. */
+function send(url: URL, opts: https.RequestOptions, body: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = (url.protocol === 'http:' ? http : https).request(url, { ...opts, timeout: 30_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', (err) => reject(new AgentError('Unavailable', `dry run of a pod patch: ${err.message}`, { cause: err })));
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer in 30 s')));
+    req.on('error', (err) => reject(new AgentError('Unavailable', `dry run of a pod patch: ${err.message}`, { cause: err })));
+    req.end(body);
+  });
+}
