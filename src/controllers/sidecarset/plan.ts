@@ -12,7 +12,7 @@
 //     another image, within maxUnavailable, not paused, not held by partition,
 //     selected by updateStrategy.selector                                            -> start a ContainerRestart
 // A native sidecar is upgraded as a container is: the kubelet recreates a restartable init container alone when
-// its image in spec.initContainers changes (checked on 1.36, docs/sidecarset.md).
+// its image in spec.initContainers changes (checked on 1.36, docs/sidecars.md).
 import { createHash } from 'node:crypto';
 import { selectorMatches } from './selector.js';
 import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetStatus } from './types.js';
