@@ -28,7 +28,6 @@ import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
 import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../k8s/kubeconfig-source.js';
-import { KUBE_REQUEST_DEADLINE } from '../k8s/request-deadline.js';
 import type { KubeMode } from '../kube/kube-mode.js';
 
 /**
@@ -87,8 +86,10 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   if (kubeSource && !opts.nodeName) throw new AgentError('InvalidArgument', kubeModeNeedsNode(kubeSource));
   if (!kubeSource && process.env.KUBECONFIG) log.info(KUBECONFIG_LEFT_ASIDE, { KUBECONFIG: process.env.KUBECONFIG });
   const k8s = kubeSource ? await import('./kube-wiring.js') : undefined;
-  // Every API request with a deadline (its watches have theirs in the follower), so a wedged API server fails calls.
-  const kc = kubeSource && k8s ? k8s.limitRequests(k8s.kubeConfigFrom(kubeSource), k8s.DEFAULT_KUBE_REQUEST_TIMEOUT_MS, () => log.warn(KUBE_REQUEST_DEADLINE, { server: kc?.getCurrentCluster()?.server, timeoutMs: k8s.DEFAULT_KUBE_REQUEST_TIMEOUT_MS })) : undefined;
+  // The agent's API requests carry no deadline of their own (its watches have theirs in the follower): with
+  // request-deadline.ts's limitRequests on, the 50-restart gate soak lost one new connection in each of four runs
+  // and none without it (not yet explained; docs/operations.md). inplacectl's --request-timeout keeps it.
+  const kc = kubeSource && k8s ? k8s.kubeConfigFrom(kubeSource) : undefined;
   const socketPath = unixPath(opts.listen);
   if (socketPath) await prepareSocketPath(socketPath);
   const connected = await connectRuntime(opts, runtimeFactories());
