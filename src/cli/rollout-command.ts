@@ -59,6 +59,23 @@ async function access(g: RolloutGlobals, namespace: string | undefined) {
 }
 
 /** Adds `rollout` with its subcommands to inplacectl. */
+type RolloutAccess = Awaited<ReturnType<typeof access>>;
+
+/** The rollout ns/name, or a usage error saying there is none. */
+async function rolloutNamed(api: RolloutAccess['api'], ns: string, name: string): Promise<InPlaceRollout> {
+  const r = await api.getRollout(ns, name);
+  if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
+  return r;
+}
+
+/** The rollout's round read as the coordinator reads it (snapshot.ts), and the revision it is taking its pods to. */
+async function snapshotOf(api: RolloutAccess['api'], deployments: RolloutAccess['deployments'], r: InPlaceRollout) {
+  const { observe } = await import('../controllers/rollout/snapshot.js');
+  const { targetRevision } = await import('../controllers/rollout/revisions.js');
+  const { input } = await observe(api, r, [r], Date.now(), deployments);
+  return { input, target: input.workload ? targetRevision(input.workload, input.revisions) : undefined };
+}
+
 export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals): void {
   const ro = prog.command('rollout').description('in-place rollouts of OnDelete StatefulSets and DaemonSets (InPlaceRollout objects; needs a kubeconfig)');
 
@@ -113,13 +130,10 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
     .action(async (name: string, o: { namespace?: string }) => {
       const g = globals();
       const { api, deployments, ns } = await access(g, o.namespace);
-      const r = await api.getRollout(ns, name);
-      if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
-      const { observe } = await import('../controllers/rollout/snapshot.js');
-      const { input } = await observe(api, r, [r], Date.now(), deployments);
+      const r = await rolloutNamed(api, ns, name);
+      const { input, target: t } = await snapshotOf(api, deployments, r);
       if (!input.workload) throw new RolloutUsageError(`${r.spec.targetRef.kind} ${r.spec.targetRef.name} not found in namespace ${ns}`);
-      const { targetRevision } = await import('../controllers/rollout/revisions.js');
-      const target = targetRevision(input.workload, input.revisions)?.hash;
+      const target = t?.hash;
       process.stdout.write(g.output === 'text' ? renderHistory(input.revisions, input.pods, target) + '\n' : structured(g.output, { target, revisions: input.revisions, pods: input.pods.map((p) => ({ name: p.name, revision: p.revisionHash })) }) + '\n');
     });
 
@@ -130,17 +144,13 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
     .action(async (name: string, o: { namespace?: string }) => {
       const g = globals();
       const { api, deployments, ns } = await access(g, o.namespace);
-      const r = await api.getRollout(ns, name);
-      if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
+      const r = await rolloutNamed(api, ns, name);
       const ref = r.spec.targetRef;
       const d = ref.kind === 'Deployment' ? await deployments.getDeployment(ns, ref.name) : undefined;
       const rss = d ? await deployments.listReplicaSets(ns, d.spec?.selector?.matchLabels ?? {}) : [];
       let onNew = 0;
       if (d) {
-        const { observe } = await import('../controllers/rollout/snapshot.js');
-        const { targetRevision } = await import('../controllers/rollout/revisions.js');
-        const { input } = await observe(api, r, [r], Date.now(), deployments);
-        const target = input.workload ? targetRevision(input.workload, input.revisions) : undefined;
+        const { input, target } = await snapshotOf(api, deployments, r);
         const busy = new Set(input.restarts.filter((x) => x.revisionHash === target?.hash && (x.phase === 'Pending' || x.phase === 'Running')).map((x) => x.pod));
         onNew = input.pods.filter((p) => target && (p.revisionHash === target.hash || busy.has(p.name))).length;
       }
