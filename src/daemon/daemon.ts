@@ -15,7 +15,7 @@ import { Engine } from '../engine/engine.js';
 import { Journal } from '../engine/journal.js';
 import { isTerminal, type ContainerStep, type ContainerTarget, type Operation } from '../engine/operation.js';
 import { connectRuntime } from '../runtime/detect.js';
-import { DEFAULT_RUNTIME_CALL_TIMEOUT_MS, withCallDeadlines } from '../runtime/call-deadline.js';
+import { withCallDeadlines } from '../runtime/call-deadline.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { AccessControl } from './access.js';
 import { observeOperations } from './operation-metrics.js';
@@ -28,6 +28,7 @@ import type { DaemonOptions } from './options.js';
 import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
 import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../k8s/kubeconfig-source.js';
+import { KUBE_REQUEST_DEADLINE } from '../k8s/request-deadline.js';
 import type { KubeMode } from '../kube/kube-mode.js';
 
 /**
@@ -86,16 +87,14 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   if (kubeSource && !opts.nodeName) throw new AgentError('InvalidArgument', kubeModeNeedsNode(kubeSource));
   if (!kubeSource && process.env.KUBECONFIG) log.info(KUBECONFIG_LEFT_ASIDE, { KUBECONFIG: process.env.KUBECONFIG });
   const k8s = kubeSource ? await import('./kube-wiring.js') : undefined;
-  // The agent's API requests carry no deadline of their own (its watches have theirs in the follower): with
-  // request-deadline.ts's limitRequests on, the 50-restart gate soak lost one new connection in each of four runs
-  // and none without it (not yet explained; docs/operations.md). inplacectl's --request-timeout keeps it.
-  const kc = kubeSource && k8s ? k8s.kubeConfigFrom(kubeSource) : undefined;
+  // Every API request with a deadline (its watches have theirs in the follower), so a wedged API server fails calls.
+  const kc = kubeSource && k8s ? k8s.limitRequests(k8s.kubeConfigFrom(kubeSource), opts.kubeRequestTimeoutMs, () => log.warn(KUBE_REQUEST_DEADLINE, { server: kc?.getCurrentCluster()?.server, timeoutMs: opts.kubeRequestTimeoutMs })) : undefined;
   const socketPath = unixPath(opts.listen);
   if (socketPath) await prepareSocketPath(socketPath);
   const connected = await connectRuntime(opts, runtimeFactories());
   const v = connected.version;
   // Every later call with a deadline too, so a runtime that wedges after start-up fails calls instead of hanging them.
-  const runtime = withCallDeadlines(connected.runtime, v.endpoint, DEFAULT_RUNTIME_CALL_TIMEOUT_MS, clock);
+  const runtime = withCallDeadlines(connected.runtime, v.endpoint, opts.runtimeCallTimeoutMs, clock);
   log.info('connected to container runtime', { kind: v.kind, name: v.name, version: v.version, endpoint: v.endpoint });
 
   const registry = new Registry();

@@ -3,6 +3,7 @@ import { DEFAULT_LEASE_NAMESPACE } from '../controllers/image-prewarm/types.js';
 import { Command, Option } from 'commander';
 import { parseBytes } from '../bytes.js';
 import { durationFlagMs } from '../duration.js';
+import { DEFAULT_RUNTIME_CALL_TIMEOUT } from '../runtime/call-deadline.js';
 import { asAgentError } from '../errors.js';
 import { parseHostPort } from '../host-port.js';
 import { LOG_LEVELS, type LogFormat } from '../log.js';
@@ -15,6 +16,10 @@ export interface DaemonOptions {
   runtime: 'auto' | 'cri' | 'docker';
   /** How long the runtime may take to answer its first call at start (a socket that accepts and never answers). */
   runtimeTimeoutMs: number;
+  /** Deadline of each runtime call after start-up, ms (0: none; a stop adds its grace period, an exec its timeout). */
+  runtimeCallTimeoutMs: number;
+  /** Deadline of each Kubernetes API request (not watches), ms (0: none). */
+  kubeRequestTimeoutMs: number;
   criEndpoint?: string;
   dockerHost?: string;
   containerdAddress?: string;
@@ -97,6 +102,9 @@ export function parseEnvBoolean(name: string, value: string): boolean {
   throw new DaemonUsageError(`${envName(name)} must be true, false, 1 or 0, got "${value}"`);
 }
 
+/** The agent's default deadline of one API request, --kube-request-timeout (kubectl's is 0, none; inplacectl's 30 s). */
+const DEFAULT_KUBE_REQUEST_TIMEOUT = '60s';
+
 /** The daemon's command line, with defaults and environment fallbacks. */
 export function daemonCommand(version: string): Command {
   const opt = (flags: string, desc: string, name: string) => new Option(flags, desc).env(envName(name));
@@ -105,6 +113,7 @@ export function daemonCommand(version: string): Command {
     .version(version)
     .addOption(opt('--runtime <kind>', 'container runtime', 'runtime').choices(['auto', 'cri', 'docker']).default('auto'))
     .addOption(opt('--runtime-timeout <duration>', 'at start, fail when the runtime socket does not answer within this long (one line naming the socket)', 'runtime-timeout').default('10s'))
+    .addOption(opt('--runtime-call-timeout <duration>', 'after start, fail a runtime call that has no answer after this long (a stop: plus its grace period; 0: wait forever)', 'runtime-call-timeout').default(DEFAULT_RUNTIME_CALL_TIMEOUT))
     .addOption(opt('--cri-endpoint <uri>', 'CRI socket (default: auto-detect containerd, CRI-O, cri-dockerd)', 'cri-endpoint'))
     .addOption(opt('--docker-host <uri>', `Docker Engine socket (default ${DOCKER_SOCKET})`, 'docker-host'))
     .addOption(opt('--containerd-address <path>', 'containerd socket for byte-level pull progress (default: the CRI endpoint when it is containerd)', 'containerd-address'))
@@ -133,6 +142,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--operation-timeout <duration>', 'default overall deadline of a restart', 'operation-timeout').default('10m'))
     .addOption(opt('--retention <n>', 'finished operations kept', 'retention').default('500'))
     .addOption(opt('--kubeconfig <file>', 'Kubernetes mode with this kubeconfig (default: in-cluster when run in a cluster; $KUBECONFIG is not read)', 'kubeconfig'))
+    .addOption(opt('--kube-request-timeout <duration>', 'Kubernetes mode: abort an API request (not a watch) that has no answer after this long (0: wait forever)', 'kube-request-timeout').default(DEFAULT_KUBE_REQUEST_TIMEOUT))
     .addOption(opt('--node-name <name>', 'this node\'s name in Kubernetes mode (default $NODE_NAME)', 'node-name'))
     .addOption(opt('--watch-namespace <ns>', 'Kubernetes mode: handle ContainerRestart objects of this namespace only (default: all)', 'watch-namespace'))
     .addOption(opt('--container-restart-standalone-pods', 'Kubernetes mode: let ContainerRestarts and RPC restarts name sandboxes without a kubelet\'s labels, pods no API server knows (a ContainerRestart\'s creator has its rights checked on a pod that does not exist)', 'container-restart-standalone-pods'))
@@ -197,6 +207,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
   return {
     runtime: o.runtime as DaemonOptions['runtime'],
     runtimeTimeoutMs: timeout('runtime-timeout', o.runtimeTimeout),
+    runtimeCallTimeoutMs: timeout('runtime-call-timeout', o.runtimeCallTimeout, 'no deadline'),
     criEndpoint: o.criEndpoint,
     dockerHost: o.dockerHost,
     containerdAddress: o.containerdAddress,
@@ -225,6 +236,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     defaultTimeoutMs: timeout('operation-timeout', o.operationTimeout),
     retention: int('retention', o.retention),
     kubeconfig: o.kubeconfig,
+    kubeRequestTimeoutMs: timeout('kube-request-timeout', o.kubeRequestTimeout, 'no deadline'),
     nodeName: o.nodeName ?? (process.env.NODE_NAME || undefined),
     watchNamespace: o.watchNamespace,
     containerRestartStandalonePods: onOff('container-restart-standalone-pods', o.containerRestartStandalonePods),

@@ -9,8 +9,8 @@ import { AgentError } from '../errors.js';
 import type { Clock } from '../clock.js';
 import type { Runtime } from './runtime.js';
 
-/** The default deadline of one call, ms: the CRI adapter's own (30 s) and the time a busy runtime may take beyond it. */
-export const DEFAULT_RUNTIME_CALL_TIMEOUT_MS = 60_000;
+/** The default deadline of one call (--runtime-call-timeout): the CRI adapter's own (30 s) and the time a busy runtime may take beyond it. */
+export const DEFAULT_RUNTIME_CALL_TIMEOUT = '60s';
 
 /** The calls that answer at once when the runtime is well: each gets the deadline as it is. */
 const PROMPT_CALLS = new Set<string>([
@@ -34,9 +34,11 @@ async function within<T>(p: Promise<T>, ms: number, clock: Clock, what: () => st
 
 /**
  * rt with a deadline of ms on each call (plus the stop's grace period or the exec's timeout); endpoint names the
- * socket in the error. Everything else (kind, capabilities, replacementName, pullImage, events, close) is rt's own.
+ * socket in the error; ms 0 leaves rt as it is. Everything else (kind, capabilities, replacementName, pullImage,
+ * events, close) is rt's own.
  */
 export function withCallDeadlines(rt: Runtime, endpoint: string, ms: number, clock: Clock): Runtime {
+  if (ms <= 0) return rt;
   const late = (call: string, limitMs: number) => () => `container runtime at ${endpoint} did not answer ${call} within ${limitMs / 1000}s`;
   return new Proxy(rt, {
     get(target, prop, receiver) {

@@ -8,9 +8,10 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { ContainerRestartApi } from '../../src/controllers/container-restart/api.js';
+import { KUBE_REQUEST_DEADLINE } from '../../src/k8s/request-deadline.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../support/container-restarts.js';
-import { daemonSetAgent } from '../support/daemonset-agent.js';
+import { AGENT_DS, daemonSetAgent } from '../support/daemonset-agent.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
@@ -55,6 +56,7 @@ describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behi
     const running = new Map<string, string>(Array.from({ length: REPLICAS }, (_, i) => [`web-${i}`, images[0]]));
     let sameImage = 0;
     let changes = 0;
+    const t0 = Date.now();
     const clients = {
       newConnection: () => newConnectionClient({ host: web.clusterIp, port: web.port }),
       keepAlive: () => keepAliveClient({ host: web.clusterIp, port: web.port }, 2),
@@ -80,5 +82,18 @@ describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behi
     assert.ok(sameImage > 0 && changes > 0, 'both kinds of restart ran');
     for (const t of Object.values(tallies)) assert.ok(t.ok > RESTARTS * 10, `the clients got answers: ${text}`);
     assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
+    // No API request of the agents ran out of its deadline (--kube-request-timeout): each was answered in time,
+    // and an answered one is never reported as aborted.
+    const sinceSeconds = Math.ceil((Date.now() - t0) / 1000) + 5;
+    const agents = await core.listNamespacedPod({ namespace: AGENT_DS.namespace, labelSelector: 'app.kubernetes.io/name=inplace-agent' });
+    assert.ok(agents.items.length > 0, 'the agents were found');
+    let logged = 0;
+    for (const p of agents.items) {
+      const log = await core.readNamespacedPodLog({ namespace: AGENT_DS.namespace, name: p.metadata?.name ?? '', container: 'agent', sinceSeconds });
+      logged += log.length;
+      const aborted = log.split('\n').filter((l) => l.includes(KUBE_REQUEST_DEADLINE));
+      assert.deepEqual(aborted, [], `${p.spec?.nodeName}'s agent logged aborted API requests`);
+    }
+    assert.ok(logged > 0, 'the agents\' logs of the soak were read');
   });
 });

@@ -150,6 +150,34 @@ describe('no hangs: what accepts and never answers fails within its deadline, in
     assert.equal(told, 1);
   });
 
+  it("the agent's API requests that are answered are neither aborted nor reported when their deadline passes", async () => {
+    // An API server that answers every request at once, and one that sends its headers but holds the body 700 ms.
+    const answering = http.createServer((req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const body = JSON.stringify({ apiVersion: 'v1', kind: 'PodList', metadata: { resourceVersion: '1' }, items: [] });
+      if (req.url?.includes('/slow/')) setTimeout(() => res.end(body), 700).unref();
+      else res.end(body);
+    });
+    await new Promise<void>((r) => answering.listen(0, '127.0.0.1', r));
+    try {
+      const kc = new KubeConfig();
+      kc.loadFromString(kubeconfig(`http://127.0.0.1:${(answering.address() as net.AddressInfo).port}`));
+      kc.setCurrentContext('mute');
+      let told = 0;
+      limitRequests(kc, 300, () => told++);
+      const core = kc.makeApiClient(CoreV1Api);
+      for (let i = 0; i < 20; i++) assert.equal((await core.listNamespacedPod({ namespace: 'shop' })).kind, 'PodList');
+      await new Promise((r) => setTimeout(r, 600));
+      assert.equal(told, 0, 'no answered request was reported after its deadline');
+      // A body still coming when the deadline passes is a request not answered: aborted and reported.
+      await assert.rejects(core.listNamespacedPod({ namespace: 'slow' }), (err: Error) => /abort/i.test(`${err.name} ${err.message}`));
+      assert.equal(told, 1);
+    } finally {
+      answering.closeAllConnections();
+      answering.close();
+    }
+  });
+
   it("the agent's follower of the API server: a watch the server never answers ends by its deadline and is made again", async () => {
     const kc = new KubeConfig();
     kc.loadFromFile(httpConfig);

@@ -46,6 +46,17 @@ describe('daemon options', () => {
     assert.throws(() => parse(['--liveness-runtime-timeout', '0']), /--liveness-runtime-timeout must be between/);
   });
 
+  it('bounds each runtime call and each API request at 60 s by default; 0 means no deadline; a bad value names its flag', () => {
+    const byDefault = parse([]);
+    assert.equal(byDefault.runtimeCallTimeoutMs, 60_000);
+    assert.equal(byDefault.kubeRequestTimeoutMs, 60_000);
+    assert.equal(parse(['--runtime-call-timeout', '5s']).runtimeCallTimeoutMs, 5000);
+    assert.equal(parse(['--kube-request-timeout', '0']).kubeRequestTimeoutMs, 0);
+    assert.equal(parse([], { INPLACE_AGENT_KUBE_REQUEST_TIMEOUT: '90s' }).kubeRequestTimeoutMs, 90_000);
+    assert.throws(() => parse(['--kube-request-timeout', 'banana']), /--kube-request-timeout/);
+    assert.throws(() => parse(['--runtime-call-timeout', '5']), /--runtime-call-timeout/);
+  });
+
   // Each on/off flag: its variable by its value (true/false/1/0, any case), the flag winning, anything else refused.
   const onOffFlags: { flag: string; env: string; key: 'prewarmPin' | 'fleetPrewarm' | 'rollouts'; byDefault: boolean }[] = [
     { flag: '--prewarm-pin', env: 'INPLACE_AGENT_PREWARM_PIN', key: 'prewarmPin', byDefault: false },
