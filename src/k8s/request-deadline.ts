@@ -7,7 +7,8 @@
 // it ends with the request: an answered request leaves no timer behind and is never reported. (An earlier form
 // armed the timer from the authentication hook, which cannot see the answer: every request, answered or not, was
 // reported as timed out 60 s after it was sent, one warning line each, in bursts under load: docs/development.md.)
-import { createConfiguration, Observable, ServerConfiguration, type HttpLibrary, type KubeConfig, type RequestContext, type ResponseContext } from './client.js';
+// Types only: the CLIs import this module before they know whether they need the client library.
+import type { Configuration, HttpLibrary, KubeConfig, RequestContext, ResponseContext } from './client.js';
 
 /** The agent's log line for a request aborted by its deadline. */
 export const KUBE_REQUEST_DEADLINE = 'a Kubernetes API request got no answer within its deadline and was aborted';
@@ -19,12 +20,16 @@ export const KUBE_REQUEST_DEADLINE = 'a Kubernetes API request got no answer wit
  */
 export function limitRequests(kc: KubeConfig, ms: number, onTimeout: () => void = () => undefined): KubeConfig {
   if (ms <= 0) return kc;
-  const transport = deadlineTransport(createConfiguration().httpApi, ms, onTimeout);
-  kc.makeApiClient = (apiClientType) => {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw new Error('No active cluster!');
-    return new apiClientType(createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kc }, httpApi: transport }));
-  };
+  const makeApiClient = kc.makeApiClient.bind(kc);
+  kc.makeApiClient = ((apiClientType: new (config: Configuration) => object) => {
+    // The library's own client, built on the library's configuration with its transport wrapped.
+    const Limited = class extends apiClientType {
+      constructor(config: Configuration) {
+        super({ ...config, httpApi: deadlineTransport(config.httpApi, ms, onTimeout) });
+      }
+    };
+    return makeApiClient(Limited as Parameters<typeof makeApiClient>[0]);
+  }) as typeof kc.makeApiClient;
   return kc;
 }
 
@@ -46,14 +51,9 @@ function deadlineTransport(inner: HttpLibrary, ms: number, onTimeout: () => void
         ended = true;
         clearTimeout(timer);
       };
-      const answered = inner.send(request).toPromise().then(
-        (res) => withBodyEnd(res, end),
-        (err: unknown) => {
-          end();
-          throw err;
-        },
-      );
-      return new Observable(answered);
+      const answered = inner.send(request).pipe((res: ResponseContext) => withBodyEnd(res, end));
+      answered.toPromise().catch(end);
+      return answered;
     },
   };
 }
