@@ -16,7 +16,7 @@ import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { agentImage, createService, serverPod, waitReadyEndpoints, type ServiceAddress } from '../support/traffic-fixture.js';
-import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
+import { describeFailures, describeTallies, failedOf, keepAliveClient, type Span, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
 const env = kubeEnv();
 const REPLICAS = 4;
@@ -57,6 +57,7 @@ describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behi
     let sameImage = 0;
     let changes = 0;
     const t0 = Date.now();
+    const spans: Span[] = [];
     const clients = {
       newConnection: () => newConnectionClient({ host: web.clusterIp, port: web.port }),
       keepAlive: () => keepAliveClient({ host: web.clusterIp, port: web.port }, 2),
@@ -67,9 +68,11 @@ describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behi
         const change = Math.floor(i / REPLICAS) % 2 === 1;
         const next = change ? images.find((x) => x !== running.get(pod)) : undefined;
         const name = `s${i}-${pod}`;
+        const from = Date.now();
         await crs.create(containerRestart(ns, name, { podName: pod, containers: [{ name: 'app', ...(next ? { image: next } : {}) }], strategy: { minReadySeconds: 0 } }));
         const done = await waitForStatus(crs, ns, name, (cr) => cr.status?.phase === 'Succeeded' || cr.status?.phase === 'Failed', 120_000);
         assert.equal(done.status?.phase, 'Succeeded', `restart ${i} (${pod}${next ? `, to ${next}` : ', same image'}): ${JSON.stringify(done.status)}`);
+        spans.push({ name: `${name}${next ? ' (image)' : ''}`, from, to: Date.now() });
         if (next) {
           running.set(pod, next);
           changes++;
@@ -79,6 +82,7 @@ describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behi
     });
     const text = describeTallies(tallies);
     console.log(`      ${RESTARTS} restarts (${sameImage} same image, ${changes} image changes); traffic: ${text}`);
+    for (const line of describeFailures(tallies, spans, t0)) console.log(`      failed: ${line}`);
     assert.ok(sameImage > 0 && changes > 0, 'both kinds of restart ran');
     for (const t of Object.values(tallies)) assert.ok(t.ok > RESTARTS * 10, `the clients got answers: ${text}`);
     assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);

@@ -204,3 +204,29 @@ export function describeTallies(tallies: Record<string, Tally>): string {
     .map(([k, t]) => `${k}: ${t.ok} ok, ${t.failed} failed${t.failed ? ` (${Object.entries(t.errors).map(([e, n]) => `${e} ${n}${serverOf(t, e)}`).join(', ')})` : ''}, longest gap ${t.longestGapMs} ms`)
     .join('; ');
 }
+
+/** A span of time something ran in, epoch ms, by name (a restart, from its request to its success). */
+export interface Span {
+  name: string;
+  from: number;
+  to: number;
+}
+
+/**
+ * Each failed request of tallies in one line: when it was sent and ended, which of spans it fell in (or none), and
+ * who answered the client's requests just before and after it: what a failure is read beside.
+ */
+export function describeFailures(tallies: Record<string, Tally>, spans: Span[], epoch: number): string[] {
+  const s = (ms: number) => `${((ms - epoch) / 1000).toFixed(2)}s`;
+  const out: string[] = [];
+  for (const [client, t] of Object.entries(tallies)) {
+    t.log.forEach((r, i) => {
+      if (!r.error) return;
+      const during = spans.filter((sp) => r.end >= sp.from && r.at <= sp.to).map((sp) => `${sp.name} (${s(sp.from)}-${s(sp.to)})`);
+      const before = t.log.slice(0, i).reverse().find((x) => x.pod)?.pod ?? '-';
+      const after = t.log.slice(i + 1).find((x) => x.pod)?.pod ?? '-';
+      out.push(`${client}: ${r.error}, sent ${s(r.at)}, ended ${s(r.end)}, port ${r.localPort ?? '-'}, during ${during.join(', ') || 'no span'}; answered before by ${before}, after by ${after}`);
+    });
+  }
+  return out;
+}
