@@ -6,7 +6,9 @@
 // requester is whatever the client wrote) and the coordinator's own SubjectAccessReviews refuse: a user who may
 // only create InPlaceRollouts, one who may also patch the StatefulSet but not its pods, and a rollout that records
 // no requester. Each ends Failed with reason Forbidden, naming the user and the permission, with no
-// ContainerRestart and the pod as it was. The shipped bindings are put back afterwards.
+// ContainerRestart and the pod as it was; so does a held Deployment whose requester may not patch it (the hold's
+// release refused). At admission, a rollout of a Deployment or DaemonSet needs patch on it. The shipped bindings
+// are put back afterwards.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import path from 'node:path';
@@ -22,6 +24,7 @@ import { agentKubeconfig } from '../support/kube-shipped-rbac.js';
 import { applyDeployFiles, deleteClusterRules, deployObjects, failure, POLICY_FILES, until, userWithRules, type TestUser } from '../support/kube-users.js';
 import { TRAP_TERM_APP } from '../support/kube-web-pod.js';
 import { requireRuntime } from '../support/require-runtime.js';
+import { gatedTemplate } from '../support/rollout-cluster.js';
 import { AGENT_NS, agentOnEveryNode, rolloutSettled } from '../support/rollout-wait.js';
 
 const run = promisify(execFile);
@@ -32,6 +35,7 @@ const IPR = { group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL };
 const IPR_RULE = (verbs: string[]): k8s.V1PolicyRule => ({ apiGroups: [IPR_GROUP], resources: [IPR_PLURAL], verbs });
 const STS_RULE = (verbs: string[]): k8s.V1PolicyRule => ({ apiGroups: ['apps'], resources: ['statefulsets'], verbs });
 const POD_RULE = (verbs: string[]): k8s.V1PolicyRule => ({ apiGroups: [''], resources: ['pods'], verbs });
+const DEPLOY_DS_RULE = (verbs: string[]): k8s.V1PolicyRule => ({ apiGroups: ['apps'], resources: ['deployments', 'daemonsets'], verbs });
 /** The bindings that, narrowed, leave this test's namespace without the policies. */
 const BINDINGS = [
   { file: 'admission-requester.yaml', kind: 'MutatingAdmissionPolicyBinding', name: 'inplace-agent-requester' },
@@ -108,6 +112,7 @@ describe("InPlaceRollout and its requester's rights (the DaemonSet's agents, rea
     users.deployer = await userWithRules(admin, ns, 'deployer', [IPR_RULE(['create', 'get', 'delete']), STS_RULE(['get', 'patch']), POD_RULE(['get', 'patch'])]);
     users.rolloutOnly = await userWithRules(admin, ns, 'rollout-only', [IPR_RULE(['create', 'get'])]);
     users.stsPatcher = await userWithRules(admin, ns, 'sts-patcher', [IPR_RULE(['create', 'get']), STS_RULE(['get', 'patch'])]);
+    users.workloadPatcher = await userWithRules(admin, ns, 'workload-patcher', [IPR_RULE(['create', 'get']), DEPLOY_DS_RULE(['get', 'patch'])]);
     await apps.createNamespacedStatefulSet({
       namespace: ns,
       body: {
@@ -160,6 +165,17 @@ describe("InPlaceRollout and its requester's rights (the DaemonSet's agents, rea
     const p = await readPod();
     assert.equal(p.spec?.containers[0].image, V2);
     await deleteRollout('web');
+  });
+
+  it('with the policies in force: a rollout of a Deployment or a DaemonSet needs patch on it at admission', async () => {
+    for (const kind of ['Deployment', 'DaemonSet'] as const) {
+      const s = { ...spec(), targetRef: { apiVersion: 'apps/v1', kind, name: 'api' } };
+      const refused = await createAs(users.stsPatcher.kc, 'probe', s, true);
+      assert.ok('code' in refused, `${kind}: refused`);
+      assert.equal(refused.code, 403);
+      assert.match(refused.message, new RegExp(`an InPlaceRollout needs patch on ${kind.toLowerCase()}s\\.apps/api in namespace ${ns}, which user ${users.stsPatcher.username} may not do`));
+      assert.ok(!('code' in (await createAs(users.workloadPatcher.kc, 'probe', s, true))), `${kind}: admitted for a user who may patch it`);
+    }
   });
 
   it("the agent's ServiceAccount may record a rollout's requester on what it creates; the policies keep it", async () => {
@@ -223,6 +239,36 @@ describe("InPlaceRollout and its requester's rights (the DaemonSet's agents, rea
     it('a user who may patch the StatefulSet but not its pods: refused, naming patch on the pod', async () => {
       const u = users.stsPatcher;
       await refused('sts-only', u.kc, identity(u), new RegExp(`its creator ${u.username} may not patch pods/web-0 in namespace ${ns}, which it needs to change the image of app of pod web-0`));
+    });
+
+    it("a held Deployment whose requester may not patch it: the hold's release refused, Failed with reason Forbidden naming patch on the Deployment; nothing touched", async () => {
+      await apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: 'api' }, spec: { replicas: 1, selector: { matchLabels: { app: 'api' } }, template: gatedTemplate('api') } } });
+      await kubectl('rollout', 'status', 'deployment/api', '--timeout=120s');
+      const pods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'app=api' })).items.map((p) => podState(p));
+      const before = await pods();
+      const u = users.rolloutOnly;
+      created(await createAs(u.kc, 'api', { ...spec(identity(u)), targetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: 'api' } }));
+      try {
+        // Beyond images: to be handed over, which only a release of the hold (a patch of the Deployment) does. Once
+        // the hold knows the rollout (a server dry run is paused).
+        const change = ['set', 'env', 'deployment/api', 'MODE=two'];
+        await until('the hold in force for Deployment api', 30_000, async () => (/"paused": true/.test(await kubectl(...change, '--dry-run=server', '-o', 'json')) ? true : undefined));
+        await kubectl(...change);
+        let last = '';
+        const r = await until('the rollout Forbidden', 120_000, async () => {
+          const x = (await custom.getNamespacedCustomObject({ ...IPR, namespace: ns, name: 'api' })) as InPlaceRollout;
+          last = JSON.stringify(x.status);
+          return x.status?.conditions?.find((c) => c.type === 'Progressing')?.reason === 'Forbidden' ? x : undefined;
+        }, () => last);
+        assert.equal(r.status?.phase, 'Failed');
+        assert.match(r.status?.message ?? '', new RegExp(`its creator ${u.username} may not patch deployments\\.apps/api in namespace ${ns}, which it needs to roll out Deployment api`));
+        const d = await apps.readNamespacedDeployment({ namespace: ns, name: 'api' });
+        assert.equal(d.spec?.paused, true, 'still held: not released for that user');
+        assert.deepEqual(await pods(), before, 'the pod as it was');
+        assert.equal((await apps.listNamespacedReplicaSet({ namespace: ns, labelSelector: 'app=api' })).items.length, 1, 'no new ReplicaSet');
+      } finally {
+        await deleteRollout('api');
+      }
     });
 
     it('no requester recorded: refused, saying how to record one', async () => {

@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { KubeConfig, KubernetesObjectApi, type V1Pod } from '@kubernetes/client-node';
-import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
 import { DEPLOYMENT_REASON } from '../../src/controllers/rollout/workloads/deployment-view.js';
@@ -34,9 +33,9 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
   let next = '';
   let clients: Parameters<typeof withTraffic>[0] = {};
   const pods = () => c.pods(NAME);
-  const replicaSets = async () => (await c.apps.listNamespacedReplicaSet({ namespace: c.ns, labelSelector: `app=${NAME}` })).items;
+  const replicaSets = () => c.replicaSets(NAME);
   const cid = (p: V1Pod) => p.status?.containerStatuses?.find((s) => s.name === 'app')?.containerID ?? '';
-  const restarts = async () => ((await c.custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: c.ns })) as { items: ContainerRestart[] }).items;
+  const restarts = () => c.restarts();
   const deployment = () => c.apps.readNamespacedDeployment({ namespace: c.ns, name: NAME });
   const images = async () => [...new Set((await pods()).map((p) => p.spec?.containers[0].image))];
 
@@ -44,24 +43,14 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     c = await rolloutCluster(this, kc, 'iprd');
     served = await agentImage(kc);
     next = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
-    await c.apps.createNamespacedDeployment({
-      namespace: c.ns,
-      body: {
-        metadata: { name: NAME },
-        spec: {
-          replicas: REPLICAS,
-          selector: { matchLabels: { app: NAME } },
-          template: {
-            metadata: { labels: { app: NAME } },
-            spec: {
-              terminationGracePeriodSeconds: 5,
-              // The agent drains through this condition: a pod being updated reads not Ready.
-              readinessGates: [{ conditionType: READY_CONDITION }],
-              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: NAME } } }],
-              containers: [serverContainer(served)],
-            },
-          },
-        },
+    await c.createDeployment(NAME, REPLICAS, {
+      metadata: { labels: { app: NAME } },
+      spec: {
+        terminationGracePeriodSeconds: 5,
+        // The agent drains through this condition: a pod being updated reads not Ready.
+        readinessGates: [{ conditionType: READY_CONDITION }],
+        topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: { app: NAME } } }],
+        containers: [serverContainer(served)],
       },
     });
     const svc = await createService(kc, c.ns, NAME, NAME);

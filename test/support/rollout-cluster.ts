@@ -1,16 +1,19 @@
 // The start the cluster tests of stock workloads rolled out in place share (rollout-deployment,
-// rollout-statefulset-rolling): the agents of deploy/ on every node (the hold among deploy/), a namespace of the
+// rollout-deployment-failure, rollout-statefulset-rolling): the agents of deploy/ on every node (the hold among deploy/), a namespace of the
 // test's own, kubectl on it, the pods of an app, a rollout object as a user writes it, and the most pods unready
 // at once as a watch sees them.
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Pod } from '@kubernetes/client-node';
-import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/controllers/rollout/types.js';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type V1Deployment, type V1Pod, type V1PodTemplateSpec, type V1ReplicaSet } from '@kubernetes/client-node';
+import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout, type InPlaceRolloutSpec } from '../../src/controllers/rollout/types.js';
+import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { createNamespace } from './kube-cluster.js';
 import { until } from './kube-users.js';
+import { TRAP_TERM_APP } from './kube-web-pod.js';
 import { requireRuntime } from './require-runtime.js';
 import { agentOnEveryNode, AGENT_NS } from './rollout-wait.js';
 
@@ -29,8 +32,14 @@ export interface RolloutCluster {
   inplacectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
   /** The pods of app that are not being deleted. */
   pods(app: string): Promise<V1Pod[]>;
-  /** Creates InPlaceRollout `name` for the workload as a user would: the target, no pre-warm. */
-  createRollout(name: string, kind: 'Deployment' | 'StatefulSet' | 'DaemonSet', target?: string): Promise<void>;
+  /** Creates InPlaceRollout `name` for the workload as a user would: the target, no pre-warm, and `more` of the spec. */
+  createRollout(name: string, kind: 'Deployment' | 'StatefulSet' | 'DaemonSet', target?: string, more?: Partial<InPlaceRolloutSpec>): Promise<void>;
+  /** Creates Deployment `app` of `replicas` pods of `template`, selected by the label app=`app`. */
+  createDeployment(app: string, replicas: number, template: V1PodTemplateSpec): Promise<V1Deployment>;
+  /** The ContainerRestarts of the namespace (the pod updates the rollouts started). */
+  restarts(): Promise<ContainerRestart[]>;
+  /** The ReplicaSets of app (the label app=`app`). */
+  replicaSets(app: string): Promise<V1ReplicaSet[]>;
   /** The rollout as the API server has it. */
   rollout(name: string): Promise<InPlaceRollout>;
 }
@@ -45,8 +54,9 @@ export async function rolloutCluster(ctx: Mocha.Context, kc: KubeConfig, prefix:
   const ns = await createNamespace(kc, prefix);
   const core = kc.makeApiClient(CoreV1Api);
   const custom = kc.makeApiClient(CustomObjectsApi);
+  const apps = kc.makeApiClient(AppsV1Api);
   return {
-    apps: kc.makeApiClient(AppsV1Api),
+    apps,
     core,
     custom,
     ns,
@@ -57,16 +67,28 @@ export async function rolloutCluster(ctx: Mocha.Context, kc: KubeConfig, prefix:
         (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' }),
       ),
     pods: async (app) => (await core.listNamespacedPod({ namespace: ns, labelSelector: `app=${app}` })).items.filter((p) => !p.metadata?.deletionTimestamp),
-    createRollout: async (name, kind, target = name) => {
+    createRollout: async (name, kind, target = name, more = {}) => {
       await custom.createNamespacedCustomObject({
         group: IPR_GROUP,
         version: IPR_VERSION,
         plural: IPR_PLURAL,
         namespace: ns,
-        body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name }, spec: { targetRef: { apiVersion: 'apps/v1', kind, name: target }, prewarm: false } },
+        body: { apiVersion: `${IPR_GROUP}/${IPR_VERSION}`, kind: 'InPlaceRollout', metadata: { name }, spec: { targetRef: { apiVersion: 'apps/v1', kind, name: target }, prewarm: false, ...more } },
       });
     },
+    createDeployment: (app, replicas, template) =>
+      apps.createNamespacedDeployment({ namespace: ns, body: { metadata: { name: app }, spec: { replicas, selector: { matchLabels: { app } }, template } } }),
+    restarts: async () => ((await custom.listNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: ns })) as { items: ContainerRestart[] }).items,
+    replicaSets: async (app) => (await apps.listNamespacedReplicaSet({ namespace: ns, labelSelector: `app=${app}` })).items,
     rollout: async (name) => (await custom.getNamespacedCustomObject({ group: IPR_GROUP, version: IPR_VERSION, plural: IPR_PLURAL, namespace: ns, name })) as InPlaceRollout,
+  };
+}
+
+/** A pod template of app, gated by the agent's condition (it drains through it), one container `app` on `image` (the app v1 image). */
+export function gatedTemplate(app: string, image = kubeEnv().sandbox.images.appV1): V1PodTemplateSpec {
+  return {
+    metadata: { labels: { app } },
+    spec: { terminationGracePeriodSeconds: 5, readinessGates: [{ conditionType: READY_CONDITION }], containers: [{ name: 'app', image, args: ['sh', '-c', TRAP_TERM_APP] }] },
   };
 }
 

@@ -6,8 +6,13 @@ import { permissionText, type Permission } from '../../src/k8s/request-permissio
 import type { Requester } from '../../src/k8s/requester.js';
 import type { Plan, RolloutAction } from '../../src/controllers/rollout/plan.js';
 import { restartObject } from '../../src/controllers/rollout/reconcile.js';
-import { guardPlan, roundNeeds } from '../../src/controllers/rollout/rollout-access.js';
+import { guardedWrite, guardPlan, roundNeeds } from '../../src/controllers/rollout/rollout-access.js';
+import type { RolloutApi } from '../../src/controllers/rollout/rollout-api.js';
 import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
+import type { DeploymentApi } from '../../src/controllers/rollout/workloads/deployment-api.js';
+import { finishDeployment, releaseHeld } from '../../src/controllers/rollout/workloads/deployment-round.js';
+import type { WorkloadView } from '../../src/controllers/rollout/plan-types.js';
+import { memoryLogger } from '../support/memory-logger.js';
 
 /** An authorizer that allows exactly the listed permissions (as permissionText prints them), and records every question. */
 function fakeReviewer(allowed: string[]): AccessReviewer & { asked: string[] } {
@@ -23,9 +28,10 @@ function fakeReviewer(allowed: string[]): AccessReviewer & { asked: string[] } {
 
 const alice: Requester = { username: 'alice', uid: 'u-1', groups: ['dev', 'system:authenticated'] };
 const NOW = Date.parse('2026-12-01T18:00:00Z');
-const rollout = (requester: Requester | null = alice, fallback: 'Pause' | 'Recreate' = 'Pause'): InPlaceRollout => ({
+type Kind = WorkloadView['kind'];
+const rollout = (requester: Requester | null = alice, fallback: 'Pause' | 'Recreate' = 'Pause', kind: Kind = 'StatefulSet'): InPlaceRollout => ({
   metadata: { name: 'web', namespace: 'shop', uid: 'uid-web', generation: 3 },
-  spec: { targetRef: { apiVersion: 'apps/v1', kind: 'StatefulSet', name: 'web' }, fallback, ...(requester ? { requester } : {}) },
+  spec: { targetRef: { apiVersion: 'apps/v1', kind, name: 'web' }, fallback, ...(requester ? { requester } : {}) },
   status: { phase: 'Progressing', observedGeneration: 2 },
 });
 const restart: RolloutAction = { kind: 'restart', name: 'web-web-2-r2', pod: 'web-2', podUid: 'p2', containers: [{ name: 'app', image: 'reg/app:v2' }], revisionHash: 'web-2', revisionNumber: 2 };
@@ -121,5 +127,60 @@ describe("an InPlaceRollout acts only within its requester's rights (rollout-acc
     if (restart.kind !== 'restart') throw new Error('restart expected');
     assert.deepEqual(restartObject(rollout(), restart).spec.requester, alice);
     assert.equal(restartObject(rollout(null), restart).spec.requester, undefined);
+  });
+
+  for (const kind of ['Deployment', 'DaemonSet'] as const) {
+    const resource = `${kind.toLowerCase()}s.apps/web`;
+    it(`a rollout of a ${kind} needs patch on the ${kind}: refused without it before any pod is looked at`, async () => {
+      const r = fakeReviewer(ALL.filter((a) => a !== WORKLOAD));
+      const out = await guardPlan(r, rollout(alice, 'Pause', kind), plan([restart]), NOW);
+      assert.equal(out.status.phase, 'Failed');
+      assert.deepEqual(out.actions, []);
+      assert.match(out.status.message ?? '', new RegExp(`its creator alice may not patch ${resource.replace('.', '\\.')} in namespace shop, which it needs to roll out ${kind} web`));
+      assert.deepEqual(r.asked, [`alice: patch ${resource} in namespace shop`]);
+    });
+  }
+
+  describe("the writes on the workload after a round's actions (guardedWrite): a hold's release, a template set back", () => {
+    /** A DeploymentApi that records the writes asked of it. */
+    const recordingApi = (): DeploymentApi & { writes: string[] } => {
+      const writes: string[] = [];
+      const w = (what: string) => async () => {
+        writes.push(what);
+        return {} as never;
+      };
+      return { writes, getDeployment: async () => undefined, listReplicaSets: async () => [], patchReplicaSetTemplate: w('rs template'), keepPrevious: w('history'), restoreTemplate: w('template back'), releaseDeployment: w('release Deployment'), releaseStatefulSet: w('release StatefulSet'), releaseDaemonSet: w('release DaemonSet') };
+    };
+    const view = (kind: Kind, more: Partial<WorkloadView> = {}): WorkloadView => ({ kind, name: 'web', uid: 'w-uid', generation: 4, observedGeneration: 4, updateStrategy: 'RollingUpdate', desired: 3, ...more });
+    const done: Plan = { actions: [], status: { observedGeneration: 3, phase: 'Succeeded', updateRevision: 'web-2', replicas: 3, updatedReplicas: 3, readyReplicas: 3, message: 'done' } };
+    const cases: { kind: Kind; write: (api: RolloutApi, d: DeploymentApi, r: InPlaceRollout) => Promise<string | undefined>; wrote: string; message: RegExp }[] = [
+      // A Deployment held, its template changed beyond images: handed over (the hold released).
+      { kind: 'Deployment', wrote: 'release Deployment', message: /^done$/, write: (api, d, r) => finishDeployment(api, d, r, { workload: view('Deployment'), revisions: [], pods: [], selector: {}, held: true, handOver: 'spec.containers[app].env changed' }, plan([]), memoryLogger().logger) },
+      { kind: 'StatefulSet', wrote: 'release StatefulSet', message: /^done; StatefulSet web released \(partition 0\)$/, write: (api, d, r) => releaseHeld(api, d, r, view('StatefulSet', { heldPartition: 0, updateRevision: 'web-2' }), done, memoryLogger().logger) },
+      { kind: 'DaemonSet', wrote: 'release DaemonSet', message: /^done; DaemonSet web released \(RollingUpdate maxUnavailable=1,maxSurge=0\)$/, write: (api, d, r) => releaseHeld(api, d, r, view('DaemonSet', { heldStrategy: 'maxUnavailable=1,maxSurge=0' }), done, memoryLogger().logger, 'web-2') },
+    ];
+    for (const c of cases) {
+      const resource = `${c.kind.toLowerCase()}s.apps/web`;
+      it(`${c.kind}: a requester without patch on it: nothing written, Failed with reason Forbidden naming the user and the permission`, async () => {
+        const r = fakeReviewer([]);
+        const d = recordingApi();
+        const ro = rollout(alice, 'Pause', c.kind);
+        const out = await guardedWrite(ro, done, NOW, () => c.write(r as unknown as RolloutApi, d, ro));
+        assert.deepEqual(d.writes, [], 'nothing written');
+        assert.equal(out.status.phase, 'Failed');
+        assert.equal(out.status.conditions?.find((x) => x.type === 'Progressing')?.reason, 'Forbidden');
+        assert.match(out.status.message ?? '', new RegExp(`its creator alice may not patch ${resource.replace('.', '\\.')} in namespace shop`));
+      });
+      it(`${c.kind}: a requester with patch on it: written, what was done added to the message (a hand-over adds nothing)`, async () => {
+        const r = fakeReviewer([`patch ${resource} in namespace shop`]);
+        const d = recordingApi();
+        const ro = rollout(alice, 'Pause', c.kind);
+        const out = await guardedWrite(ro, done, NOW, () => c.write(r as unknown as RolloutApi, d, ro));
+        assert.deepEqual(d.writes, [c.wrote]);
+        assert.equal(out.status.phase, 'Succeeded');
+        assert.match(out.status.message ?? '', c.message);
+        assert.deepEqual(r.asked, [`alice: patch ${resource} in namespace shop`]);
+      });
+    }
   });
 });

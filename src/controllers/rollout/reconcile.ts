@@ -15,7 +15,7 @@ import { deletablePrewarm, prewarmMismatch, restartMismatch, rolloutOwnerRef } f
 import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, REASON, targetRevision, type CreateConflict, type Plan, type PlanInput, type RolloutAction } from './plan.js';
 import type { ImagePrewarm } from '../image-prewarm/types.js';
 import type { RolloutApi } from './rollout-api.js';
-import { guardPlan } from './rollout-access.js';
+import { guardedWrite, guardPlan } from './rollout-access.js';
 import { boundStatus } from './status-bounds.js';
 import { statusWrite, type StatusWrites } from './status-pace.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
@@ -178,13 +178,16 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
     if (pw.metadata.name !== plan.prewarm && deletablePrewarm(rollout, pw) && d.leading()) await d.api.deletePrewarm(pw.metadata.name, pw.metadata.uid ?? '');
   }
   // A Deployment's hold released once its pods are done, or for a change beyond images (workloads/deployment-round.ts).
-  if (deployment && d.deployments && d.leading()) {
-    const note = await finishDeployment(d.api, d.deployments, rollout, deployment, plan, d.log);
-    if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
+  // Each asks the requester's patch on the workload first; refused, the rollout says Forbidden (rollout-access.ts).
+  const deployments = d.deployments;
+  if (deployment && deployments && d.leading()) {
+    const p = plan;
+    plan = await guardedWrite(rollout, p, d.nowMs(), () => finishDeployment(d.api, deployments, rollout, deployment, p, d.log));
   }
-  if (input.workload && d.deployments && d.leading()) {
-    const note = await releaseHeld(d.api, d.deployments, rollout, input.workload, plan, d.log, targetRevision(input.workload, input.revisions)?.hash);
-    if (note) plan = { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } };
+  if (input.workload && deployments && d.leading()) {
+    const p = plan;
+    const w = input.workload;
+    plan = await guardedWrite(rollout, p, d.nowMs(), () => releaseHeld(d.api, deployments, rollout, w, p, d.log, targetRevision(w, input.revisions)?.hash));
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });
   const write = statusWrite(rollout.status, status, d.statusWrites?.last(uid), d.nowMs());

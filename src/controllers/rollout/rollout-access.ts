@@ -9,6 +9,9 @@
 //   recreate (fallback Recreate)   delete pods/NAME
 //   prewarm (an ImagePrewarm)      create imageprewarms (cluster-wide), and list pods in the namespace
 //
+// The writes on the workload itself after the plan's actions (a Deployment's ReplicaSet template, its template set
+// back, the release of a hold: workloads/deployment-round.ts) need patch on the workload too (guardedWrite).
+//
 // A requester that lacks one, or no requester at all, makes the round do nothing and the rollout Failed with
 // reason Forbidden, naming the user and the permission. Every round checks again: once the right is granted (or
 // someone with it writes the spec, and so becomes the requester), the rollout goes on. What the rollout creates
@@ -89,6 +92,20 @@ export async function guardPlan(reviewer: AccessReviewer, rollout: InPlaceRollou
   try {
     await requireAccess(reviewer, requester, needs, what);
     return plan;
+  } catch (err) {
+    if (!AgentError.is(err, 'PermissionDenied')) throw err;
+    return forbiddenPlan(plan, rollout, err.message, nowMs);
+  }
+}
+
+/**
+ * Runs one of the round's writes on the workload (write answers a note for the status message): a refusal of the
+ * rollout's requester (PermissionDenied) makes the plan forbiddenPlan, with nothing written; other errors are thrown.
+ */
+export async function guardedWrite(rollout: InPlaceRollout, plan: Plan, nowMs: number, write: () => Promise<string | undefined>): Promise<Plan> {
+  try {
+    const note = await write();
+    return note ? { ...plan, status: { ...plan.status, message: `${plan.status.message ?? ''}${note}` } } : plan;
   } catch (err) {
     if (!AgentError.is(err, 'PermissionDenied')) throw err;
     return forbiddenPlan(plan, rollout, err.message, nowMs);
