@@ -137,7 +137,10 @@ async function main(): Promise<void> {
   const workloadDone = async (row: Row, name: string, n: number, gen: number | undefined) => {
     const w = row.kind === 'Deployment' ? await apps.readNamespacedDeployment({ namespace: NS, name }) : await apps.readNamespacedStatefulSet({ namespace: NS, name });
     const st = w.status;
-    if (st?.observedGeneration !== gen || st?.updatedReplicas !== n || st?.readyReplicas !== n) return false;
+    // The status of the workload's latest generation, at gen or after: a held Deployment's release is a
+    // generation of its own (spec.paused false), after the template change's.
+    const seen = st?.observedGeneration ?? 0;
+    if (seen < (gen ?? 0) || seen !== w.metadata?.generation || st?.updatedReplicas !== n || st?.readyReplicas !== n) return false;
     // A Deployment held for an in-place rollout is done once the hold is released (spec.paused false again).
     if ('paused' in (w.spec ?? {}) && (w.spec as { paused?: boolean }).paused) return false;
     // A Deployment's old pods are gone, a StatefulSet's every pod counts: replicas is n and all of them new.
