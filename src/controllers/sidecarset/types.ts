@@ -34,6 +34,8 @@ export interface SidecarUpdateStrategy {
   selector?: V1LabelSelector;
   /** Take the pod out of its Services during the upgrade. Default false. */
   drain?: boolean;
+  /** Pull the new images on the nodes of the pods to upgrade before the first one (prewarm.ts). Default false. */
+  prewarm?: boolean;
 }
 
 /** SidecarSet.spec */
