@@ -7,7 +7,8 @@
 // another, 0 failed requests of two clients through the Service, the owners' templates untouched), pre-warmed
 // first (updateStrategy.prewarm: the namespace's ImagePrewarm done on every node of the pods before the first
 // ContainerRestart is created, then deleted by the coordinator); a pod created
-// after the bump gets the new images; `paused` and then `partition` hold, as the coordinator's status says; a
+// after the bump gets the new images; an env change restarts nothing, the status counts the pods on the older spec
+// and a new pod gets it; `paused` and then `partition` hold, as the coordinator's status says; a
 // sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
@@ -114,7 +115,7 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
     assert.equal(plain[0]?.spec?.initContainers, undefined);
     assert.equal(plain[0]?.metadata?.annotations?.[scs.annotation], undefined);
     const s = (await scs.settled(SidecarReasons.complete, 60_000, (x) => x.status?.readyPods === 5)).status!;
-    assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods }, { m: 5, i: 5, u: 5, r: 5 });
+    assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods, o: s.olderSpecPods }, { m: 5, i: 5, u: 5, r: 5, o: 0 });
   });
 
   it('an image bump of both sidecars is pre-warmed, then reaches the five pods in place: same pods, apps untouched, one pod at a time, 0 failed requests', async () => {
@@ -195,6 +196,25 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       return runsImages(cur, V2) ? cur : undefined;
     });
     await core.deleteNamespacedPod({ namespace: ns, name: 'late', gracePeriodSeconds: 0 });
+  });
+
+  it('a change beyond the image (an env) restarts nothing, the status counts the five running pods on the older spec, and a new pod gets it', async () => {
+    const crsBefore = (await scs.restarts(ns)).length;
+    const before = await meshPods();
+    assert.equal((await scs.read()).status?.olderSpecPods, 0, 'after the image bump, every pod has the current spec');
+    const env = [{ name: 'MESH_MODE', value: 'strict' }];
+    await scs.patchSpec({ containers: [{ ...trapping('proxy', V2), env }] });
+    const changed = await scs.settled(SidecarReasons.complete, 60_000, (s) => s.status?.olderSpecPods === 5 && s.status?.matchedPods === 5);
+    assert.equal(changed.status?.updatedPods, 5, 'their images are current');
+    assert.equal((await scs.restarts(ns)).length, crsBefore, 'no ContainerRestart for a change beyond images');
+    for (const p of await meshPods()) {
+      const old = before.find((b) => b.metadata?.uid === p.metadata?.uid);
+      assert.equal(containerOf(p, 'proxy')?.containerID, containerOf(old!, 'proxy')?.containerID, `${p.metadata?.name}: its proxy was not restarted`);
+    }
+    const p = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'late-env', labels: { ...MESH, app: 'late' } }, spec: { terminationGracePeriodSeconds: 2, containers: [trapping('app', V1)] } } });
+    assert.deepEqual(p.spec?.containers.find((c) => c.name === 'proxy')?.env, env, 'the new pod gets the new env');
+    await scs.settled(SidecarReasons.complete, 60_000, (s) => s.status?.matchedPods === 6 && s.status?.olderSpecPods === 5);
+    await core.deleteNamespacedPod({ namespace: ns, name: 'late-env', gracePeriodSeconds: 0 });
   });
 
   it('paused holds every pod on its sidecars; then partition 3 holds the last three; then partition 0 finishes', async () => {

@@ -3,6 +3,7 @@ import { imagesKey, planSidecarSet, restartName, SidecarReasons, unavailableBudg
 import { selectorMatches, selectorString } from '../../src/controllers/sidecarset/selector.js';
 import { restartObject, restartView } from '../../src/controllers/sidecarset/sidecarset-api.js';
 import { injectedAnnotation, type SidecarSet, type SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
+import { differsBeyondImage, quantityValue } from '../../src/controllers/sidecarset/spec-drift.js';
 import { prewarmMismatch, prewarmName, prewarmObject, type SidecarPrewarmView } from '../../src/controllers/sidecarset/prewarm.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
@@ -188,6 +189,41 @@ describe('SidecarSet pre-warm (updateStrategy.prewarm)', () => {
     assert.equal(prewarmMismatch(s, pw, 'b'), undefined);
     assert.match(prewarmMismatch(s, { ...pw, metadata: { ...pw.metadata, ownerReferences: [] } } as typeof pw, 'b') ?? '', /no controller ownerReference to SidecarSet mesh/);
     assert.match(prewarmMismatch(s, pw, 'ns') ?? '', /other images or for another namespace/);
+  });
+});
+
+describe('SidecarSet pods on an older spec (olderSpecPods)', () => {
+  // The pod's container as the API server keeps it: the injected spec plus its defaults and the token mount.
+  const token = { name: 'kube-api-access-x1', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true };
+  const stored = (c: object) => ({ imagePullPolicy: 'IfNotPresent', terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', resources: {}, ...c, volumeMounts: [...((c as { volumeMounts?: object[] }).volumeMounts ?? []), token] });
+  const want = { name: 'proxy', image: 'proxy:2', env: [{ name: 'MODE', value: 'a' }], ports: [{ containerPort: 15000 }], readinessProbe: { tcpSocket: { port: 15000 } }, resources: { limits: { cpu: '0.1', memory: '64Mi' } } };
+  const same = stored({ ...want, image: 'proxy:1', ports: [{ containerPort: 15000, protocol: 'TCP' }], readinessProbe: { tcpSocket: { port: 15000 }, timeoutSeconds: 1, periodSeconds: 10 }, resources: { limits: { cpu: '100m', memory: '64Mi' }, requests: { cpu: '100m', memory: '64Mi' } } });
+
+  it('sees no difference in the image, in what the API server fills in, or in how a quantity is written', () => {
+    assert.equal(differsBeyondImage(want, same), false);
+    assert.equal(differsBeyondImage({ name: 'proxy', image: 'p' }, stored({ name: 'proxy', image: 'q' })), false);
+    assert.equal(quantityValue('100m'), quantityValue('0.1'));
+    assert.equal(quantityValue('1Gi'), 2 ** 30);
+    assert.equal(quantityValue('x'), undefined);
+  });
+
+  it('sees a changed, added or removed env, command, mount or probe', () => {
+    assert.equal(differsBeyondImage({ ...want, env: [{ name: 'MODE', value: 'b' }] }, same), true);
+    assert.equal(differsBeyondImage({ ...want, env: [...want.env, { name: 'X', value: '1' }] }, same), true);
+    assert.equal(differsBeyondImage({ ...want, command: ['proxy', '--fast'] }, same), true);
+    assert.equal(differsBeyondImage({ ...want, volumeMounts: [{ name: 'conf', mountPath: '/etc/mesh' }] }, same), true);
+    const { readinessProbe: _, ...noProbe } = want;
+    assert.equal(differsBeyondImage(noProbe, same), true, 'a probe removed from the SidecarSet');
+    assert.equal(differsBeyondImage({ ...want, resources: { limits: { cpu: '200m', memory: '64Mi' } } }, same), true);
+  });
+
+  it('counts the injected pods whose sidecar differs beyond its image, or lacks a sidecar added since', () => {
+    const s = set({ containers: [want] }, 'proxy:2');
+    const p = (i: number, c: object | undefined) => pod(i, { specs: { app: { name: 'app', image: 'app:1' }, ...(c ? { proxy: c } : {}) } }, 'proxy:2');
+    const status = plan(s, [p(0, same), p(1, stored({ ...want, env: [] })), p(2, undefined), p(3, same)]).status;
+    assert.equal(status.olderSpecPods, 2);
+    assert.equal(status.updatedPods, 4, 'their images are current: nothing to restart');
+    assert.equal(status.conditions?.[0]?.reason, SidecarReasons.complete);
   });
 });
 

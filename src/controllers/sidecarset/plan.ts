@@ -8,6 +8,8 @@
 //   injected, every sidecar container on the SidecarSet's image                      -> updated (ready if the pod is)
 //   injected, its ContainerRestart of this SidecarSet running                        -> in flight
 //   injected, its ContainerRestart for these images failed                           -> failure: no new upgrade starts
+//   injected, a sidecar differing from the SidecarSet's spec beyond its image (or missing) -> counted in olderSpecPods
+//     (only images change in place: the rest reaches new pods, spec-drift.ts)
 //   injected, a sidecar container or native sidecar (restartable initContainer) on
 //     another image, within maxUnavailable, not paused, not held by partition,
 //     selected by updateStrategy.selector                                            -> start a ContainerRestart
@@ -19,6 +21,7 @@ import { createHash } from 'node:crypto';
 import { selectorMatches } from './selector.js';
 import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetStatus } from './types.js';
 import { keepTransition, type TimedCondition } from '../../k8s/conditions.js';
+import { differsBeyondImage } from './spec-drift.js';
 import { prewarmGate, PrewarmReasons, type SidecarPrewarmAction, type SidecarPrewarmView } from './prewarm.js';
 
 /** Reasons of the status's Updated condition. */
@@ -55,6 +58,8 @@ export interface SidecarPodView {
   containers: { name: string; image: string }[];
   /** spec.initContainers: name and image. */
   initContainers: { name: string; image: string }[];
+  /** Each container's and init container's whole spec as the API server holds it, by name (for olderSpecPods). */
+  specs?: Record<string, object>;
   ready: boolean;
   deleting: boolean;
 }
@@ -150,6 +155,8 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   const inFlightKeys = new Set(inFlight.map(podKey));
   const stale = (p: SidecarPodView) => [...p.initContainers, ...p.containers].filter((c) => wanted.has(c.name) && wanted.get(c.name) !== c.image);
   const updated = injected.filter((p) => !inFlightKeys.has(podKey(p)) && stale(p).length === 0);
+  const sidecarSpecs = [...(set.spec.containers ?? []), ...(set.spec.initContainers ?? [])];
+  const olderSpec = injected.filter((p) => p.specs && sidecarSpecs.some((c) => !p.specs?.[c.name] || differsBeyondImage(c, p.specs[c.name] as object)));
   const failures: SidecarFailure[] = [];
   for (const p of injected) {
     for (const r of byPod.get(podKey(p)) ?? []) {
@@ -200,6 +207,7 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
     updatedPods: updated.length,
     readyPods: updated.filter((p) => p.ready).length,
     conflictPods: conflicts.length,
+    olderSpecPods: olderSpec.length,
     podsInFlight: [...inFlight.map(podKey), ...actions.map((a) => `${a.namespace}/${a.pod}`)],
     ...(failures.length ? { failures: failures.slice(0, 100) } : {}),
     message,

@@ -51,6 +51,8 @@ export function podView(p: k8s.V1Pod, namespaceLabels: Record<string, string>): 
     annotations: p.metadata?.annotations ?? {},
     containers: (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
     initContainers: (p.spec?.initContainers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
+    // As JSON (the typed client's objects carry keys of undefined), as the SidecarSet's containers are read.
+    specs: Object.fromEntries([...(p.spec?.containers ?? []), ...(p.spec?.initContainers ?? [])].map((c) => [c.name, JSON.parse(JSON.stringify(c)) as object])),
     ready: p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
     deleting: !!p.metadata?.deletionTimestamp,
   };

@@ -74,6 +74,8 @@ export interface SidecarSetStatus {
   readyPods?: number;
   /** Matched pods left alone at injection because a container of theirs had a sidecar's name. */
   conflictPods?: number;
+  /** Injected pods whose sidecars differ from the current spec beyond their images (env, command, mounts...): new pods get it. */
+  olderSpecPods?: number;
   /** Pods whose sidecars are being upgraded now (namespace/name). */
   podsInFlight?: string[];
   failures?: SidecarFailure[];
