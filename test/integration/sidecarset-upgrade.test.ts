@@ -212,9 +212,12 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       assert.equal(containerOf(p, 'proxy')?.containerID, containerOf(old!, 'proxy')?.containerID, `${p.metadata?.name}: its proxy was not restarted`);
     }
     const p = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'late-env', labels: { ...MESH, app: 'late' } }, spec: { terminationGracePeriodSeconds: 2, containers: [trapping('app', V1)] } } });
-    assert.deepEqual(p.spec?.containers.find((c) => c.name === 'proxy')?.env, env, 'the new pod gets the new env');
-    await scs.settled(SidecarReasons.complete, 60_000, (s) => s.status?.matchedPods === 6 && s.status?.olderSpecPods === 5);
-    await core.deleteNamespacedPod({ namespace: ns, name: 'late-env', gracePeriodSeconds: 0 });
+    try {
+      assert.deepEqual(p.spec?.containers.find((c) => c.name === 'proxy')?.env?.map((e) => ({ name: e.name, value: e.value })), env, 'the new pod gets the new env');
+      await scs.settled(SidecarReasons.complete, 60_000, (s) => s.status?.matchedPods === 6 && s.status?.olderSpecPods === 5);
+    } finally {
+      await core.deleteNamespacedPod({ namespace: ns, name: 'late-env', gracePeriodSeconds: 0 });
+    }
   });
 
   it('paused holds every pod on its sidecars; then partition 3 holds the last three; then partition 0 finishes', async () => {
