@@ -9,7 +9,9 @@
 // ContainerRestart is created, then deleted by the coordinator); a pod created
 // after the bump gets the new images; an env change restarts nothing, the status counts the pods on the older spec
 // and a new pod gets it; `paused` and then `partition` hold, as the coordinator's status says; a
-// sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it.
+// sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it; an image
+// no node can pull stops at the pre-warm, before any pod, and its ImagePrewarm is garbage-collected with the
+// SidecarSet.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
@@ -266,5 +268,21 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       assert.equal(specImage(p, 'proxy'), good, `${p.metadata?.name}: the sidecar back on (or still on) the last good image`);
       assert.equal(containerOf(p, 'app')?.containerID, containerOf(old, 'app')?.containerID, 'the app container was not touched');
     }
+  });
+
+  it('a pre-warm that cannot pull stops the upgrade before any pod, naming the node; its ImagePrewarm goes with the SidecarSet', async () => {
+    const before = await meshPods();
+    const crsBefore = (await scs.restarts(ns)).length;
+    const missing = V2.replace(/:[^:/]+$/, `:missing-${randomBytes(4).toString('hex')}`);
+    await scs.patchSpec({ containers: [trapping('proxy', missing)] });
+    // Each node tries 3 times (backoffLimit 2), 10 s and 20 s apart.
+    const failed = await scs.settled(SidecarReasons.prewarmFailed, 180_000);
+    assert.match(failed.status?.message ?? '', /pre-warm failed, no pod touched: scs-[0-9a-f]{8}-[0-9a-f]{10}-scsup-[^:]+: node inplace-node[-0-9]*: ImagePullFailed/);
+    assert.equal((await scs.restarts(ns)).length, crsBefore, 'no ContainerRestart');
+    for (const p of await meshPods()) assert.equal(specImage(p, 'proxy'), specImage(before.find((b) => b.metadata?.uid === p.metadata?.uid)!, 'proxy'), `${p.metadata?.name} kept its sidecar`);
+    const prewarms = new PrewarmSamples(kc, failed.metadata.uid ?? '');
+    assert.equal(await prewarms.sample(), 1, 'the failed ImagePrewarm is kept (it says why)');
+    await scs.delete();
+    await until('the garbage collector to delete the ImagePrewarm with its SidecarSet', 60_000, async () => ((await prewarms.sample()) === 0 ? true : undefined));
   });
 });
