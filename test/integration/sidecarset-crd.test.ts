@@ -43,12 +43,12 @@ describe('SidecarSet CRD (real kube-apiserver)', function () {
     await cluster?.close();
   });
 
-  it('is cluster-scoped and fills in the defaults: maxUnavailable 1, not paused, partition 0, drain false, failurePolicy Rollback', async () => {
+  it('is cluster-scoped and fills in the defaults: maxUnavailable 1, not paused, partition 0, drain false, prewarm false, failurePolicy Rollback', async () => {
     const crd = await cluster.kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: `${SCS_PLURAL}.${SCS_GROUP}` });
     assert.equal(crd.spec.scope, 'Cluster');
     const r = await create('defaults', { selector, containers: [proxy] });
     assert.equal(r.metadata.generation, 1);
-    assert.deepEqual(r.spec.updateStrategy, { maxUnavailable: 1, paused: false, partition: 0, drain: false });
+    assert.deepEqual(r.spec.updateStrategy, { maxUnavailable: 1, paused: false, partition: 0, drain: false, prewarm: false });
     assert.equal(r.spec.failurePolicy, 'Rollback');
     assert.equal(r.spec.allowCommonNames, false);
   });
@@ -109,9 +109,18 @@ describe('SidecarSet CRD (real kube-apiserver)', function () {
     assert.match(await refusal(create('x'.repeat(60), { selector, containers: [proxy] })), /at most 63 characters/);
   });
 
-  it('shows Matched, Injected, Updated and Ready columns', async () => {
+  it('takes updateStrategy.prewarm only with selector.matchLabels (an ImagePrewarm selects pods by labels)', async () => {
+    assert.equal((await create('warm', { selector, containers: [proxy], updateStrategy: { prewarm: true } })).spec.updateStrategy?.prewarm, true);
+    const exprOnly = { matchExpressions: [{ key: 'app', operator: 'Exists' }] };
+    assert.match(await refusal(create('warm-expr', { selector: exprOnly, containers: [proxy], updateStrategy: { prewarm: true } })), /updateStrategy\.prewarm needs selector\.matchLabels/);
+    assert.equal((await create('cold-expr', { selector: exprOnly, containers: [proxy], updateStrategy: { prewarm: false } })).spec.updateStrategy?.prewarm, false);
+  });
+
+  it('shows Matched, Injected, Updated and Ready columns, and Older-Spec with -o wide', async () => {
     const crd = await cluster.kc.makeApiClient(ApiextensionsV1Api).readCustomResourceDefinition({ name: `${SCS_PLURAL}.${SCS_GROUP}` });
     const cols = crd.spec.versions[0]?.additionalPrinterColumns?.map((c) => `${c.name}=${c.jsonPath}`);
     assert.deepEqual(cols?.slice(0, 4), ['Matched=.status.matchedPods', 'Injected=.status.injectedPods', 'Updated=.status.updatedPods', 'Ready=.status.readyPods']);
+    const older = crd.spec.versions[0]?.additionalPrinterColumns?.find((c) => c.name === 'Older-Spec');
+    assert.deepEqual([older?.jsonPath, older?.priority], ['.status.olderSpecPods', 1]);
   });
 });

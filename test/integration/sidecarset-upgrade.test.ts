@@ -4,9 +4,14 @@
 // StatefulSet of 2, both labelled, spread over the nodes, and an unlabelled Deployment. Checked: the injection into
 // the five matching pods only; an image bump of both sidecars reaches the five in place (same pod UIDs, the app
 // containers untouched, at most maxUnavailable pods with a sidecar down at any sample, no ContainerRestart beside
-// another, 0 failed requests of two clients through the Service, the owners' templates untouched); a pod created
-// after the bump gets the new images; `paused` and then `partition` hold, as the coordinator's status says; a
-// sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it.
+// another, 0 failed requests of two clients through the Service, the owners' templates untouched), pre-warmed
+// first (updateStrategy.prewarm: the namespace's ImagePrewarm done on every node of the pods before the first
+// ContainerRestart is created, then deleted by the coordinator); a pod created
+// after the bump gets the new images; an env change restarts nothing, the status counts the pods on the older spec
+// and a new pod gets it; `paused` and then `partition` hold, as the coordinator's status says; a
+// sidecar image that cannot start stops at the first pod, rolled back in place, and the status names it; an image
+// no node can pull stops at the pre-warm, before any pod, and its ImagePrewarm is garbage-collected with the
+// SidecarSet.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
@@ -17,10 +22,11 @@ import { applyCrds } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { kubeTest, until } from '../support/kube-test.js';
 import { applyDeployFiles } from '../support/kube-users.js';
+import { holdFleetRbac, type FleetRbacHold } from '../support/fleet-rbac-hold.js';
 import { TRAP_TERM_APP } from '../support/kube-web-pod.js';
 import { retag } from '../support/registry-retag.js';
 import { agentOnEveryNode } from '../support/rollout-wait.js';
-import { containerOf, podReady, SidecarSetFixture, sidecarsDownWatch, specImage } from '../support/sidecarset.js';
+import { containerOf, podReady, PrewarmSamples, SidecarSetFixture, sidecarsDownWatch, specImage } from '../support/sidecarset.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
 import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
@@ -44,7 +50,8 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
   let ns = '';
   let scs: SidecarSetFixture;
   let clients: Parameters<typeof withTraffic>[0] = {};
-  const spec: SidecarSetSpec = { selector: { matchLabels: MESH }, containers: [trapping('proxy', V1)], initContainers: [{ ...trapping('agent', V1), restartPolicy: 'Always' }], updateStrategy: { maxUnavailable: 1 } };
+  let fleetRbac: FleetRbacHold | undefined;
+  const spec: SidecarSetSpec = { selector: { matchLabels: MESH }, containers: [trapping('proxy', V1)], initContainers: [{ ...trapping('agent', V1), restartPolicy: 'Always' }], updateStrategy: { maxUnavailable: 1, prewarm: true } };
   /** The matching pods (not being deleted), in namespace/name order, as the planner orders them. */
   const meshPods = async () => (await core.listNamespacedPod({ namespace: ns, labelSelector: 'mesh=on' })).items.filter((p) => !p.metadata?.deletionTimestamp).sort((a, b) => (a.metadata?.name ?? '').localeCompare(b.metadata?.name ?? ''));
   /** Ready, its sidecars on image in the spec and running ready instances, other than those of before (by container ID). */
@@ -55,7 +62,9 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
     ({ kc, core } = await kubeTest(this));
     apps = kc.makeApiClient(k8s.AppsV1Api);
     await agentOnEveryNode(kc);
-    await applyCrds(kc, ['sidecarset.yaml']);
+    await applyCrds(kc, ['sidecarset.yaml', 'imageprewarm.yaml', 'nodeprewarm.yaml']);
+    // The pre-warm's nodes record their part only with the fleet's opt-in RBAC (docs/sidecars.md).
+    fleetRbac = await holdFleetRbac(kc, 'sidecarset-upgrade');
     await applyDeployFiles(kc, ['sidecarset-injection.yaml']);
     ns = await createNamespace(kc, 'scsup');
     scs = new SidecarSetFixture(kc, `mesh-${randomBytes(3).toString('hex')}`);
@@ -81,6 +90,7 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
   after(async () => {
     await scs?.delete();
     if (ns) await deleteNamespace(kc, ns);
+    await fleetRbac?.release();
   });
 
   it('injects at creation into the five pods of a Deployment of 3 and a StatefulSet of 2, not into the unlabelled one', async () => {
@@ -107,11 +117,12 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
     assert.equal(plain[0]?.spec?.initContainers, undefined);
     assert.equal(plain[0]?.metadata?.annotations?.[scs.annotation], undefined);
     const s = (await scs.settled(SidecarReasons.complete, 60_000, (x) => x.status?.readyPods === 5)).status!;
-    assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods }, { m: 5, i: 5, u: 5, r: 5 });
+    assert.deepEqual({ m: s.matchedPods, i: s.injectedPods, u: s.updatedPods, r: s.readyPods, o: s.olderSpecPods }, { m: 5, i: 5, u: 5, r: 5, o: 0 });
   });
 
-  it('an image bump of both sidecars reaches the five pods in place: same pods, apps untouched, one pod at a time, 0 failed requests', async () => {
+  it('an image bump of both sidecars is pre-warmed, then reaches the five pods in place: same pods, apps untouched, one pod at a time, 0 failed requests', async () => {
     const before = await meshPods();
+    const prewarms = new PrewarmSamples(kc, (await scs.read()).metadata.uid ?? '');
     // Every pod status change is seen (a watch), not only those a poll happens to sample.
     const down = await sidecarsDownWatch(kc, ns, 'mesh=on', SIDECARS);
     let mostInFlight = 0;
@@ -122,7 +133,7 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
         'the five pods on the new sidecars and the status Complete',
         300_000,
         async () => {
-          const [ps, crs, set] = await Promise.all([meshPods(), scs.restarts(ns), scs.read()]);
+          const [ps, crs, set] = await Promise.all([meshPods(), scs.restarts(ns), scs.read(), prewarms.sample()]);
           mostInFlight = Math.max(mostInFlight, crs.filter((c) => c.status?.phase !== 'Succeeded' && c.status?.phase !== 'Failed').length);
           last = JSON.stringify({ status: set.status, crs: crs.map((c) => `${c.spec.podName}:${c.status?.phase}`) });
           const complete = set.status?.observedGeneration === set.metadata.generation && set.status?.updatedPods === 5 && set.status?.conditions?.[0]?.reason === SidecarReasons.complete;
@@ -162,6 +173,19 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
     assert.deepEqual(db.spec?.template.spec?.containers.map((c) => c.name), ['app']);
     assert.equal(db.spec?.template.spec?.initContainers, undefined);
     assert.equal(db.status?.currentRevision, db.status?.updateRevision);
+
+    // Pre-warmed first: one ImagePrewarm for the namespace, done on the three nodes of the five pods (their own
+    // records' completion times) before the first ContainerRestart was created (whole seconds, as the API
+    // server keeps creationTimestamp); then the coordinator deletes it.
+    assert.deepEqual([...prewarms.created.values()].map((p) => [p.namespace, p.images]), [[ns, [V2]]], 'one ImagePrewarm, for the namespace, of the new image');
+    const [pwName, pw] = [...prewarms.created.entries()][0]!;
+    const firstRestartMs = Math.min(...crs.map((c) => new Date(c.metadata.creationTimestamp ?? 0).getTime()));
+    const done = prewarms.doneOn.get(pwName) ?? new Map<string, number>();
+    assert.deepEqual([...done.keys()].sort(), [...new Set(before.map((p) => p.spec?.nodeName))].sort(), `every node of the pods did its part of ${pwName}`);
+    const doneMs = Math.max(...done.values());
+    assert.ok(pw.createdMs <= firstRestartMs, 'the ImagePrewarm came first');
+    assert.ok(Math.floor(doneMs / 1000) * 1000 <= firstRestartMs, `the pre-warm was done (${new Date(doneMs).toISOString()}) before the first ContainerRestart (${new Date(firstRestartMs).toISOString()})`);
+    await until('the coordinator to delete the pre-warm', 30_000, async () => ((await prewarms.sample()) === 0 ? true : undefined));
   });
 
   it('a pod created after the bump gets the new sidecar images', async () => {
@@ -174,6 +198,28 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       return runsImages(cur, V2) ? cur : undefined;
     });
     await core.deleteNamespacedPod({ namespace: ns, name: 'late', gracePeriodSeconds: 0 });
+  });
+
+  it('a change beyond the image (an env) restarts nothing, the status counts the five running pods on the older spec, and a new pod gets it', async () => {
+    const crsBefore = (await scs.restarts(ns)).length;
+    const before = await meshPods();
+    assert.equal((await scs.read()).status?.olderSpecPods, 0, 'after the image bump, every pod has the current spec');
+    const env = [{ name: 'MESH_MODE', value: 'strict' }];
+    await scs.patchSpec({ containers: [{ ...trapping('proxy', V2), env }] });
+    const changed = await scs.settled(SidecarReasons.complete, 60_000, (s) => s.status?.olderSpecPods === 5 && s.status?.matchedPods === 5);
+    assert.equal(changed.status?.updatedPods, 5, 'their images are current');
+    assert.equal((await scs.restarts(ns)).length, crsBefore, 'no ContainerRestart for a change beyond images');
+    for (const p of await meshPods()) {
+      const old = before.find((b) => b.metadata?.uid === p.metadata?.uid);
+      assert.equal(containerOf(p, 'proxy')?.containerID, containerOf(old!, 'proxy')?.containerID, `${p.metadata?.name}: its proxy was not restarted`);
+    }
+    const p = await core.createNamespacedPod({ namespace: ns, body: { metadata: { name: 'late-env', labels: { ...MESH, app: 'late' } }, spec: { terminationGracePeriodSeconds: 2, containers: [trapping('app', V1)] } } });
+    try {
+      assert.deepEqual(p.spec?.containers.find((c) => c.name === 'proxy')?.env?.map((e) => ({ name: e.name, value: e.value })), env, 'the new pod gets the new env');
+      await scs.settled(SidecarReasons.complete, 60_000, (s) => s.status?.matchedPods === 6 && s.status?.olderSpecPods === 5);
+    } finally {
+      await core.deleteNamespacedPod({ namespace: ns, name: 'late-env', gracePeriodSeconds: 0 });
+    }
   });
 
   it('paused holds every pod on its sidecars; then partition 3 holds the last three; then partition 0 finishes', async () => {
@@ -222,5 +268,21 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       assert.equal(specImage(p, 'proxy'), good, `${p.metadata?.name}: the sidecar back on (or still on) the last good image`);
       assert.equal(containerOf(p, 'app')?.containerID, containerOf(old, 'app')?.containerID, 'the app container was not touched');
     }
+  });
+
+  it('a pre-warm that cannot pull stops the upgrade before any pod, naming the node; its ImagePrewarm goes with the SidecarSet', async () => {
+    const before = await meshPods();
+    const crsBefore = (await scs.restarts(ns)).length;
+    const missing = V2.replace(/:[^:/]+$/, `:missing-${randomBytes(4).toString('hex')}`);
+    await scs.patchSpec({ containers: [trapping('proxy', missing)] });
+    // Each node tries 3 times (backoffLimit 2), 10 s and 20 s apart.
+    const failed = await scs.settled(SidecarReasons.prewarmFailed, 180_000);
+    assert.match(failed.status?.message ?? '', /pre-warm failed, no pod touched: scs-[0-9a-f]{8}-[0-9a-f]{10}-scsup-[^:]+: node inplace-node[-0-9]*: ImagePullFailed/);
+    assert.equal((await scs.restarts(ns)).length, crsBefore, 'no ContainerRestart');
+    for (const p of await meshPods()) assert.equal(specImage(p, 'proxy'), specImage(before.find((b) => b.metadata?.uid === p.metadata?.uid)!, 'proxy'), `${p.metadata?.name} kept its sidecar`);
+    const prewarms = new PrewarmSamples(kc, failed.metadata.uid ?? '');
+    assert.equal(await prewarms.sample(), 1, 'the failed ImagePrewarm is kept (it says why)');
+    await scs.delete();
+    await until('the garbage collector to delete the ImagePrewarm with its SidecarSet', 60_000, async () => ((await prewarms.sample()) === 0 ? true : undefined));
   });
 });

@@ -2,6 +2,7 @@
 // change its spec, list the ContainerRestarts it made, and wait for the coordinator's decision in its status.
 import * as k8s from '@kubernetes/client-node';
 import { CR_GROUP, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../../src/controllers/container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../../src/controllers/image-prewarm/types.js';
 import { SIDECARSET_LABEL } from '../../src/controllers/sidecarset/sidecarset-api.js';
 import { injectedAnnotation, SCS_GROUP, SCS_PLURAL, SCS_VERSION, type SidecarSet, type SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
 import { until } from './kube-test.js';
@@ -115,4 +116,48 @@ export async function sidecarsDownWatch(kc: k8s.KubeConfig, ns: string, labelSel
     () => undefined,
   );
   return { most: () => most, stop: () => w.abort() };
+}
+
+/**
+ * What a test sees of a SidecarSet's ImagePrewarms (updateStrategy.prewarm), sample by sample: each one's
+ * creation, and, per node, when its part was done as the node's own NodePrewarm record says (the latest
+ * completionTime of its images once the node's phase is Succeeded). Records may go with their ImagePrewarm, so
+ * sample often while it exists.
+ */
+export class PrewarmSamples {
+  private readonly custom: k8s.CustomObjectsApi;
+  /** By ImagePrewarm name: the namespace it pre-warms, its images, its creationTimestamp (ms). */
+  readonly created = new Map<string, { namespace: string; images: string[]; createdMs: number }>();
+  /** By ImagePrewarm name, by node: when that node's part was done (ms). */
+  readonly doneOn = new Map<string, Map<string, number>>();
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly setUid: string,
+  ) {
+    this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  }
+
+  /** Takes one sample; answers how many of the SidecarSet's ImagePrewarms exist now. */
+  async sample(): Promise<number> {
+    const fleet = { group: FLEET_GROUP, version: FLEET_VERSION };
+    const [pws, records] = await Promise.all([
+      this.custom.listClusterCustomObject({ ...fleet, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${SIDECARSET_LABEL}=${this.setUid}` }) as Promise<{ items: ImagePrewarm[] }>,
+      this.custom.listClusterCustomObject({ ...fleet, plural: NODE_PREWARM_PLURAL }) as Promise<{ items: NodePrewarm[] }>,
+    ]);
+    for (const pw of pws.items) {
+      const createdMs = new Date(pw.metadata.creationTimestamp ?? 0).getTime();
+      this.created.set(pw.metadata.name, { namespace: pw.spec.podSelector?.namespace ?? '', images: pw.spec.images, createdMs });
+    }
+    for (const r of records.items) {
+      for (const [name, e] of Object.entries(r.status?.prewarms ?? {})) {
+        if (!this.created.has(name) || e.phase !== 'Succeeded') continue;
+        const at = Math.max(...e.images.map((i) => new Date(i.completionTime ?? 0).getTime()));
+        const byNode = this.doneOn.get(name) ?? new Map<string, number>();
+        byNode.set(r.spec?.nodeName ?? r.metadata.name, at);
+        this.doneOn.set(name, byNode);
+      }
+    }
+    return pws.items.length;
+  }
 }

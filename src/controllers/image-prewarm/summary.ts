@@ -41,3 +41,36 @@ export function sameSummary(a: ImagePrewarmStatus | undefined, b: ImagePrewarmSt
   const strip = (s: ImagePrewarmStatus) => JSON.stringify({ ...s, summarizedBy: undefined, lastSummaryTime: undefined });
   return strip(a) === strip(b);
 }
+
+/** Where a pre-warm stands for whoever waits on it before touching pods (an InPlaceRollout, a SidecarSet). */
+export interface PrewarmProgress {
+  name: string;
+  /** Every targeted node has the images. */
+  done: boolean;
+  failedNodes: { node: string; reason: string }[];
+  /** No agent has summed it up yet: since when it exists (ms since the epoch). */
+  silentSinceMs?: number;
+}
+
+/** The pre-warm's progress as its summed-up status says (a status of an older generation says nothing). */
+export function prewarmProgress(pw: ImagePrewarm): PrewarmProgress {
+  const st = pw.status;
+  const current = st?.observedGeneration === (pw.metadata.generation ?? 0);
+  const created = pw.metadata.creationTimestamp ? new Date(pw.metadata.creationTimestamp).getTime() : undefined;
+  return {
+    name: pw.metadata.name,
+    done: current && (st?.desired ?? 0) > 0 && st?.succeeded === st?.desired,
+    failedNodes: current ? (st?.failedNodes ?? []) : [],
+    ...(!st?.lastSummaryTime && created !== undefined ? { silentSinceMs: created } : {}),
+  };
+}
+
+/**
+ * The pre-warm's progress as the nodes' own records say, over `nodes`: done (or failed) as soon as the last node
+ * has recorded its part, rather than when an agent next sums them up in the status (every few seconds). The same
+ * sums as the status's (summarize).
+ */
+export function progressFromRecords(pw: ImagePrewarm, nodes: string[], records: NodePrewarm[]): PrewarmProgress {
+  const s = summarize(pw, [...new Set(nodes)].sort(), records);
+  return { ...prewarmProgress(pw), done: (s.desired ?? 0) > 0 && s.succeeded === s.desired, failedNodes: s.failedNodes ?? [] };
+}

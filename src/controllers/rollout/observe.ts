@@ -2,9 +2,7 @@
 // and ImagePrewarm fields for a rollout).
 import type { V1ControllerRevision, V1Pod } from '../../k8s/client.js';
 import type { ContainerRestart } from '../container-restart/types.js';
-import type { ImagePrewarm, NodePrewarm } from '../image-prewarm/types.js';
-import { summarize } from '../image-prewarm/summary.js';
-import type { PodView, PrewarmView, RestartView, RevisionView, WorkloadView } from './plan.js';
+import type { PodView, RestartView, RevisionView, WorkloadView } from './plan.js';
 import { REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan.js';
 import type { Workload } from './rollout-api.js';
 import type { PodTemplate } from './template-diff.js';
@@ -103,25 +101,5 @@ export function restartViews(crs: ContainerRestart[]): RestartView[] {
   });
 }
 
-/** The pre-warm as the planner sees it. */
-export function prewarmView(pw: ImagePrewarm): PrewarmView {
-  const st = pw.status;
-  const current = st?.observedGeneration === (pw.metadata.generation ?? 0);
-  const created = pw.metadata.creationTimestamp ? new Date(pw.metadata.creationTimestamp).getTime() : undefined;
-  return {
-    name: pw.metadata.name,
-    done: current && (st?.desired ?? 0) > 0 && st?.succeeded === st?.desired,
-    failedNodes: current ? (st?.failedNodes ?? []) : [],
-    ...(!st?.lastSummaryTime && created !== undefined ? { silentSinceMs: created } : {}),
-  };
-}
-
-/**
- * The pre-warm as the nodes' own records say, over the nodes of the workload's pods: done (or failed) as soon as
- * the last node has recorded its part, rather than when an agent next sums them up in the status (every few
- * seconds). The same sums as the status's (controllers/image-prewarm/summary.ts).
- */
-export function prewarmFromRecords(pw: ImagePrewarm, nodes: string[], records: NodePrewarm[]): PrewarmView {
-  const s = summarize(pw, [...new Set(nodes)].sort(), records);
-  return { ...prewarmView(pw), done: (s.desired ?? 0) > 0 && s.succeeded === s.desired, failedNodes: s.failedNodes ?? [] };
-}
+/** The pre-warm as the planner sees it: its status, or the nodes' own records over the nodes of the workload's pods (image-prewarm/summary.ts). */
+export { prewarmProgress as prewarmView, progressFromRecords as prewarmFromRecords } from '../image-prewarm/summary.js';

@@ -1,5 +1,6 @@
 // The planner's vocabulary: what it reads (views of the workload, its revisions and pods, the rollout's
 // ContainerRestarts and pre-warm), what it answers (actions and a status), and the reasons the status gives.
+import type { PrewarmProgress } from '../image-prewarm/summary.js';
 import type { PodTemplate } from './template-diff.js';
 import type { InPlaceRollout, InPlaceRolloutStatus } from './types.js';
 
@@ -127,14 +128,7 @@ export interface RestartView {
 }
 
 /** The rollout's pre-warm as last seen. */
-export interface PrewarmView {
-  name: string;
-  /** Every targeted node has the images. */
-  done: boolean;
-  failedNodes: { node: string; reason: string }[];
-  /** No agent has summed it up yet: since when it exists (ms since the epoch). */
-  silentSinceMs?: number;
-}
+export type PrewarmView = PrewarmProgress;
 
 /** Everything the planner looks at. */
 export interface PlanInput {

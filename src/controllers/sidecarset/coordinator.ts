@@ -8,9 +8,8 @@ import { asAgentError } from '../../errors.js';
 import { isConflict } from '../../k8s/api-error.js';
 import type { Logger } from '../../log.js';
 import { LeaseElection, type LeaseApi } from '../../k8s/lease-election.js';
-import { planSidecarSet } from './plan.js';
+import { reconcileSidecarSet } from './round.js';
 import type { SidecarSetApi } from './sidecarset-api.js';
-import type { SidecarSet } from './types.js';
 
 /** The election's name; its Lease (named as by earlier versions, so that both agree during an upgrade). */
 export const SIDECAR_COORDINATION = 'inplace-sidecarsets';
@@ -28,26 +27,6 @@ export interface SidecarCoordinatorOptions {
 
 /** Defaults for a real agent. */
 export const SIDECAR_COORDINATOR_DEFAULTS = { leaseSeconds: 15, roundMs: 2000 };
-
-/** One round over one SidecarSet: read, plan, start the upgrades (while still leading), write the status. */
-export async function reconcileSidecarSet(api: SidecarSetApi, set: SidecarSet, nowMs: number, leading: () => boolean, log: Logger): Promise<void> {
-  const [pods, restarts] = await Promise.all([api.listPods(set), api.listRestarts(set)]);
-  const plan = planSidecarSet({ set, pods, restarts, nowMs });
-  for (const a of plan.actions) {
-    if (!leading()) return;
-    try {
-      await api.createRestart(set, a);
-      log.info('sidecarset: sidecar upgrade started', { sidecarset: set.metadata.name, pod: `${a.namespace}/${a.pod}`, containerrestart: a.name, images: a.containers.map((c) => `${c.name}=${c.image}`).join(',') });
-    } catch (err) {
-      // Exists: started already (by this agent or an earlier coordinator); never a second one.
-      if (!isConflict(err)) throw err;
-    }
-  }
-  const { lastTransitionTime: _a, ...was } = set.status?.conditions?.[0] ?? {};
-  const { lastTransitionTime: _b, ...now } = plan.status.conditions?.[0] ?? {};
-  const same = JSON.stringify({ ...set.status, conditions: was }) === JSON.stringify({ ...plan.status, conditions: now });
-  if (leading() && !same) await api.writeStatus(set, plan.status);
-}
 
 /** Takes part in the election and, while holding the Lease, coordinates every SidecarSet. */
 export class SidecarSetCoordinator {

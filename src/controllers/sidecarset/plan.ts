@@ -8,15 +8,21 @@
 //   injected, every sidecar container on the SidecarSet's image                      -> updated (ready if the pod is)
 //   injected, its ContainerRestart of this SidecarSet running                        -> in flight
 //   injected, its ContainerRestart for these images failed                           -> failure: no new upgrade starts
+//   injected, a sidecar differing from the SidecarSet's spec beyond its image (or missing) -> counted in olderSpecPods
+//     (only images change in place: the rest reaches new pods, spec-drift.ts)
 //   injected, a sidecar container or native sidecar (restartable initContainer) on
 //     another image, within maxUnavailable, not paused, not held by partition,
 //     selected by updateStrategy.selector                                            -> start a ContainerRestart
+//   ... but with updateStrategy.prewarm, before the first ContainerRestart of an image set: one ImagePrewarm per
+//     namespace of those pods, and no restart until each is done (prewarm.ts)
 // A native sidecar is upgraded as a container is: the kubelet recreates a restartable init container alone when
 // its image in spec.initContainers changes (checked on 1.36, docs/sidecars.md).
 import { createHash } from 'node:crypto';
 import { selectorMatches } from './selector.js';
 import { injectedAnnotation, type SidecarFailure, type SidecarSet, type SidecarSetStatus } from './types.js';
 import { keepTransition, type TimedCondition } from '../../k8s/conditions.js';
+import { differsBeyondImage } from './spec-drift.js';
+import { prewarmGate, PrewarmReasons, type SidecarPrewarmAction, type SidecarPrewarmView } from './prewarm.js';
 
 /** Reasons of the status's Updated condition. */
 export const SidecarReasons = {
@@ -27,6 +33,12 @@ export const SidecarReasons = {
   partitioned: 'Partitioned',
   /** A failure whose ContainerRestart gave no reason of its own. */
   restartFailed: 'ContainerRestartFailed',
+  /** updateStrategy.prewarm: the new images are being pulled on the pods' nodes; no restart yet. */
+  prewarming: PrewarmReasons.prewarming,
+  /** A node could not pull them: the upgrade stops before any pod. */
+  prewarmFailed: PrewarmReasons.prewarmFailed,
+  /** An ImagePrewarm of the SidecarSet's name is not its own: the upgrade stops before any pod. */
+  nameTaken: PrewarmReasons.nameTaken,
 } as const;
 
 /** The condition type a SidecarSet carries: every injected pod runs its current sidecar images. */
@@ -37,6 +49,7 @@ export interface SidecarPodView {
   namespace: string;
   name: string;
   uid: string;
+  nodeName?: string;
   labels: Record<string, string>;
   /** Its namespace's labels (for namespaceSelector). */
   namespaceLabels: Record<string, string>;
@@ -45,6 +58,8 @@ export interface SidecarPodView {
   containers: { name: string; image: string }[];
   /** spec.initContainers: name and image. */
   initContainers: { name: string; image: string }[];
+  /** Each container's and init container's whole spec as the API server holds it, by name (for olderSpecPods). */
+  specs?: Record<string, object>;
   ready: boolean;
   deleting: boolean;
 }
@@ -72,6 +87,10 @@ export interface SidecarRestartAction {
 /** What the planner says. */
 export interface SidecarPlan {
   actions: SidecarRestartAction[];
+  /** ImagePrewarms to create. */
+  prewarms: SidecarPrewarmAction[];
+  /** The names of the ImagePrewarms this round needs: the SidecarSet's others are deleted. */
+  keepPrewarms: string[];
   status: SidecarSetStatus;
 }
 
@@ -80,6 +99,8 @@ export interface SidecarPlanInput {
   set: SidecarSet;
   pods: SidecarPodView[];
   restarts: SidecarRestartView[];
+  /** The ImagePrewarms seen under the SidecarSet's names, by name. */
+  prewarms?: ReadonlyMap<string, SidecarPrewarmView>;
   nowMs: number;
 }
 
@@ -134,6 +155,8 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   const inFlightKeys = new Set(inFlight.map(podKey));
   const stale = (p: SidecarPodView) => [...p.initContainers, ...p.containers].filter((c) => wanted.has(c.name) && wanted.get(c.name) !== c.image);
   const updated = injected.filter((p) => !inFlightKeys.has(podKey(p)) && stale(p).length === 0);
+  const sidecarSpecs = [...(set.spec.containers ?? []), ...(set.spec.initContainers ?? [])];
+  const olderSpec = injected.filter((p) => p.specs && sidecarSpecs.some((c) => !p.specs?.[c.name] || differsBeyondImage(c, p.specs[c.name] as object)));
   const failures: SidecarFailure[] = [];
   for (const p of injected) {
     for (const r of byPod.get(podKey(p)) ?? []) {
@@ -146,17 +169,19 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
   const budget = unavailableBudget(strategy.maxUnavailable, matched.length);
   const unavailable = new Set([...inFlight.map(podKey), ...matched.filter((p) => !p.ready).map(podKey)]);
   let room = budget - unavailable.size;
+  // Pods to upgrade now, the budget aside: one ContainerRestart per pod and image set, never made again once it
+  // ended (a failed one stops the upgrade).
+  const candidates = injected.filter(
+    (p) => !held.has(podKey(p)) && !inFlightKeys.has(podKey(p)) && selectorMatches(strategy.selector, p.labels) && stale(p).length > 0 && !(byPod.get(podKey(p)) ?? []).some((r) => r.name === restartName(set, p, key)),
+  );
+  const started = input.restarts.some((r) => r.imagesKey === key);
+  const go = !strategy.paused && failures.length === 0;
+  const gate = go && strategy.prewarm && !started && candidates.length > 0 ? prewarmGate(set, key, candidates.map((p) => p.namespace), input.prewarms ?? new Map(), nowMs) : undefined;
   const actions: SidecarRestartAction[] = [];
-  if (!strategy.paused && failures.length === 0) {
-    for (const p of injected) {
+  if (go && !gate?.hold) {
+    for (const p of candidates) {
       if (room <= 0) break;
-      if (held.has(podKey(p)) || inFlightKeys.has(podKey(p)) || !selectorMatches(strategy.selector, p.labels)) continue;
-      const change = stale(p);
-      if (change.length === 0) continue;
-      const name = restartName(set, p, key);
-      // One ContainerRestart per pod and image set: one that ended is not made again (a failed one stops the upgrade).
-      if ((byPod.get(podKey(p)) ?? []).some((r) => r.name === name)) continue;
-      actions.push({ name, namespace: p.namespace, pod: p.name, containers: change.map((c) => ({ name: c.name, image: wanted.get(c.name) as string })), imagesKey: key });
+      actions.push({ name: restartName(set, p, key), namespace: p.namespace, pod: p.name, containers: stale(p).map((c) => ({ name: c.name, image: wanted.get(c.name) as string })), imagesKey: key });
       room--;
     }
   }
@@ -170,7 +195,9 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
         ? [SidecarReasons.complete, `${updated.length} of ${injected.length} injected pods run the current sidecars`]
         : strategy.paused
           ? [SidecarReasons.paused, `paused with ${pending} injected pod(s) on older sidecars`]
-          : inFlight.length === 0 && actions.length === 0 && held.size > 0
+          : gate?.hold
+            ? gate.hold
+            : inFlight.length === 0 && actions.length === 0 && held.size > 0
             ? [SidecarReasons.partitioned, `${pending} injected pod(s) kept on older sidecars by partition ${strategy.partition}`]
             : [SidecarReasons.updating, `${updated.length} of ${injected.length} injected pods updated`];
   const status: SidecarSetStatus = {
@@ -180,10 +207,11 @@ export function planSidecarSet(input: SidecarPlanInput): SidecarPlan {
     updatedPods: updated.length,
     readyPods: updated.filter((p) => p.ready).length,
     conflictPods: conflicts.length,
+    olderSpecPods: olderSpec.length,
     podsInFlight: [...inFlight.map(podKey), ...actions.map((a) => `${a.namespace}/${a.pod}`)],
     ...(failures.length ? { failures: failures.slice(0, 100) } : {}),
     message,
     conditions: [condition(set.status, { type: UPDATED, status: reason === SidecarReasons.complete ? 'True' : 'False', reason, message }, now)],
   };
-  return { actions, status };
+  return { actions, prewarms: gate?.create ?? [], keepPrewarms: gate?.wanted ?? [], status };
 }

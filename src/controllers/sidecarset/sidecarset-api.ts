@@ -1,9 +1,11 @@
 // What the SidecarSet coordinator reads and writes on the API server, and the snapshot a round plans from. Every
 // method throws AgentError (kubeError).
 import * as k8s from '../../k8s/client.js';
-import { kubeCall } from '../../k8s/api-error.js';
+import { apiStatusCode, kubeCall } from '../../k8s/api-error.js';
 import { selfRequester, type Requester } from '../../k8s/requester.js';
 import { CR_GROUP, CR_KIND, CR_PLURAL, CR_VERSION, type ContainerRestart } from '../container-restart/types.js';
+import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, type ImagePrewarm, type NodePrewarm } from '../image-prewarm/types.js';
+import { prewarmObject, type SidecarPrewarmAction } from './prewarm.js';
 import { SidecarReasons, type SidecarPodView, type SidecarRestartAction, type SidecarRestartView } from './plan.js';
 import { selectorString } from './selector.js';
 import { SCS_GROUP, SCS_KIND, SCS_PLURAL, SCS_VERSION, type SidecarSet, type SidecarSetStatus } from './types.js';
@@ -12,6 +14,8 @@ import { SCS_GROUP, SCS_KIND, SCS_PLURAL, SCS_VERSION, type SidecarSet, type Sid
 export const SIDECARSET_LABEL = 'inplace-agent.io/sidecarset';
 /** Label on each ContainerRestart a SidecarSet creates: the key of the image set it upgrades to (plan.ts imagesKey). */
 export const IMAGES_LABEL = 'inplace-agent.io/sidecarset-images';
+/** The ImagePrewarm resource for CustomObjectsApi calls. */
+const PREWARMS = { group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL };
 /** The field manager of the coordinator's writes. */
 const FIELD_MANAGER = 'inplace-agent-sidecarset';
 
@@ -22,6 +26,16 @@ export interface SidecarSetApi {
   listPods(set: SidecarSet): Promise<SidecarPodView[]>;
   listRestarts(set: SidecarSet): Promise<SidecarRestartView[]>;
   createRestart(set: SidecarSet, a: SidecarRestartAction): Promise<void>;
+  /** The ImagePrewarms carrying the SidecarSet's label; none when the ImagePrewarm CRD is not installed. */
+  listPrewarms(set: SidecarSet): Promise<ImagePrewarm[]>;
+  /** Every node's pre-warm record (deploy/optional/fleet-prewarm-rbac.yaml lets the agents list them). */
+  listNodePrewarms(): Promise<NodePrewarm[]>;
+  /** Creates the SidecarSet's ImagePrewarm for one namespace; a 409 (it exists) throws Aborted. */
+  createPrewarm(set: SidecarSet, a: SidecarPrewarmAction): Promise<void>;
+  /** The ImagePrewarm of that name, whoever owns it; undefined when there is none. */
+  getPrewarm(name: string): Promise<ImagePrewarm | undefined>;
+  /** Deletes it if it is still the object with this uid (gone already is fine). */
+  deletePrewarm(name: string, uid: string): Promise<void>;
   writeStatus(set: SidecarSet, status: SidecarSetStatus): Promise<void>;
 }
 
@@ -31,11 +45,14 @@ export function podView(p: k8s.V1Pod, namespaceLabels: Record<string, string>): 
     namespace: p.metadata?.namespace ?? '',
     name: p.metadata?.name ?? '',
     uid: p.metadata?.uid ?? '',
+    ...(p.spec?.nodeName ? { nodeName: p.spec.nodeName } : {}),
     labels: p.metadata?.labels ?? {},
     namespaceLabels,
     annotations: p.metadata?.annotations ?? {},
     containers: (p.spec?.containers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
     initContainers: (p.spec?.initContainers ?? []).map((c) => ({ name: c.name, image: c.image ?? '' })),
+    // As JSON (the typed client's objects carry keys of undefined), as the SidecarSet's containers are read.
+    specs: Object.fromEntries([...(p.spec?.containers ?? []), ...(p.spec?.initContainers ?? [])].map((c) => [c.name, JSON.parse(JSON.stringify(c)) as object])),
     ready: p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
     deleting: !!p.metadata?.deletionTimestamp,
   };
@@ -123,6 +140,41 @@ export class KubeSidecarSetApi implements SidecarSetApi {
     await kubeCall(`create ContainerRestart ${a.namespace}/${a.name}`, () =>
       this.custom.createNamespacedCustomObject({ group: CR_GROUP, version: CR_VERSION, plural: CR_PLURAL, namespace: a.namespace, body, fieldManager: FIELD_MANAGER }),
     );
+  }
+
+  async listPrewarms(set: SidecarSet): Promise<ImagePrewarm[]> {
+    const labelSelector = `${SIDECARSET_LABEL}=${set.metadata.uid ?? ''}`;
+    const r = await this.orUndefined(`list ImagePrewarms of SidecarSet ${set.metadata.name}`, () => this.custom.listClusterCustomObject({ ...PREWARMS, labelSelector }));
+    return (r as { items?: ImagePrewarm[] } | undefined)?.items ?? [];
+  }
+
+  async listNodePrewarms(): Promise<NodePrewarm[]> {
+    const r = await kubeCall('list NodePrewarms', () => this.custom.listClusterCustomObject({ group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL }));
+    return (r as { items?: NodePrewarm[] }).items ?? [];
+  }
+
+  async createPrewarm(set: SidecarSet, a: SidecarPrewarmAction): Promise<void> {
+    const body = { apiVersion: `${FLEET_GROUP}/${FLEET_VERSION}`, kind: 'ImagePrewarm', ...prewarmObject(set, a, SIDECARSET_LABEL) };
+    await kubeCall(`create ImagePrewarm ${a.name}`, () => this.custom.createClusterCustomObject({ ...PREWARMS, body, fieldManager: FIELD_MANAGER }));
+  }
+
+  getPrewarm(name: string): Promise<ImagePrewarm | undefined> {
+    return this.orUndefined(`get ImagePrewarm ${name}`, async () => (await this.custom.getClusterCustomObject({ ...PREWARMS, name })) as ImagePrewarm);
+  }
+
+  async deletePrewarm(name: string, uid: string): Promise<void> {
+    // The uid is a precondition: an object made under the same name since it was listed is not deleted (409).
+    await this.orUndefined(`delete ImagePrewarm ${name}`, () => this.custom.deleteClusterCustomObject({ ...PREWARMS, name, body: { preconditions: { uid } } }));
+  }
+
+  /** fn's answer; undefined for a 404 (the object, or its CRD, is not there). */
+  private async orUndefined<T>(what: string, fn: () => Promise<T>): Promise<T | undefined> {
+    try {
+      return await kubeCall(what, fn);
+    } catch (err) {
+      if (apiStatusCode(err) === 404) return undefined;
+      throw err;
+    }
   }
 
   async writeStatus(set: SidecarSet, status: SidecarSetStatus): Promise<void> {

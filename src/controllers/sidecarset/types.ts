@@ -34,6 +34,8 @@ export interface SidecarUpdateStrategy {
   selector?: V1LabelSelector;
   /** Take the pod out of its Services during the upgrade. Default false. */
   drain?: boolean;
+  /** Pull the new images on the nodes of the pods to upgrade before the first one (prewarm.ts). Default false. */
+  prewarm?: boolean;
 }
 
 /** SidecarSet.spec */
@@ -72,6 +74,8 @@ export interface SidecarSetStatus {
   readyPods?: number;
   /** Matched pods left alone at injection because a container of theirs had a sidecar's name. */
   conflictPods?: number;
+  /** Injected pods whose sidecars differ from the current spec beyond their images (env, command, mounts...): new pods get it. */
+  olderSpecPods?: number;
   /** Pods whose sidecars are being upgraded now (namespace/name). */
   podsInFlight?: string[];
   failures?: SidecarFailure[];
