@@ -36,7 +36,7 @@ import { netOfIdle, perPod, readWrites, stored, writesBetween, type Writes } fro
 import { APP, deployment, ROWS, statefulSet, template, workloadNames, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
 import { StockTimeline } from './stock-timeline.js';
-import { failureEvents } from '../test/support/traffic-trace.js';
+import { failureEvents, waitForRules } from '../test/support/traffic-trace.js';
 
 const exec = promisify(execFile);
 const env = kubeEnv();
@@ -172,6 +172,7 @@ async function main(): Promise<void> {
       for (const name of names) await until(`the rollout to see ${row.kind} ${name} whole`, 120_000, () => rolloutDone(name));
     }
     await waitReadyEndpoints(kc, NS, APP, total, 120_000);
+    await waitForRules({ namespace: NS, name: APP, ...svc }, total);
     await waitServing(clients(svc), 60_000);
 
     const before = await podsNow();

@@ -24,6 +24,7 @@ import { kubeEnv } from '../test/testbed/kube-env.js';
 import { containerRestart, waitForStatus } from '../test/support/container-restarts.js';
 import { retag } from '../test/support/registry-retag.js';
 import { agentImage, createService, serverContainer, serverPod, waitReadyEndpoints, type ServiceAddress } from '../test/support/traffic-fixture.js';
+import { waitForRules } from '../test/support/traffic-trace.js';
 import { keepAliveClient, newConnectionClient, withTraffic, type Tally } from '../test/support/traffic.js';
 
 const env = kubeEnv();
@@ -79,6 +80,7 @@ async function main(): Promise<void> {
   const plain = await createService(kc, NS, 'plain', 'plain');
   const dep = await createService(kc, NS, 'dep', 'dep');
   for (const s of ['gated', 'plain', 'dep']) await waitReadyEndpoints(kc, NS, s, REPLICAS, 180_000);
+  for (const [name, s] of [['gated', gated], ['plain', plain], ['dep', dep]] as const) await waitForRules({ namespace: NS, name, ...s }, REPLICAS);
 
   let n = 0;
   /** The same restarts through an agent's socket: each op waited for until it ends. */

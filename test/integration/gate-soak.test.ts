@@ -16,6 +16,7 @@ import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { agentImage, createService, serverPod, waitReadyEndpoints, type ServiceAddress } from '../support/traffic-fixture.js';
+import { waitForRules } from '../support/traffic-trace.js';
 import { describeFailures, describeTallies, failedOf, keepAliveClient, type Span, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
 const env = kubeEnv();
@@ -44,6 +45,7 @@ describe(`soak: ${RESTARTS} restarts with the gate opened from the runtime, behi
     for (let i = 0; i < REPLICAS; i++) await core.createNamespacedPod({ namespace: ns, body: serverPod(ns, `web-${i}`, 'web', image) });
     web = await createService(kc, ns, 'web', 'web');
     await waitReadyEndpoints(kc, ns, 'web', REPLICAS);
+    await waitForRules({ namespace: ns, name: 'web', ...web }, REPLICAS);
     await waitServing({ clusterIp: () => newConnectionClient({ host: web.clusterIp, port: web.port }) });
   });
 

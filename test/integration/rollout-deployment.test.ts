@@ -17,7 +17,8 @@ import { applyDeployFiles, deployObjects, until } from '../support/kube-users.js
 import { retag } from '../support/registry-retag.js';
 import { rolloutCluster, sampleUnready, watchRolloutStatus, type RolloutCluster } from '../support/rollout-cluster.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
-import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
+import { waitForRules } from '../support/traffic-trace.js';
+import { describeFailures, describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
 const env = kubeEnv();
 const NAME = 'web';
@@ -61,6 +62,7 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
       newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port, everyMs: 20, ...lasting }),
       keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port, everyMs: 10, ...lasting }, 2),
     };
+    await waitForRules({ namespace: c.ns, name: NAME, ...svc }, REPLICAS);
     await waitServing(clients);
   });
 
@@ -74,6 +76,7 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     assert.equal(before.size, REPLICAS);
     const [holding] = (await replicaSets()).filter((r) => (r.spec?.replicas ?? 0) > 0);
     const unready = await sampleUnready(kc, c.ns, NAME, () => REPLICAS);
+    const t0 = Date.now();
     const { tallies } = await withTraffic(clients, 2000, async () => {
       await c.kubectl(...verb);
       // Exit 0, or the call throws.
@@ -81,6 +84,13 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     }).finally(() => unready.stop());
     const text = describeTallies(tallies);
     console.log(`      traffic: ${text}; most unready at once: ${unready.max()}`);
+    if (failedOf(tallies) > 0) {
+      // Each failure beside the pod restarts it fell in, for reading (the assertion below fails the test).
+      const spans = (await restarts())
+        .filter((r) => Date.parse(r.status?.startTime ?? '') >= t0 - 1000)
+        .map((r) => ({ name: `${r.metadata?.name} (${r.spec.podName})`, from: Date.parse(r.status?.startTime ?? ''), to: Date.parse(r.status?.completionTime ?? '') || Date.now() }));
+      for (const line of describeFailures(tallies, spans, t0)) console.log(`      failed: ${line}`);
+    }
     const after = await pods();
     assert.deepEqual(after.map((p) => p.metadata?.uid).sort(), [...before.values()].map((p) => p.metadata?.uid).sort(), 'the same pods');
     for (const p of after) assert.equal(p.status?.podIP, before.get(p.metadata?.name ?? '')?.status?.podIP, `${p.metadata?.name}: same IP`);

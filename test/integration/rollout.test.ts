@@ -28,6 +28,7 @@ import { holdFleetRbac, type FleetRbacHold } from '../support/fleet-rbac-hold.js
 import { retag } from '../support/registry-retag.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
+import { waitForRules } from '../support/traffic-trace.js';
 import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../support/traffic.js';
 
 const run = promisify(execFile);
@@ -501,6 +502,7 @@ describe("InPlaceRollout carried out by the DaemonSet's agents (real cluster)", 
       newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port, everyMs: 20, ...lasting }),
       keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port, everyMs: 10, ...lasting }, 2),
     };
+    await waitForRules({ namespace: ns, name: SRV, ...svc }, nodes.length);
     await waitServing(clients);
     const before = new Map((await pods(SRV)).map((p) => [p.metadata?.name ?? '', p]));
     const podNodes = new Set([...before.values()].map((p) => p.spec?.nodeName ?? ''));

@@ -28,6 +28,7 @@ import { retag } from '../support/registry-retag.js';
 import { agentOnEveryNode } from '../support/rollout-wait.js';
 import { containerOf, podReady, PrewarmSamples, SidecarSetFixture, sidecarsDownWatch, specImage } from '../support/sidecarset.js';
 import { agentImage, createService, serverContainer, waitReadyEndpoints } from '../support/traffic-fixture.js';
+import { waitForRules } from '../support/traffic-trace.js';
 import { describeTallies, failedOf, keepAliveClient, newConnectionClient, waitServing, withTraffic } from '../support/traffic.js';
 
 const env = kubeEnv();
@@ -84,6 +85,7 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
       newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port, everyMs: 20, ...lasting }),
       keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port, everyMs: 10, ...lasting }, 2),
     };
+    await waitForRules({ namespace: ns, name: 'web', ...svc }, 3);
     await waitServing(clients);
   });
 

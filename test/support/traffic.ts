@@ -68,10 +68,10 @@ class Counter {
     this.log.push({ at, end: Date.now(), ...(pod ? { pod } : {}), ...(localPort ? { localPort } : {}) });
   }
 
-  failure(at: number, code: string, server?: string): void {
+  failure(at: number, code: string, server?: string, localPort?: number): void {
     this.failed++;
     this.errors[code] = (this.errors[code] ?? 0) + 1;
-    this.log.push({ at, end: Date.now(), error: code, ...(server ? { server } : {}) });
+    this.log.push({ at, end: Date.now(), error: code, ...(server ? { server } : {}), ...(localPort ? { localPort } : {}) });
   }
 
   tally(): Tally {
@@ -91,7 +91,7 @@ function get(t: TrafficTarget, agent: http.Agent | false, c: Counter): Promise<v
       settled = true;
       // The test server answers "ok POD-NAME".
       if (code === undefined) c.success(at, /^ok (\S+)/.exec(body)?.[1], localPort);
-      else c.failure(at, code, server);
+      else c.failure(at, code, server, localPort);
       resolve();
     };
     const req = http.get({ host: t.host, port: t.port, path: '/', agent, timeout: t.timeoutMs ?? 2000 }, (res) => {
@@ -104,8 +104,11 @@ function get(t: TrafficTarget, agent: http.Agent | false, c: Counter): Promise<v
       res.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? 'response error'));
     });
     req.once('timeout', () => {
+      // Which connection it was, and whether its handshake had completed: a SYN never answered, or a request never answered.
+      localPort ??= req.socket?.localPort;
+      const code = req.socket && !req.socket.connecting ? 'timeout' : 'connect timeout';
       req.destroy();
-      done('timeout');
+      done(code);
     });
     req.once('error', (err: NodeJS.ErrnoException) => done(err.code ?? err.message));
   });
@@ -173,8 +176,10 @@ export async function withTraffic<T>(clients: Record<string, () => TrafficClient
 }
 
 /**
- * Waits (at most ms) until every client gets every request answered for one second in a row: a new Service's
- * endpoints are in its slices before they are in kube-proxy's rules.
+ * Waits (at most ms) until every client gets every request answered for one second in a row. Call it only once
+ * kube-proxy has the Service in its rules (traffic-trace.ts, waitForRules): a connection sent to a ClusterIP
+ * without a rule leaves a conntrack entry without translation (SYN_SENT, 120 s, renewed by each SYN on it), and a
+ * later connection that reuses its client port follows it into nothing: a "connect timeout" minutes later.
  */
 export async function waitServing(clients: Record<string, () => TrafficClient>, ms = 30_000): Promise<void> {
   const deadline = Date.now() + ms;
