@@ -8,7 +8,7 @@ import { KubeConfig, type V1Pod } from '@kubernetes/client-node';
 import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
 import { DEPLOYMENT_REASON } from '../../src/controllers/rollout/workloads/deployment-view.js';
 import { historyName } from '../../src/controllers/rollout/workloads/history.js';
-import { REASON } from '../../src/controllers/rollout/plan-types.js';
+import { POD_TEMPLATE_ANNOTATION, REASON } from '../../src/controllers/rollout/plan-types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
@@ -81,6 +81,10 @@ describe("A Deployment's crashing image, rolled out in place by the DaemonSet's 
     assert.equal(d.metadata?.annotations?.[DEPLOYMENT_HOLD_ANNOTATION], undefined, 'the hold annotation removed');
     assert.match(d.metadata?.annotations?.[ROLLED_BACK_ANNOTATION] ?? '', /exit code 3/, 'what failed, kept on the Deployment until its next template change');
     assert.deepEqual((await c.replicaSets(NAME)).map((x) => x.metadata?.name).filter((n) => n !== historyName(NAME)), [holding], 'no new ReplicaSet');
+    // It took the new template, marked, before the first pod: set back as well.
+    const rs = (await c.replicaSets(NAME)).find((x) => x.metadata?.name === holding);
+    assert.equal(rs?.spec?.template?.spec?.containers[0].image, env.sandbox.images.appV1, "the ReplicaSet's template is the old one again");
+    assert.equal(rs?.spec?.template?.metadata?.annotations?.[POD_TEMPLATE_ANNOTATION], undefined, 'its mark removed');
     // Exit 0, or the call throws.
     assert.match(await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=60s'), /successfully rolled out/);
     const done = await c.apps.readNamespacedDeployment({ namespace: c.ns, name: NAME });

@@ -11,6 +11,7 @@ import { READY_CONDITION } from '../../src/kube/ready-condition.js';
 import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
 import { DEPLOYMENT_REASON } from '../../src/controllers/rollout/workloads/deployment-view.js';
 import { historyName } from '../../src/controllers/rollout/workloads/history.js';
+import { POD_TEMPLATE_ANNOTATION } from '../../src/controllers/rollout/plan-types.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { deleteNamespace } from '../support/kube-cluster.js';
 import { applyDeployFiles, deployObjects, until } from '../support/kube-users.js';
@@ -150,12 +151,19 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     assert.match(u.stderr, /not held: kubectl rollout undo deployment\/web is carried out in place/);
   });
 
-  it('kubectl scale 6 -> 9 in the middle of a rollout: the new pods, made by the paused controller from the old template, are updated in place too; the budget waits for them', async () => {
+  it("kubectl scale 6 -> 9 in the middle of a rollout: the new pods are born on the new template (the ReplicaSet's, marked), never restarted; the six updated in place", async () => {
     const image = await retag(env.sandbox.registry, served, `iprd-${randomBytes(4).toString('hex')}`);
     const before = new Set((await pods()).map((p) => p.metadata?.uid));
     const firsts = new Set((await restarts()).map((r) => r.metadata.name));
     await c.kubectl('set', 'image', `deployment/${NAME}`, `app=${image}`);
     await until('the first pod update under way', 120_000, async () => ((await restarts()).some((r) => !firsts.has(r.metadata.name)) ? true : undefined));
+    // Marked before the first update: the ReplicaSet's template the target plus the mark, the Deployment held.
+    const held = await until("the ReplicaSet's template marked, on the new image", 60_000, async () => {
+      const t = (await replicaSets()).find((r) => (r.spec?.replicas ?? 0) > 0)?.spec?.template;
+      return t?.metadata?.annotations?.[POD_TEMPLATE_ANNOTATION] !== undefined ? t : undefined;
+    });
+    assert.equal(held.spec?.containers[0].image, image);
+    assert.equal((await deployment()).spec?.paused, true, 'still held');
     await c.kubectl('scale', `deployment/${NAME}`, '--replicas=9');
     // Exit 0, or the call throws.
     await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=300s');
@@ -165,6 +173,15 @@ describe("A Deployment rolled out in place by the DaemonSet's agents, with kubec
     assert.equal(after.length, 9);
     for (const p of after) assert.equal(p.spec?.containers[0].image, image, `${p.metadata?.name} on the new image`);
     assert.deepEqual(after.filter((p) => before.has(p.metadata?.uid)).length, REPLICAS, 'the six pods kept');
+    const born = after.filter((p) => !before.has(p.metadata?.uid));
+    const updated = new Set((await restarts()).filter((r) => !firsts.has(r.metadata.name)).map((r) => r.spec.podName));
+    for (const p of born) {
+      const st = p.status?.containerStatuses?.find((x) => x.name === 'app');
+      assert.equal(st?.restartCount, 0, `${p.metadata?.name}: its first container`);
+      assert.ok(!updated.has(p.metadata?.name ?? ''), `${p.metadata?.name}: no ContainerRestart`);
+    }
+    assert.equal(born.length, 3);
+    assert.equal(updated.size, REPLICAS, 'a ContainerRestart for each of the six, none for the three');
     assert.equal((await replicaSets()).filter((r) => (r.spec?.replicas ?? 0) > 0).length, 1, 'one ReplicaSet with pods');
     await c.kubectl('scale', `deployment/${NAME}`, `--replicas=${REPLICAS}`);
     await c.kubectl('rollout', 'status', `deployment/${NAME}`, '--timeout=120s');

@@ -5,9 +5,13 @@ import assert from 'node:assert/strict';
 import type { V1Deployment, V1Pod, V1ReplicaSet } from '@kubernetes/client-node';
 import { planRollout, POD_TEMPLATE_ANNOTATION, restartName, type PodView } from '../../src/controllers/rollout/plan.js';
 import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
-import { deploymentObserved, DEPLOYMENT_REASON, templateHash, withoutHash } from '../../src/controllers/rollout/workloads/deployment-view.js';
+import { deploymentObserved, DEPLOYMENT_REASON, markedTemplate, templateHash, withoutHash, type DeploymentObserved } from '../../src/controllers/rollout/workloads/deployment-view.js';
 import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION, templateRestore } from '../../src/controllers/rollout/workloads/hold.js';
-import { failedAtFirst } from '../../src/controllers/rollout/workloads/deployment-round.js';
+import { failedAtFirst, finishDeployment, markReplicaSet } from '../../src/controllers/rollout/workloads/deployment-round.js';
+import type { DeploymentApi } from '../../src/controllers/rollout/workloads/deployment-api.js';
+import type { RolloutApi } from '../../src/controllers/rollout/rollout-api.js';
+import type { Plan } from '../../src/controllers/rollout/plan-types.js';
+import { memoryLogger } from '../support/memory-logger.js';
 import { roundNeeds } from '../../src/controllers/rollout/rollout-access.js';
 import { permissionText } from '../../src/k8s/request-permissions.js';
 
@@ -165,5 +169,90 @@ describe('rollout of a Deployment (deployment-view.ts)', () => {
     assert.equal(gate?.phase, 'Failed');
     assert.equal(gate?.reason, DEPLOYMENT_REASON.rolledBack);
     assert.match(gate?.message ?? '', /rolled back in place.*web-aaa.*exit code 3/);
+  });
+});
+
+describe("a held Deployment's ReplicaSet marked with the target before its pods (deployment-view.ts, deployment-round.ts)", () => {
+  const V2T = template('app:v2');
+  const target = templateHash(V2T as never);
+  const held = () => deployment(V2T, { paused: true, held: true });
+  const marked = (hash = target, t = V2T) => replicaSet('web-aaa', 'aaa', markedTemplate(t as never, hash) as typeof V1T, 4);
+  const history = () => replicaSet('web-inplace-previous', 'inplace-previous', V1T, 0);
+  type Written = { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: { containers: { image: string }[] } };
+  /** A DeploymentApi that records its writes and the template each writes. */
+  const recording = () => {
+    const writes: { what: string; template?: unknown }[] = [];
+    const w = (what: string) => async (_ns: string, _o: unknown, t?: unknown) => {
+      writes.push({ what, ...(what === 'history' ? {} : { template: t }) });
+      return {} as never;
+    };
+    const api: DeploymentApi = { getDeployment: async () => undefined, listReplicaSets: async () => [], patchReplicaSetTemplate: w('rs template'), keepPrevious: w('history'), restoreTemplate: w('template back'), releaseDeployment: w('release'), releaseStatefulSet: w('-'), releaseDaemonSet: w('-') };
+    return { api, writes };
+  };
+  const reviewer = { review: async () => ({ allowed: true }) } as unknown as RolloutApi;
+  const asked: InPlaceRollout = { ...rollout, spec: { ...rollout.spec, requester: { username: 'alice' } } };
+  const log = memoryLogger().logger;
+  const round = (o: DeploymentObserved, restarts: Parameters<typeof planRollout>[0]['restarts'] = []): Plan => planRollout({ rollout, workload: o.workload, revisions: o.revisions, pods: o.pods, restarts, nowMs: NOW });
+
+  it("marked: its pods' revision is the history's template (no annotation change, so no restart-like update); pods born marked count as updated and get no ContainerRestart", () => {
+    const o = deploymentObserved(held(), [marked(), history()], [...[0, 1, 2].map((i) => pod(i, 'app:v1')), pod(3, 'app:v2', { [POD_TEMPLATE_ANNOTATION]: target })], base);
+    assert.equal(o.marked, target);
+    assert.deepEqual(o.revisions.find((r) => r.name === 'web-aaa')?.template, V1T, "the template its pods were made from, the marker gone");
+    assert.deepEqual(o.previous, V1T);
+    const p = round(o);
+    assert.equal(p.status.updatedReplicas, 1, 'the pod born on the marked template');
+    assert.deepEqual(p.actions.map((a) => a.kind === 'restart' && [a.pod, a.containers]), [['web-0', [{ name: 'app', image: 'app:v2' }]]]);
+  });
+
+  it('marked, its history ReplicaSet gone: nothing done, Paused naming it', () => {
+    const gate = deploymentObserved(held(), [marked()], four('app:v1'), base).workload.gate;
+    assert.equal(gate?.reason, DEPLOYMENT_REASON.historyMissing);
+    assert.match(gate?.message ?? '', /web-inplace-previous.*is gone/);
+  });
+
+  it('the first pod update: the template kept in the history, then the ReplicaSet takes the target marked with its hash (pod-template-hash kept)', async () => {
+    const o = deploymentObserved(held(), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base);
+    const { api, writes } = recording();
+    await markReplicaSet(reviewer, api, asked, o, round(o), log);
+    assert.deepEqual(writes.map((w) => w.what), ['history', 'rs template']);
+    const t = writes[1].template as Written;
+    assert.equal(t.spec.containers[0].image, 'app:v2');
+    assert.deepEqual(t.metadata.annotations, { [POD_TEMPLATE_ANNOTATION]: target });
+    assert.equal(t.metadata.labels['pod-template-hash'], 'aaa');
+  });
+
+  it('marked already: with this target nothing is written; with an earlier one only the ReplicaSet (the history keeps its pods\' template); nothing when no pod is to be updated, it is handed over, or its revisionHistoryLimit is 0', async () => {
+    const cases: [DeploymentObserved, Plan | undefined, string[]][] = [];
+    const same = deploymentObserved(held(), [marked(), history()], four('app:v1'), base);
+    cases.push([same, undefined, []]);
+    const earlier = deploymentObserved(held(), [marked('tearlier', template('app:v1.5')), history()], four('app:v1'), base);
+    cases.push([earlier, undefined, ['rs template']]);
+    const fresh = deploymentObserved(held(), [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base);
+    cases.push([fresh, { actions: [], status: { ...round(fresh).status, phase: 'Failed', podsInFlight: [] } }, []]);
+    cases.push([{ ...fresh, handOver: 'spec.containers[app].env changed' }, undefined, []]);
+    const limit0 = held();
+    limit0.spec = { ...limit0.spec, revisionHistoryLimit: 0 } as typeof limit0.spec;
+    cases.push([deploymentObserved(limit0, [replicaSet('web-aaa', 'aaa', V1T, 4)], four('app:v1'), base), undefined, []]);
+    for (const [o, p, want] of cases) {
+      const { api, writes } = recording();
+      await markReplicaSet(reviewer, api, asked, o, p ?? round(o), log);
+      assert.deepEqual(writes.map((w) => w.what), want);
+    }
+  });
+
+  it("finished while marked: the ReplicaSet takes the Deployment's template exactly (no history write), then the release; a failed first pod sets the ReplicaSet back, then the Deployment", async () => {
+    const done = deploymentObserved(held(), [marked(), history()], four('app:v2', { [POD_TEMPLATE_ANNOTATION]: target }), base);
+    const a = recording();
+    await finishDeployment(reviewer, a.api, asked, done, round(done), log);
+    assert.deepEqual(a.writes.map((w) => w.what), ['rs template', 'release']);
+    assert.deepEqual(withoutHash(a.writes[0].template as never), V2T);
+    const d = deploymentObserved(deployment(template('app:crash'), { paused: true, held: true }), [marked(templateHash(template('app:crash') as never), template('app:crash')), history()], four('app:v1'), base);
+    const failed = { name: restartName('web', 'web-0', 3), pod: 'web-0', revisionHash: templateHash(template('app:crash') as never), revisionNumber: 3, phase: 'Failed' as const, failure: { container: 'app', reason: 'RolledBack: exited', exitCode: 3 } };
+    const b = recording();
+    await finishDeployment(reviewer, b.api, asked, d, round(d, [failed]), log);
+    assert.deepEqual(b.writes.map((w) => w.what), ['rs template', 'template back', 'release']);
+    assert.deepEqual(withoutHash(b.writes[0].template as never), V1T, "the ReplicaSet's template back to its pods'");
+    assert.equal((b.writes[0].template as Written).metadata.labels['pod-template-hash'], 'aaa');
+    assert.deepEqual(b.writes[1].template, V1T);
   });
 });

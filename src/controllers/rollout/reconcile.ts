@@ -20,7 +20,7 @@ import { boundStatus } from './status-bounds.js';
 import { statusWrite, type StatusWrites } from './status-pace.js';
 import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
-import { finishDeployment, releaseHeld } from './workloads/deployment-round.js';
+import { finishDeployment, markReplicaSet, releaseHeld } from './workloads/deployment-round.js';
 import { observe } from './snapshot.js';
 
 /** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */
@@ -162,6 +162,12 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
   const input: PlanInput = { ...observed, conflicts: refusals.active(uid, generation, d.nowMs()) };
   // Nothing is done that the rollout's requester could not do (rollout-access.ts).
   let plan = await guardPlan(d.api, rollout, planRollout(input), d.nowMs());
+  // A held Deployment's ReplicaSet takes the target (marked) before its pods do: a scale's new pods are born on it.
+  if (deployment && d.deployments && d.leading()) {
+    const p = plan;
+    const ds = d.deployments;
+    plan = await guardedWrite(rollout, p, d.nowMs(), () => markReplicaSet(d.api, ds, rollout, deployment, p, d.log));
+  }
   const conflicts: CreateConflict[] = [];
   for (const a of plan.actions) {
     if (!d.leading()) return plan;

@@ -12,6 +12,10 @@
 //   it differs, not paused (no policy), or several
 //   ReplicaSets hold pods (a stock rolling update)           NotHeld / StockRollingUpdate: nothing done
 //
+// Marked, once the first pod is to be updated: the ReplicaSet's template is kept in the history ReplicaSet, then
+// becomes the Deployment's plus POD_TEMPLATE_ANNOTATION naming the target (deployment-round.ts), so that pods a
+// scale adds are born on the target, already marked. That annotation keeps it unequal to the Deployment's (the
+// controller does not adopt it early); the revision of its pods is then the history's template, the old one.
 // Finish, once every pod runs the target and is available: the ReplicaSet's template is replaced by the
 // Deployment's (its pod-template-hash kept), then the hold released; the paused Deployment controller then adopts
 // that ReplicaSet as its new one (it compares templates ignoring the hash), so no pod is created.
@@ -38,6 +42,8 @@ export const DEPLOYMENT_REASON = {
   pausedByUser: 'PausedByUser',
   /** Its first pod failed on the new template and was rolled back; the rollout set the template back to its pods'. */
   rolledBack: 'RolledBack',
+  /** Its ReplicaSet is marked with a target but the history ReplicaSet with its pods' template is gone. */
+  historyMissing: 'HistoryMissing',
 } as const;
 
 /** A Deployment's view, revisions and pods, and the ReplicaSet that holds its pods. */
@@ -54,6 +60,12 @@ export interface DeploymentObserved {
   held?: boolean;
   /** Held, and what differs is more than images and annotations: the hold is to be released. */
   handOver?: string;
+  /** The target hash the ReplicaSet's template is marked with (markedTemplate), if it is. */
+  marked?: string;
+  /** Its revisionHistoryLimit is 0: the controller deletes the history ReplicaSet, so its ReplicaSet is not marked. */
+  noHistory?: boolean;
+  /** The template its pods were made from (the history's while the ReplicaSet is marked), without pod-template-hash. */
+  previous?: PodTemplate;
 }
 
 const json = <T>(v: T): T => JSON.parse(JSON.stringify(v ?? {})) as T;
@@ -64,6 +76,16 @@ export function withoutHash(t: PodTemplate): PodTemplate {
   const labels = { ...(t.metadata?.labels ?? {}) };
   delete labels[POD_TEMPLATE_HASH_LABEL];
   return { ...t, metadata: { ...(t.metadata ?? {}), labels } };
+}
+
+/** t with POD_TEMPLATE_ANNOTATION set to hash (or removed, hash undefined): the ReplicaSet's template while marked. */
+export function markedTemplate(t: PodTemplate, hash?: string): PodTemplate {
+  const annotations: Record<string, string> = { ...(t.metadata?.annotations ?? {}) };
+  delete annotations[POD_TEMPLATE_ANNOTATION];
+  if (hash !== undefined) annotations[POD_TEMPLATE_ANNOTATION] = hash;
+  const metadata = { ...(t.metadata ?? {}), annotations };
+  if (Object.keys(annotations).length === 0) delete (metadata as { annotations?: unknown }).annotations;
+  return { ...t, metadata };
 }
 
 /** The name of a template no ReplicaSet has yet: "t" and a digest of it. */
@@ -86,11 +108,15 @@ export function deploymentObserved(d: V1Deployment, replicaSets: V1ReplicaSet[],
   const name = m.name ?? '';
   const template = json(d.spec?.template) as PodTemplate;
   const owned = replicaSets.filter((rs) => ownedBy(m.uid ?? '', rs.metadata?.ownerReferences));
+  const history = owned.find((r) => r.metadata?.name === historyName(name));
+  const markOf = (rs: V1ReplicaSet) => rs.spec?.template?.metadata?.annotations?.[POD_TEMPLATE_ANNOTATION];
+  // A marked ReplicaSet's pods were made from the template kept in the history (unless born marked, see above).
+  const made = (rs: V1ReplicaSet) => withoutHash(json(markOf(rs) !== undefined && history ? history.spec?.template : rs.spec?.template) as PodTemplate);
   const revisions: RevisionView[] = owned.map((rs) => ({
     name: rs.metadata?.name ?? '',
     hash: rs.metadata?.labels?.[POD_TEMPLATE_HASH_LABEL] ?? rs.metadata?.name ?? '',
     revision: Number(rs.metadata?.annotations?.[RS_REVISION_ANNOTATION] ?? 0),
-    template: withoutHash(json(rs.spec?.template) as PodTemplate),
+    template: markedTemplate(made(rs)),
   }));
   const withPods = owned.filter((rs) => (rs.spec?.replicas ?? 0) > 0 || (rs.status?.replicas ?? 0) > 0);
   const rs = withPods.length === 1 ? withPods[0] : undefined;
@@ -120,12 +146,13 @@ export function deploymentObserved(d: V1Deployment, replicaSets: V1ReplicaSet[],
   };
   const owners = new Set(owned.map((r) => r.metadata?.uid ?? ''));
   const views = basePods(pods, owners).map((p) => ({ ...p, revisionHash: p.annotations[POD_TEMPLATE_ANNOTATION] === target.hash ? target.hash : (p.labels[POD_TEMPLATE_HASH_LABEL] ?? '') }));
-  const history = owned.find((r) => r.metadata?.name === historyName(name));
-  const seen = { revisions: all, pods: views, rs, history, selector: d.spec?.selector?.matchLabels ?? {} };
+  const marked = rs ? markOf(rs) : undefined;
+  const seen = { revisions: all, pods: views, rs, history, selector: d.spec?.selector?.matchLabels ?? {}, ...(marked !== undefined ? { marked } : {}), ...(rsView ? { previous: rsView.template } : {}), ...(d.spec?.revisionHistoryLimit === 0 ? { noHistory: true } : {}) };
   const gate = (phase: 'Progressing' | 'Paused' | 'Failed', reason: string, message: string): DeploymentObserved => ({ workload: { ...base, gate: { phase, reason, message } }, ...seen });
   const notHeld = `Deployment ${name} is not held, so its controller rolls the change out itself: install deploy/workload-hold-policy.yaml (Kubernetes 1.36), or pause it yourself (kubectl rollout pause) before changing its template`;
   // After a hand-over the stock rolling update is what was asked for; else the template changed with no hold.
   const stock = () => gate('Progressing', DEPLOYMENT_REASON.stockRollingUpdate, `the Deployment controller is rolling ${name} out itself (${withPods.length} ReplicaSets hold pods); the rollout acts once one ReplicaSet holds them all`);
+  if (marked !== undefined && !history) return gate('Paused', DEPLOYMENT_REASON.historyMissing, `ReplicaSet ${rs?.metadata?.name ?? ''}'s template is marked ${marked} but the history ReplicaSet ${historyName(name)}, which keeps the template its pods were made from, is gone: set the ReplicaSet's template back by hand`);
   if (withPods.length > 1) return handedOver ? stock() : gate('Progressing', DEPLOYMENT_REASON.notHeld, `${notHeld} (${withPods.length} ReplicaSets hold pods)`);
   // Set back by the rollout after its first pod failed (deployment-round.ts): said until the next template change.
   const rolledBack = m.annotations?.[ROLLED_BACK_ANNOTATION];
