@@ -37,6 +37,7 @@ import { APP, deployment, ROWS, statefulSet, template, workloadNames, type Row }
 import { RolloutTimeline } from './rollout-timeline.js';
 import { StockTimeline } from './stock-timeline.js';
 import { failureEvents, waitForRules } from '../test/support/traffic-trace.js';
+import { eventLine, eventWrites, readEvents, type EventWrites } from './event-tally.js';
 
 const exec = promisify(execFile);
 const env = kubeEnv();
@@ -79,6 +80,8 @@ interface Result {
   newIps: number;
   /** The API server's writes during the run, less the idle cluster's over the same time. */
   writes: Writes & { background: number };
+  /** The namespace's Event writes during the run, by reporter and reason (bench/event-tally.ts). */
+  events: EventWrites;
 }
 
 const isReady = (p: V1Pod) => !p.metadata?.deletionTimestamp && (p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false);
@@ -187,6 +190,7 @@ async function main(): Promise<void> {
     await sleep(IDLE_MS);
     const counts0 = await readWrites(KUBECTL, env.kubeconfig);
     const idle = writesBetween(idle0, counts0);
+    const events0 = await readEvents(core, NS);
     const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
     await timeline.start(before);
     let ms = 0;
@@ -214,13 +218,14 @@ async function main(): Promise<void> {
       throw err;
     });
     const counts1 = await readWrites(KUBECTL, env.kubeconfig);
+    const events = eventWrites(events0, await readEvents(core, NS));
     ending();
     console.log(timeline.summary().join('\n'));
     const failures = Object.entries(tallies).flatMap(([client, t]) => failureEvents(client, t.log));
     if (failures.length > 0) console.log(timeline.detail(failures).join('\n'));
     const after = await podsNow();
     const writes = netOfIdle(writesBetween(counts0, counts1), counts1.at - counts0.at, idle, counts0.at - idle0.at);
-    return { row, pods: total, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes };
+    return { row, pods: total, ms, tallies, podsCreated: created.size, newIps: after.filter((p) => !ips.has(p.status?.podIP ?? '')).length, writes, events };
   }
 
   const report = (setting: string, n: number, results: Result[]) => {
@@ -242,6 +247,8 @@ async function main(): Promise<void> {
     }
     console.log(`\nwhere the writes go, per pod (${setting}, N=${n}; RESOURCE[/SUBRESOURCE] VERB, most first):`);
     for (const r of results) console.log(`  (${r.row.key}) ${perPod(r.writes, r.pods, 14)}`);
+    console.log(`\nwhose Events, per pod (${setting}, N=${n}; REPORTER REASON POST+PATCH, the namespace's only):`);
+    for (const r of results) console.log(`  (${r.row.key}) ${eventLine(r.events, r.pods)}`);
   };
 
   try {

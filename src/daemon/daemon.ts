@@ -103,7 +103,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const pullWiring = await createPullService(runtime, opts, registry, log, clock);
   const { pulls, parseKeyring } = pullWiring;
   const kubeMetrics = k8s && kc ? k8s.kubeMetrics(registry, kc.getCurrentCluster()?.server ?? '') : undefined;
-  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, { proxyMetricsUrl: opts.proxyMetricsUrl, settleMs: opts.drainSettleMs, standalonePods: opts.containerRestartStandalonePods }, kubeMetrics?.drain) : undefined;
+  const kube = k8s && kc && opts.nodeName ? k8s.createKubeMode(kc, opts.nodeName, runtime, clock, log, { proxyMetricsUrl: opts.proxyMetricsUrl, settleMs: opts.drainSettleMs, standalonePods: opts.containerRestartStandalonePods, podEvents: opts.podEvents }, kubeMetrics?.drain) : undefined;
   // Operations resumed from the journal may need the API server: the pods are watched first.
   await kube?.start();
   // Read once: it names this agent in ContainerRestart claims and rollout Leases (Kubernetes mode, where it is

@@ -67,6 +67,11 @@ export interface DaemonOptions {
   proxyMetricsUrl: string;
   /** Kubernetes mode: wait after the slices let an address go when the data plane cannot be observed, ms. */
   drainSettleMs: number;
+  /**
+   * Kubernetes mode: which Events a restart records on its pod. `kubelet`: only where the kubelet would record
+   * one (the agent's own stop, its own pulls, every failure); `all` adds Draining and Restarted.
+   */
+  podEvents: 'kubelet' | 'all';
   /** Fleet pre-warm (ImagePrewarm objects) in Kubernetes mode. */
   fleetPrewarm: boolean;
   /** Namespace of the fleet pre-warm's slot Leases. */
@@ -150,6 +155,7 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--drain-timeout <duration>', 'on SIGTERM, wait at most this long for running operations (they resume at the next start)', 'drain-timeout').default('90s'))
     .addOption(opt('--proxy-metrics-url <url>', 'Kubernetes mode: kube-proxy\'s metrics address; a drain waits until it has applied the change ("none": not read, the settle time is used)', 'proxy-metrics-url').default(DEFAULT_PROXY_METRICS_URL))
     .addOption(opt('--drain-settle <duration>', 'Kubernetes mode: wait after the EndpointSlices let a pod go when kube-proxy cannot be read (eBPF data planes, no metrics)', 'drain-settle').default('2s'))
+    .addOption(opt('--pod-events <which>', 'Kubernetes mode: Events a restart records on its pod ("kubelet": only where the kubelet would record one, the agent\'s own stops and pulls and every failure; "all": also Draining and Restarted)', 'pod-events').choices(['kubelet', 'all']).default('kubelet'))
     .addOption(opt('--no-fleet-prewarm', 'in Kubernetes mode, do not take part in ImagePrewarm fleet pre-warms', 'fleet-prewarm'))
     .addOption(opt('--fleet-namespace <ns>', 'namespace of the fleet pre-warm slot Leases (default: $POD_NAMESPACE, then inplace-system)', 'fleet-namespace'))
     .addOption(opt('--fleet-lease-duration <duration>', 'fleet pre-warm slot lease duration (a dead holder frees its slot after this)', 'fleet-lease-duration').default('15s'))
@@ -244,6 +250,7 @@ export function daemonOptions(cmd: Command): DaemonOptions {
     drainTimeoutMs: timeout('drain-timeout', o.drainTimeout, 'exit without waiting'),
     proxyMetricsUrl: proxyUrl(source('proxy-metrics-url'), o.proxyMetricsUrl as string),
     drainSettleMs: timeout('drain-settle', o.drainSettle, 'no settle time'),
+    podEvents: o.podEvents === 'all' ? 'all' : 'kubelet',
     fleetPrewarm: onOff('fleet-prewarm', o.fleetPrewarm),
     fleetNamespace: o.fleetNamespace ?? process.env.POD_NAMESPACE ?? DEFAULT_LEASE_NAMESPACE,
     fleetLeaseMs: Math.max(1000, timeout('fleet-lease-duration', o.fleetLeaseDuration)),

@@ -37,6 +37,8 @@ export interface KubeModeSettings {
   settleMs: number;
   /** Sandboxes no kubelet made may be restarted (--container-restart-standalone-pods); default: refused. */
   standalonePods?: boolean;
+  /** --pod-events: `all` adds the Events the kubelet would not record (Draining, Restarted); default `kubelet`. */
+  podEvents?: 'kubelet' | 'all';
 }
 
 /** Builds Kubernetes mode for one node; drainMetrics receives the drain's parts. */
@@ -50,7 +52,7 @@ export function createKubeMode(kc: KubeConfig, nodeName: string, runtime: Runtim
   const gates = new ReadyGates(conditions, klog);
   const dataPlane = new DataPlane(settings.proxyMetricsUrl ? new KubeProxyMetrics(settings.proxyMetricsUrl) : undefined, settings.settleMs, clock, klog);
   const drainer = new Drainer(watchedSlices(kc, clock, klog), dataPlane, clock);
-  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, watched: (ns, name) => pods.get(ns, name), drainer, drainMetrics, standalonePods: settings.standalonePods }, conditions);
+  const strategy = new KubeletStrategy({ api, runtime, events, clock, log: klog, pods, watched: (ns, name) => pods.get(ns, name), drainer, drainMetrics, standalonePods: settings.standalonePods, narrate: settings.podEvents === 'all' }, conditions);
   pods.on('pod', (p) => gates.seen(p));
   return {
     kc,

@@ -81,7 +81,7 @@ class FakeRuntime {
   }
 }
 
-function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep } = {}) {
+function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep; narrate?: boolean } = {}) {
   const clock = new ManualClock({ sleepsAdvance: true });
   const pod: V1Pod = {
     metadata: { namespace: 'shop', name: 'web', uid: 'u1', generation: 1 },
@@ -91,7 +91,7 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
   const api = new FakeApi(pod);
   const rt = new FakeRuntime();
   const log = silentLogger();
-  const strategy = new KubeletStrategy({ api, runtime: rt as unknown as Runtime, events: new PodEvents(api, 'node1', clock, log), clock, log, pollMs: 100 });
+  const strategy = new KubeletStrategy({ api, runtime: rt as unknown as Runtime, events: new PodEvents(api, 'node1', clock, log), clock, log, pollMs: 100, narrate: opts.narrate });
   const t: ContainerTarget = {
     name: 'app', strategy: 'kubelet', oldId: 'old', oldRuntimeName: '', oldImage: 'app:v1', newImage: opts.newImage ?? 'app:v1', newAttempt: 1, newId: '', rollbackId: '',
     step: opts.step ?? 'Waiting', steps: [{ step: opts.step ?? 'Waiting', at: new Date(clock.now()).toISOString() }],
@@ -338,6 +338,26 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
     };
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
     assert.equal(s.rt.stops, 1);
+  });
+
+  for (const narrate of [false, true]) {
+    it(`a gated restart's Events with --pod-events ${narrate ? 'all: Draining and Restarted besides Killing' : 'kubelet (the default): only Killing, the drain and the end in the condition'}`, async () => {
+      const s = setup({ narrate });
+      s.api.pod.spec!.readinessGates = [{ conditionType: READY_CONDITION }];
+      s.rt.onStop = () => (s.api.pod.status!.containerStatuses = [running('new', 'app:v1', 1)]);
+      assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+      await s.strategy.finished({ ...s.op, state: 'Succeeded' });
+      assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarted']);
+      assert.deepEqual(s.api.events.map((e) => e.reason), narrate ? ['Draining', 'Killing', 'Restarted'] : ['Killing']);
+    });
+  }
+
+  it('a failed restart records its Warning with --pod-events kubelet too', async () => {
+    const s = setup();
+    s.api.pod.spec!.readinessGates = [{ conditionType: READY_CONDITION }];
+    s.api.pod.status!.containerStatuses = [];
+    await s.strategy.finished({ ...s.op, state: 'Failed', error: 'boom', containers: [{ ...s.t, step: 'Stopped', steps: [{ step: 'Draining', at: '2026-01-01T00:00:00Z' }] }] });
+    assert.deepEqual(s.api.events.map((e) => `${e.type} ${e.reason}`), ['Warning ReplacementFailed']);
   });
 });
 

@@ -1,5 +1,6 @@
 // What the kubelet strategy tells the cluster about a restart: the pod's readiness-gate condition (Draining,
-// Restarting, then the outcome) and the Events that go with it. Nothing here waits on the restart itself
+// Restarting, then the outcome) and the Events that go with it (by default only where the kubelet would record
+// one: --pod-events). Nothing here waits on the restart itself
 // except the outcome, written once the operation has ended.
 import type { V1Pod } from '../../k8s/client.js';
 import type { Logger } from '../../log.js';
@@ -19,6 +20,13 @@ export interface ReportDeps {
   conditions: ConditionWriter;
   events: PodEvents;
   log: Logger;
+  /**
+   * Also record the Events the kubelet would not record (--pod-events all): Draining before a gated drain, and
+   * Restarted at the end. Without it the pod's Events are the kubelet's own for the stop and start, the agent's
+   * Killing for a stop of its own, Pulling and Pulled for a pull of its own, and a Warning for every failure;
+   * the drain and the outcome are in the pod's condition and the ContainerRestart's status.
+   */
+  narrate: boolean;
 }
 
 /** Writes the condition and records the Events of kubelet-strategy restarts. */
@@ -29,7 +37,7 @@ export class RestartReport {
   async draining(pod: V1Pod, t: ContainerTarget): Promise<V1Pod> {
     const [ns, name] = [pod.metadata?.namespace ?? '', pod.metadata?.name ?? ''];
     const written = await this.d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
-    void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
+    if (this.d.narrate) void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
     return written;
   }
 
@@ -53,7 +61,7 @@ export class RestartReport {
     if (op.state === 'Succeeded') {
       const msg = `restarted ${mine.map(describe).join(', ')}`;
       await this.d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: msg });
-      await this.d.events.record(pod, mine.length === 1 ? mine[0].name : undefined, 'Normal', EventReasons.Restarted, `Restarted container ${mine.map(describe).join(', ')}`);
+      if (this.d.narrate) await this.d.events.record(pod, mine.length === 1 ? mine[0].name : undefined, 'Normal', EventReasons.Restarted, `Restarted container ${mine.map(describe).join(', ')}`);
       return;
     }
     const notRunning = mine.filter((c) => containerStatus(pod, c.name)?.state?.running === undefined);

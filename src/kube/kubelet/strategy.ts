@@ -65,6 +65,8 @@ export interface KubeletStrategyDeps {
   drainMetrics?: DrainMetrics;
   /** Containers of sandboxes no kubelet made go to the standalone strategy (default: refused; see ClaimDeps). */
   standalonePods?: boolean;
+  /** Also record the Events the kubelet would not (Draining, Restarted): --pod-events all. Default false. */
+  narrate?: boolean;
 }
 
 /** Restarts kubelet-managed containers through the kubelet. */
@@ -90,7 +92,7 @@ export class KubeletStrategy implements RestartStrategy {
     this.cache = new PodCache(d.api, d.clock, d.log);
     this.claims = new KubeletClaims({ cache: this.cache, runtime: d.runtime, events: d.events, log: d.log, watched: d.watched, standalonePods: d.standalonePods });
     const writer = conditions ?? new ConditionWriter(d.api, d.clock, d.log);
-    this.report = new RestartReport({ api: d.api, conditions: writer, events: d.events, log: d.log });
+    this.report = new RestartReport({ api: d.api, conditions: writer, events: d.events, log: d.log, narrate: d.narrate ?? false });
     const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
     this.way = { drainer, conditions: writer, events: d.events, clock: d.clock };
     this.actions = new PodActions({ ...d, cache: this.cache, report: this.report, pollMs, way: this.way });
