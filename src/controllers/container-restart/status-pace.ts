@@ -1,14 +1,15 @@
 // How often a ContainerRestart's status is written while its operation runs: the claim (Pending) and the end are
 // written at once; progress in between waits until STATUS_COALESCE_MS have passed since this agent's last write,
-// then shows the operation as it is by then. A restart of about 2 s so costs one progress write, not one per step
-// (issue 29).
+// then shows the operation as it is by then. A restart of a few seconds (a rollout's pod takes about 2 s here) so
+// costs the claim and the end only, the phases its requester acts on; a long one (a pull, a slow stop) shows its
+// progress every STATUS_COALESCE_MS (issue 29).
 import type { Clock } from '../../clock.js';
 
 /**
  * Least time between two status writes of a running operation's progress, ms. The status shows the operation
  * at most this late.
  */
-export const STATUS_COALESCE_MS = 1000;
+export const STATUS_COALESCE_MS = 3000;
 
 /** The pace of one controller's progress writes, per object key. */
 export class StatusPace {
