@@ -272,6 +272,22 @@ describe('fleet pre-warm: ImagePrewarm across 4 agents on the real API server, e
     for (const n of NODES) assert.match(st.stdout, new RegExp(`failed: ${n}: ImagePullFailed: .*not found`, 'i'));
   });
 
+  it('targets within maxParallelNodes and no seeds: every node pulls at once and no slot Lease is ever created', async () => {
+    const { ref, layer } = await image('fit');
+    const added: string[] = [];
+    const watch = await new k8s.Watch(kc).watch(`/apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, {}, (type: string, l: k8s.V1Lease) => {
+      if (type === 'ADDED' && (l.metadata?.name ?? '').startsWith(P('fit'))) added.push(l.metadata?.name ?? '');
+    }, () => undefined);
+    try {
+      await createPrewarm(P('fit'), { images: [ref], nodeSelector: { [NODE_LABEL]: run }, maxParallelNodes: NODES.length });
+      await allDone(P('fit'), NODES, 'Succeeded');
+    } finally {
+      watch.abort();
+    }
+    assert.deepEqual(added, [], 'no slot Lease: every target fits in maxParallelNodes');
+    assert.deepEqual(new Set(downloads.filter((d) => d.digest === layer).map((d) => d.node)), new Set(NODES), 'every node downloaded the layer itself');
+  });
+
   it('podSelector: only the nodes running the selected pods pull', async () => {
     for (const n of [N.b, N.d]) {
       await core.createNamespacedPod({

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { PrewarmUsageError, specFromFlags } from '../../src/cli/prewarm-command.js';
 import { rankKey, seedsOf, stableOrder } from '../../src/controllers/image-prewarm/node-order.js';
 import { isSummarizer, sameSummary, summarize } from '../../src/controllers/image-prewarm/summary.js';
-import { seedCheckEvery, waitsForSeeds } from '../../src/controllers/image-prewarm/node-part.js';
+import { seedCheckEvery, slotless, waitsForSeeds } from '../../src/controllers/image-prewarm/node-part.js';
 import { chainMove, chainPlace, type ChainState } from '../../src/controllers/image-prewarm/slot-chain.js';
 import type { ImagePrewarm, NodePrewarm, NodePrewarmEntry } from '../../src/controllers/image-prewarm/types.js';
 import { nodePhase } from '../../src/controllers/image-prewarm/types.js';
@@ -181,6 +181,13 @@ describe('fleet pre-warm: waiting for the seeds', () => {
     assert.equal(seedCheckEvery(1, 2, 300, 30_000), 300);
     assert.equal(seedCheckEvery(2, 2, 300, 30_000), 600);
     assert.equal(seedCheckEvery(500, 20, 3_000, 30_000), 30_000);
+  });
+
+  it('a node pulls without a slot only when there are no seeds and every target fits in maxParallelNodes', () => {
+    assert.equal(slotless(3, 0, 5), true, "a rollout's pre-warm of 3 nodes, 5 at once");
+    assert.equal(slotless(5, 0, 5), true);
+    assert.equal(slotless(6, 0, 5), false, 'one node more than the slots: slots bound them');
+    assert.equal(slotless(3, 1, 5), false, 'seeds go first, through slots');
   });
 
   it('with no seeds no node waits for them (a rollout pre-warm has none); with seeds every node but them waits', () => {

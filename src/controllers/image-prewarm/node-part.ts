@@ -1,7 +1,7 @@
 // One node's part of one ImagePrewarm, as a step function the agent calls again after the delay it returns:
 //
 //   (not targeted) ──> nothing
-//   Waiting ──seeds done (or is a seed)──> take a slot ──> Pulling ──> Succeeded
+//   Waiting ──seeds done (or is a seed)──> take a slot (none when every target fits) ──> Pulling ──> Succeeded
 //      ^                    │ no slot free: poll again            │ failed, attempts left: back off
 //      └────────────────────┴─────────────────────────────────────┘ failed, none left / deadline: Failed
 //   Succeeded ──refresh interval, an image gone──> Waiting
@@ -73,6 +73,14 @@ export async function stepNodePart(d: NodePartDeps, pw: ImagePrewarm, signal?: A
 
   const parallel = pw.spec.maxParallelNodes ?? SPEC_DEFAULTS.maxParallelNodes;
   const seedCount = pw.spec.seedNodes ?? SPEC_DEFAULTS.seedNodes;
+  if (slotless(order.length, seedCount, parallel)) {
+    // Every target fits in maxParallelNodes and none waits for seeds: a slot could never be refused, so none is
+    // taken (its Lease's create and delete, two writes a node). A rollout's pre-warm of up to 5 nodes is such.
+    if (handed) await giveBack(d, name, handed);
+    d.chain.delete(name);
+    await pullAll(d, pw, entry, { lease: undefined }, async () => undefined, signal);
+    return 0;
+  }
   const place = chainPlace(order, d.targets.index(name), d.node, seedCount, parallel)!;
   const slot = await findSlot(d, pw, entry, { order, place, handed }, now);
   if (typeof slot === 'number') return slot;
@@ -151,6 +159,15 @@ async function findSlot(
     slot = await d.slots.tryAcquire(name, parallel, undefined, place.home);
   }
   return slot ?? (move.try === 'home' ? 0 : jitter(d, fallbackMs(d)));
+}
+
+/**
+ * True when a node pulls without a slot: the prewarm has no seeds and its targets, as this node lists them, are no
+ * more than maxParallelNodes. Nodes added while others pull without one take slots (the targets no longer fit),
+ * so the bound may be passed once, by those nodes, for as long as the first ones pull.
+ */
+export function slotless(targets: number, seeds: number, parallel: number): boolean {
+  return seeds === 0 && targets <= parallel;
 }
 
 /** Gives back a slot handed to this node that it has no use for (it is done, backing off, or not targeted). */
