@@ -37,18 +37,31 @@ export async function pullAll(d: NodePartDeps, pw: ImagePrewarm, entry: NodePrew
       if (img.phase === 'Succeeded' || img.phase === 'Failed') continue;
       Object.assign(img, { phase: 'Pulling', startTime: iso(d.clock.now()), message: undefined, reason: undefined, attempts: img.attempts + 1 });
       entry.phase = 'Pulling';
-      // Recorded alongside the pull, not before it: a pull is safe to repeat, and the slot is held meanwhile.
-      const recorded = d.record.put(name, entry).catch((err: unknown) => d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message }));
+      // Recorded once the pull has run progressEveryMs, not before it: a pull is safe to repeat, the slot is held
+      // meanwhile, and a pull done sooner goes from Waiting to its outcome in one write (a rollout's pre-warm from
+      // a near registry). An agent that dies within that time pulls again without the attempt counted; its own
+      // restarts are backed off by the kubelet.
       let lastWrite = d.clock.now();
+      let recorded: Promise<void> = Promise.resolve();
+      const first = new AbortController();
+      const record = () => {
+        lastWrite = d.clock.now();
+        recorded = d.record.put(name, entry).catch((err: unknown) => {
+          d.log.debug('prewarm progress not recorded', { prewarm: name, error: asAgentError(err).message });
+        });
+      };
+      const due = () => {
+        if (d.clock.now() - lastWrite >= d.progressEveryMs) record();
+      };
+      void d.clock.sleep(d.progressEveryMs, first.signal).then(due, () => undefined);
       const owner = { uid: pw.metadata.uid ?? '', name };
-      const outcome = await d.puller.pull(img.image, { keyring, pin: pw.spec.pin ?? false, owner, signal }, (done, total) => {
-        img.bytesDone = done;
-        img.bytesTotal = total;
-        if (d.clock.now() - lastWrite >= d.progressEveryMs) {
-          lastWrite = d.clock.now();
-          void d.record.put(name, entry).catch(() => undefined);
-        }
-      });
+      const outcome = await d.puller
+        .pull(img.image, { keyring, pin: pw.spec.pin ?? false, owner, signal }, (done, total) => {
+          img.bytesDone = done;
+          img.bytesTotal = total;
+          due();
+        })
+        .finally(() => first.abort());
       await recorded;
       if (outcome.ok) {
         Object.assign(img, { phase: 'Succeeded', digest: outcome.digest, pinned: outcome.pinned, completionTime: iso(d.clock.now()), message: undefined, reason: undefined });
