@@ -1,4 +1,3 @@
-import type { AppProbe } from '../../src/kube/kubelet/app-probe.js';
 import type { KubeletRequest } from '../../src/kube/kubelet/steps.js';
 import assert from 'node:assert/strict';
 import type { CoreV1Event, V1ContainerStatus, V1EndpointSlice, V1Pod } from '@kubernetes/client-node';
@@ -82,7 +81,7 @@ class FakeRuntime {
   }
 }
 
-function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep; narrate?: boolean; probe?: AppProbe } = {}) {
+function setup(opts: { restartPolicy?: string; newImage?: string; step?: ContainerStep; narrate?: boolean } = {}) {
   const clock = new ManualClock({ sleepsAdvance: true });
   const pod: V1Pod = {
     metadata: { namespace: 'shop', name: 'web', uid: 'u1', generation: 1 },
@@ -92,7 +91,7 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
   const api = new FakeApi(pod);
   const rt = new FakeRuntime();
   const log = silentLogger();
-  const strategy = new KubeletStrategy({ api, runtime: rt as unknown as Runtime, events: new PodEvents(api, 'node1', clock, log), clock, log, pollMs: 100, narrate: opts.narrate, probeFor: () => opts.probe });
+  const strategy = new KubeletStrategy({ api, runtime: rt as unknown as Runtime, events: new PodEvents(api, 'node1', clock, log), clock, log, pollMs: 100, narrate: opts.narrate });
   const t: ContainerTarget = {
     name: 'app', strategy: 'kubelet', oldId: 'old', oldRuntimeName: '', oldImage: 'app:v1', newImage: opts.newImage ?? 'app:v1', newAttempt: 1, newId: '', rollbackId: '',
     step: opts.step ?? 'Waiting', steps: [{ step: opts.step ?? 'Waiting', at: new Date(clock.now()).toISOString() }],
@@ -364,8 +363,8 @@ describe('kube: the kubelet strategy, events and condition writes off the critic
 
 describe('kube: the kubelet strategy, the condition at the start (min-ready 0)', () => {
   /** A gated pod whose app container has a readiness probe; the new image's instance runs, not yet ready. */
-  function gated(minReadyMs: number, probe?: AppProbe) {
-    const s = setup({ newImage: 'app:v2', probe });
+  function gated(minReadyMs: number) {
+    const s = setup({ newImage: 'app:v2' });
     s.op.request.minReadyMs = minReadyMs;
     s.api.pod.spec!.readinessGates = [{ conditionType: READY_CONDITION }];
     s.api.pod.spec!.containers[0].readinessProbe = { httpGet: { path: '/', port: 8080 } };
@@ -395,50 +394,6 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(s.readyAtWrite[1], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
     assert.ok(readsAfterOpen >= 3, 'verified only once the new instance was ready');
     assert.equal(s.t.newId, 'n1');
-  });
-
-  it("with a readiness probe the agent can run, the condition goes True once the new instance answers it, not before", async () => {
-    let tries = 0;
-    let answered = false;
-    const s = gated(0, async () => {
-      answered = ++tries >= 4;
-      return answered;
-    });
-    const answeredAtWrite: boolean[] = [];
-    const patchStatus = s.api.patchPodStatus;
-    s.api.patchPodStatus = (ns, n, patch) => {
-      answeredAtWrite.push(answered);
-      return patchStatus(ns, n, patch);
-    };
-    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [{ ...running('n1', image, 1), ready: false }]);
-    s.api.onRead = () => {
-      if (s.api.conditions.at(-1)?.reason === 'Restarted') s.api.pod.status!.containerStatuses![0].ready = true;
-    };
-    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
-    assert.deepEqual(answeredAtWrite, [false, true], 'True written only after the fourth try passed');
-    assert.equal(tries, 4, 'no try after it passed');
-  });
-
-  it('an application that never answers the agent\'s probe: the condition goes True after one probe period anyway', async () => {
-    let tries = 0;
-    const s = gated(0, async () => (tries++, false));
-    s.api.pod.spec!.containers[0].readinessProbe!.periodSeconds = 2;
-    let openedAt = -1;
-    const began = s.clock.now();
-    const patchStatus = s.api.patchPodStatus;
-    s.api.patchPodStatus = (ns, n, patch) => {
-      if ((patch as { status: { conditions: { status: string }[] } }).status.conditions[0].status === 'True') openedAt = s.clock.now() - began;
-      return patchStatus(ns, n, patch);
-    };
-    s.api.afterImagePatch = (image) => (s.api.pod.status!.containerStatuses = [{ ...running('n1', image, 1), ready: false }]);
-    s.api.onRead = () => {
-      if (s.api.conditions.at(-1)?.reason === 'Restarted') s.api.pod.status!.containerStatuses![0].ready = true;
-    };
-    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
-    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
-    assert.ok(openedAt >= 2000, `True only after the probe's period of 2 s (at ${openedAt} ms)`);
-    assert.ok(tries >= 2, `tried while waiting (${tries})`);
   });
 
   it('a new instance that crashes after the condition went True: False again before the old image is put back, never served', async () => {

@@ -9,7 +9,6 @@
 // An agent restarted in the middle never runs a preStop hook twice (PreStop resumed goes straight to the
 // stop), never stops twice (Stopping resumed stops only a container still running after its grace period),
 // and finishes the operation.
-import { appProbe, appProbeCapMs, openWhenAnswering, type AppProbe } from './app-probe.js';
 import type { EventEmitter } from 'node:events';
 import type { V1Pod } from '../../k8s/client.js';
 import { AgentError, asAgentError } from '../../errors.js';
@@ -68,8 +67,6 @@ export interface KubeletStrategyDeps {
   standalonePods?: boolean;
   /** Also record the Events the kubelet would not (Draining, Restarted): --pod-events all. Default false. */
   narrate?: boolean;
-  /** The new instance's readiness probe as the agent runs it before the gate opens at the start (default appProbe). */
-  probeFor?: (pod: V1Pod, container: string) => AppProbe | undefined;
 }
 
 /** Restarts kubelet-managed containers through the kubelet. */
@@ -208,27 +205,12 @@ export class KubeletStrategy implements RestartStrategy {
               // follows the readiness probe in one pod sync (way-back.ts, opensAtStart).
               // The gate opens at the first sight of the new instance: in the runtime (at once) or in the API
               // server's status (after the kubelet's relist), whichever comes first (runtime-sight.ts).
-              // With a probe the agent can run (app-probe.ts), the gate waits until the new instance answers it, so
-              // that the sync the gate's write brings finds the application up and its probe passes at once.
-              const open = once(() => openAtStart(this.way, op, t, ns, name, this.name));
-              const probe = (this.d.probeFor ?? appProbe)(pod, t.name);
-              let answering: { stop(): void } | undefined;
-              const early = !opensAtStart(op, t, this.name)
-                ? undefined
-                : probe
-                  ? once(() => {
-                      answering = openWhenAnswering(probe, this.d.clock, appProbeCapMs(pod, t.name), (ok) => {
-                        ctx.trace(ok ? 'new instance answered its readiness probe' : 'new instance did not answer its readiness probe in time');
-                        open();
-                      });
-                    })
-                  : open;
+              const early = opensAtStart(op, t, this.name) ? once(() => openAtStart(this.way, op, t, ns, name, this.name)) : undefined;
               const sight = early && op.podId ? sightNewInstance(this.d.runtime, this.d.clock, op.podId, t.name, [t.oldId], () => (ctx.trace('new instance seen in the runtime'), early())) : undefined;
               try {
                 await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
               } finally {
                 sight?.stop();
-                answering?.stop();
               }
             } catch (err) {
               if (!(err instanceof VerifyFailed)) throw err;
