@@ -42,12 +42,13 @@ export class RestartReport {
   }
 
   /**
-   * For a pod that does not gate its readiness on the condition (nothing to drain): the condition and the
-   * Draining event, posted once the stop or patch is under way, not waited for.
+   * For a pod that does not gate its readiness on the condition (nothing to drain): the Draining event, posted
+   * once the stop or patch is under way, not waited for. The condition is not written here, only with the
+   * outcome: on such a pod it gates nothing, and a pod status write beside a stop brings the kubelet a sync that
+   * ends after the old instance's exit, so that its next sync, the one that starts the new instance, waits for a
+   * relist (about 1 s; bench:k8s row (a) took 1.1 s in 11 of 16 rounds with it, against 0.25 s for the bare stop).
    */
   ungated(pod: V1Pod, t: ContainerTarget): void {
-    const [ns, name] = [pod.metadata?.namespace ?? '', pod.metadata?.name ?? ''];
-    this.d.conditions.post(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
     void this.d.events.record(pod, t.name, 'Normal', EventReasons.Draining, `Restarting container ${t.name}; the pod does not gate its readiness on ${READY_CONDITION}, so it keeps receiving traffic`);
   }
 
