@@ -1,10 +1,22 @@
 // The words the pod's condition and the Restarted event use for a finished restart, in one place: the way
-// back (before the operation ends) and the end of the operation write the same condition.
+// back (before the operation ends), the gate opened at the start and the end of the operation write the same
+// condition.
 import type { ContainerTarget, Operation } from '../engine/operation.js';
 
-/** One container's restart, as the condition and events say it. */
+/** One container's restart, as the Restarted event says it: its images and its downtime. */
 export function describeRestart(c: ContainerTarget): string {
   return `${c.name} (${c.oldImage === c.newImage ? c.newImage : `${c.oldImage} -> ${c.newImage}`}${c.downtimeMs !== undefined ? `, down ${c.downtimeMs} ms` : ''})`;
+}
+
+/**
+ * The pod condition's message for a finished restart: the containers and their images, not the downtime. The
+ * condition opened at the new instance's first sight (before its downtime is known) and the one written at the end
+ * are then the same, and the end writes nothing (one write a pod; the downtime is in the ContainerRestart's status).
+ */
+export function restartedMessage(op: Operation, strategy: string): string {
+  return `restarted ${touchedContainers(op, strategy)
+    .map((c) => `${c.name} (${c.oldImage === c.newImage ? c.newImage : `${c.oldImage} -> ${c.newImage}`})`)
+    .join(', ')}`;
 }
 
 /** The containers of an operation that the kubelet strategy touched (those that reached Draining). */

@@ -74,6 +74,11 @@ class FakeRuntime {
   containerState() {
     return Promise.resolve(this.state);
   }
+  /** What listContainers shows (undefined: it fails, and the gate waits for the API server's view). */
+  listed?: { id: string; name: string; state: ContainerState }[];
+  listContainers() {
+    return this.listed ? Promise.resolve(this.listed) : Promise.reject(new Error('no list here'));
+  }
   /** Image references the node has. */
   images = new Set<string>();
   inspectImage(ref: string) {
@@ -391,6 +396,30 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(s.readyAtWrite[1], false, 'True written while the new instance was not ready: the kubelet keeps the pod not Ready until it is');
     assert.ok(readsAfterOpen >= 3, 'verified only once the new instance was ready');
     assert.equal(s.t.newId, 'n1');
+  });
+
+  it('the condition opened at the runtime sight, before the downtime is known, is the one the end writes: two writes in all', async () => {
+    const s = gated(0);
+    let apiShowsNew = false;
+    const trueWhileApiOld: boolean[] = [];
+    const patchStatus = s.api.patchPodStatus;
+    s.api.patchPodStatus = (ns, n, patch) => {
+      if ((patch as { status: { conditions: { status: string }[] } }).status.conditions[0].status === 'True') trueWhileApiOld.push(!apiShowsNew);
+      return patchStatus(ns, n, patch);
+    };
+    // The runtime shows the new instance at once; the API server's status only a few reads later.
+    s.api.afterImagePatch = () => (s.rt.listed = [{ id: 'n1', name: 'app', state: 'running' }]);
+    let reads = 0;
+    s.api.onRead = () => {
+      if (!s.rt.listed || ++reads < 4) return;
+      apiShowsNew = true;
+      s.api.pod.status!.containerStatuses = [{ ...running('n1', 'app:v2', 1), ready: reads >= 6 }];
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    await s.strategy.finished({ ...s.op, state: 'Succeeded' });
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted'], 'no third write to add the downtime');
+    assert.deepEqual(trueWhileApiOld, [true], 'True written from the runtime sight, before the API server showed the new instance');
+    assert.ok(s.t.downtimeMs !== undefined, 'the downtime is known by the end (it goes to the ContainerRestart)');
   });
 
   it('a new instance that crashes after the condition went True: False again before the old image is put back, never served', async () => {

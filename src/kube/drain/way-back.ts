@@ -11,7 +11,7 @@ import type { ConditionWriter } from '../condition-writer.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { preStopHandler } from '../pre-stop.js';
 import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
-import { describeRestart, touchedContainers } from '../restarted-message.js';
+import { restartedMessage, touchedContainers } from '../restarted-message.js';
 import type { Drainer, DrainRecord } from './drainer.js';
 
 /** Longest wait for the address to be a ready endpoint again after the last container is verified. */
@@ -89,7 +89,7 @@ export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget,
 
 /** The condition True again after the operation's drained containers: what the way back and the end write. */
 function restartedCondition(op: Operation, strategy: string) {
-  return { status: 'True' as const, reason: ConditionReasons.Restarted, message: `restarted ${touchedContainers(op, strategy).map(describeRestart).join(', ')}` };
+  return { status: 'True' as const, reason: ConditionReasons.Restarted, message: restartedMessage(op, strategy) };
 }
 
 /** Whether container t's drain took the pod's address out of its Services (not left in as their only endpoint). */

@@ -11,7 +11,7 @@ import { containerStatus } from '../container-status.js';
 import type { KubeApi } from '../../k8s/kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
-import { describeRestart, touchedContainers } from '../restarted-message.js';
+import { describeRestart, restartedMessage, touchedContainers } from '../restarted-message.js';
 import { splitName } from './pod-name.js';
 
 /** What reporting needs. */
@@ -60,8 +60,7 @@ export class RestartReport {
     const pod = await this.d.api.readPod(ns, name);
     const describe = describeRestart;
     if (op.state === 'Succeeded') {
-      const msg = `restarted ${mine.map(describe).join(', ')}`;
-      await this.d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: msg });
+      await this.d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: restartedMessage(op, 'kubelet') });
       if (this.d.narrate) await this.d.events.record(pod, mine.length === 1 ? mine[0].name : undefined, 'Normal', EventReasons.Restarted, `Restarted container ${mine.map(describe).join(', ')}`);
       return;
     }
