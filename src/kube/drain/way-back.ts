@@ -89,7 +89,7 @@ export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget,
 
 /** The condition True again after the operation's drained containers: what the way back and the end write. */
 function restartedCondition(op: Operation, strategy: string) {
-  return { status: 'True' as const, reason: ConditionReasons.Restarted, message: restartedMessage(op, strategy) };
+  return { status: 'True' as const, reason: ConditionReasons.Restarted, message: restartedMessage(touchedContainers(op, strategy)) };
 }
 
 /** Whether container t's drain took the pod's address out of its Services (not left in as their only endpoint). */

@@ -60,7 +60,7 @@ export class RestartReport {
     const pod = await this.d.api.readPod(ns, name);
     const describe = describeRestart;
     if (op.state === 'Succeeded') {
-      await this.d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: restartedMessage(op, 'kubelet') });
+      await this.d.conditions.set(ns, name, { status: 'True', reason: ConditionReasons.Restarted, message: restartedMessage(mine) });
       if (this.d.narrate) await this.d.events.record(pod, mine.length === 1 ? mine[0].name : undefined, 'Normal', EventReasons.Restarted, `Restarted container ${mine.map(describe).join(', ')}`);
       return;
     }
