@@ -112,12 +112,14 @@ describe('deploy/ RBAC (SubjectAccessReviews on the real API server)', function 
     }
   });
 
-  it('impersonation: only to patch pods (constrained), never the legacy verb, never another action', async () => {
-    for (const [mode, verb] of [['user-info', 'patch'], ['serviceaccount', 'patch']]) assert.equal(await allowed('', 'pods', '', `impersonate-on:${mode}:${verb}`, 'default'), true, `impersonate-on:${mode}:${verb} pods`);
-    for (const verb of ['get', 'create', 'delete', 'update']) assert.equal(await allowed('', 'pods', '', `impersonate-on:user-info:${verb}`, 'default'), false, `impersonate-on:user-info:${verb} pods`);
-    for (const res of ['secrets', 'nodes', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate-on:user-info:get', 'default'), false, `impersonate-on:user-info:get ${res}`);
+  it('impersonation: of ServiceAccounts only, only to patch pods (constrained), never users, groups, uids or extras, never the legacy verb', async () => {
+    assert.equal(await allowed('', 'pods', '', 'impersonate-on:serviceaccount:patch', 'default'), true, 'impersonate-on:serviceaccount:patch pods');
+    for (const verb of ['get', 'create', 'delete', 'update']) assert.equal(await allowed('', 'pods', '', `impersonate-on:serviceaccount:${verb}`, 'default'), false, `impersonate-on:serviceaccount:${verb} pods`);
+    for (const verb of ['patch', 'get', 'update']) assert.equal(await allowed('', 'pods', '', `impersonate-on:user-info:${verb}`, 'default'), false, `impersonate-on:user-info:${verb} pods`);
+    for (const res of ['secrets', 'nodes', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate-on:serviceaccount:get', 'default'), false, `impersonate-on:serviceaccount:get ${res}`);
     for (const res of ['users', 'groups', 'serviceaccounts']) assert.equal(await allowed('', res, '', 'impersonate'), false, `legacy impersonate ${res}`);
-    assert.equal(await allowed('authentication.k8s.io', 'users', '', 'impersonate:user-info'), true);
+    assert.equal(await allowed('authentication.k8s.io', 'serviceaccounts', '', 'impersonate:serviceaccount', 'default'), true);
+    for (const res of ['users', 'groups', 'uids', 'userextras']) assert.equal(await allowed('authentication.k8s.io', res, '', 'impersonate:user-info'), false, `impersonate:user-info ${res}`);
   });
 
   it('refuses reading Secrets and everything on resources it was not given', async () => {

@@ -1,11 +1,12 @@
 // Admission as the requester: before the agent changes a pod's images for a request, the same patch is sent as a
 // server-side dry run (dryRun=All) impersonating the request's creator, so that admission rules keyed on the user
 // (a ValidatingAdmissionPolicy on request.userInfo, a webhook) judge the creator, not the agent's ServiceAccount.
-// Nothing is persisted. The agent holds constrained impersonation only (Kubernetes 1.36, KEP-5284: identity verbs
-// `impersonate:user-info` and `impersonate:serviceaccount`, action verb `impersonate-on:<mode>:patch` on pods):
-// it may act as a user only to patch pods, which it may do as itself anyway (docs/security.md says why the dry
-// run was chosen over making the real write as the requester). A ServiceAccount is impersonated by its name alone
-// (the API server adds its groups); another user with its groups, uid and extra.
+// Nothing is persisted. The agent holds constrained impersonation of ServiceAccounts only (Kubernetes 1.36,
+// KEP-5284: `impersonate:serviceaccount`, and `impersonate-on:serviceaccount:patch` on pods), and a ServiceAccount
+// is impersonated by its name alone (the API server adds its groups; the mode takes no uid). Such a request has no
+// uid, which no real ServiceAccount token lacks, so deploy/node-isolation-policy.yaml refuses it unless it is a
+// dry run: the agent's token cannot write as anyone else. Another kind of user is not impersonated at all (its
+// write could not be told from the user's own): admission sees the agent for it (docs/security.md).
 import http from 'node:http';
 import https from 'node:https';
 import type { KubeConfig } from '../../k8s/client.js';
@@ -19,21 +20,16 @@ import type { Requester } from '../../k8s/requester.js';
 export interface AdmissionProbe {
   /**
    * Resolves when admission lets `requester` make the patch (or when the pod is gone: the request fails later on
-   * its own); 'unavailable' when the cluster does not let the agent impersonate (no rights, no constrained
-   * impersonation). Throws AgentError PermissionDenied (reason AdmissionRefused) with admission's message when it
+   * its own); 'unavailable' when the requester is not a ServiceAccount or the cluster does not let the agent
+   * impersonate it (no rights, no constrained impersonation). Throws AgentError PermissionDenied (reason AdmissionRefused) with admission's message when it
    * refuses, Unavailable when the API server cannot be reached.
    */
   patchPodAs(requester: Requester, namespace: string, name: string, patch: object): Promise<void | 'unavailable'>;
 }
 
-/** The impersonation headers for a user (multi-valued ones as arrays: one header line per value). */
-export function impersonationHeaders(r: Requester): Record<string, string | string[]> {
-  if (serviceAccountOf(r.username)) return { 'Impersonate-User': r.username };
-  const h: Record<string, string | string[]> = { 'Impersonate-User': r.username };
-  if (r.groups?.length) h['Impersonate-Group'] = r.groups;
-  if (r.uid) h['Impersonate-Uid'] = r.uid;
-  for (const [k, v] of Object.entries(r.extra ?? {})) if (v.length) h[`Impersonate-Extra-${encodeURIComponent(k.toLowerCase())}`] = v;
-  return h;
+/** The impersonation headers for a ServiceAccount requester (its name alone), or undefined for any other user. */
+export function impersonationHeaders(r: Requester): Record<string, string> | undefined {
+  return serviceAccountOf(r.username) ? { 'Impersonate-User': r.username } : undefined;
 }
 
 /** AdmissionProbe over the API server of kc. */
@@ -41,6 +37,8 @@ export class ImpersonatedDryRun implements AdmissionProbe {
   constructor(private readonly kc: KubeConfig) {}
 
   async patchPodAs(requester: Requester, namespace: string, name: string, patch: object): Promise<void | 'unavailable'> {
+    const as = impersonationHeaders(requester);
+    if (!as) return 'unavailable';
     const server = this.kc.getCurrentCluster()?.server;
     if (!server) throw new AgentError('FailedPrecondition', 'the kubeconfig names no API server');
     const url = new URL(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, server);
@@ -48,7 +46,7 @@ export class ImpersonatedDryRun implements AdmissionProbe {
     url.searchParams.set('fieldManager', FIELD_MANAGER);
     const opts: https.RequestOptions = { method: 'PATCH', headers: {} };
     await this.kc.applyToHTTPSOptions(opts);
-    opts.headers = { ...opts.headers, ...impersonationHeaders(requester), 'Content-Type': 'application/strategic-merge-patch+json', Accept: 'application/json' };
+    opts.headers = { ...opts.headers, ...as, 'Content-Type': 'application/strategic-merge-patch+json', Accept: 'application/json' };
     const { status, body } = await send(url, opts, JSON.stringify(patch));
     if (status >= 200 && status < 300) return;
     const message = statusMessage(body);

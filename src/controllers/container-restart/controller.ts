@@ -67,7 +67,7 @@ export class ContainerRestartController {
   private readonly admissionUnavailable = () => {
     if (this.admissionUnavailableSaid) return;
     this.admissionUnavailableSaid = true;
-    this.d.log.warn("cannot make the dry run of an image change as its requester: the agent may not impersonate here (deploy/rbac.yaml's impersonate rules, constrained impersonation of Kubernetes 1.36); admission sees the agent's own ServiceAccount");
+    this.d.log.warn("cannot make the dry run of an image change as its requester: only a ServiceAccount requester is impersonated, and only where the agent may (deploy/rbac.yaml's impersonate rules, constrained impersonation of Kubernetes 1.36); admission sees the agent's own ServiceAccount for this one");
   };
   private admissionUnavailableSaid = false;
 
