@@ -7,6 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { apiStatusCode } from '../../src/k8s/api-error.js';
+import { kubeEnv } from '../testbed/kube-env.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
 /** The agent's ServiceAccount in deploy/serviceaccount.yaml. */
@@ -81,14 +82,18 @@ export async function deleteObjects(kc: k8s.KubeConfig, objects: k8s.KubernetesO
 
 /**
  * Writes a kubeconfig that authenticates as the agent's ServiceAccount, or as sa (a token from the TokenRequest
- * API, valid for an hour) against kc's API server, and returns its path.
+ * API, valid for an hour) against kc's API server, and returns its path. The token is bound to the Node object
+ * `node` (default: the test cluster's first node, where the tests' host agents run), so the API server names that
+ * node in its user's extra as it does for the DaemonSet's pod-bound token: deploy/node-isolation-policy.yaml refuses
+ * every write of an agent token that names no node.
  */
-export async function agentKubeconfig(kc: k8s.KubeConfig, sa: { name: string; namespace: string } = AGENT_SA): Promise<string> {
+export async function agentKubeconfig(kc: k8s.KubeConfig, sa: { name: string; namespace: string } = AGENT_SA, node = kubeEnv().nodeName): Promise<string> {
   const core = kc.makeApiClient(k8s.CoreV1Api);
+  const uid = (await core.readNode({ name: node })).metadata?.uid;
   const tr = await core.createNamespacedServiceAccountToken({
     name: sa.name,
     namespace: sa.namespace,
-    body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    body: { spec: { audiences: [], expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Node', name: node, uid } } },
   });
   const token = tr.status?.token;
   if (!token) throw new Error(`no token for ServiceAccount ${sa.namespace}/${sa.name}`);
