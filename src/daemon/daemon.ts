@@ -29,6 +29,7 @@ import { runtimeFactories } from './runtime-factories.js';
 import { createPullService } from './pull-wiring.js';
 import { agentKubeConfigSource, KUBECONFIG_LEFT_ASIDE, kubeModeNeedsNode } from '../k8s/kubeconfig-source.js';
 import { KUBE_REQUEST_DEADLINE } from '../k8s/request-deadline.js';
+import { drainBudgetMs } from './shutdown-bound.js';
 import type { KubeMode } from '../kube/kube-mode.js';
 
 /**
@@ -198,13 +199,15 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     shutdown: () =>
       (stopping ??= (async () => {
         log.info('draining: no new operations; running ones stop at a safe point');
+        const began = clock.now();
         api.health.setStatus('', 'NOT_SERVING');
         await prewarm?.stop();
         await fleet?.stop();
         await rollouts?.stop();
         await sidecarSets?.stop();
         await restarts?.stop();
-        const left = await engine.drain(opts.drainTimeoutMs);
+        // The operations get what is left of the drain timeout (main.ts exits at its end whatever still waits).
+        const left = await engine.drain(drainBudgetMs(opts.drainTimeoutMs, clock.now() - began));
         if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });
         // Operations are drained: what is left are reads and watch streams, cut after a short grace.
         await api.stop(1000);

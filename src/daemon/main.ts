@@ -1,5 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=1 --v8-pool-size=1 --optimize-for-size --no-opt
-// inplace-agent: the node daemon's entry point. Parses flags, starts the daemon, drains on SIGTERM/SIGINT.
+// inplace-agent: the node daemon's entry point. Parses flags, starts the daemon, drains on SIGTERM/SIGINT and
+// exits within the drain timeout whatever it still waits on (shutdown-bound.ts).
 // Node flags for a small, mostly idle daemon (bench:rss, bench:soak; docs/benchmarks.md): V8's young generation
 // is kept at 1 MiB per semi-space (16 by default; idle RSS about 6 MiB lower, and a burst of 200 requests peaks
 // no higher, for more frequent minor GCs), V8 gets one worker thread instead of one per core (about 1 MiB), and
@@ -16,6 +17,7 @@ import { asAgentError } from '../errors.js';
 import { CommanderError } from 'commander';
 import { daemonCommand, daemonOptions, DaemonUsageError, type DaemonOptions } from './options.js';
 import { startDaemon } from './daemon.js';
+import { armShutdownBound, shutdownBoundMs } from './shutdown-bound.js';
 
 /** Exit status of bad usage (an unknown flag, a bad choice or value), as inplacectl's. */
 const EXIT_USAGE = 2;
@@ -44,6 +46,7 @@ try {
   const daemon = await startDaemon(opts, log);
   const stop = (sig: string) => {
     log.info('signal received', { signal: sig });
+    armShutdownBound(shutdownBoundMs(opts.drainTimeoutMs), log);
     daemon.shutdown().then(
       () => process.exit(0),
       (err: unknown) => {
