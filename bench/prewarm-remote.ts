@@ -21,7 +21,7 @@ import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL, NODE_PREWARM_PLURAL, 
 import { CriClient } from '../src/runtime/cri/client.js';
 import { startAgent, type AgentProcess } from '../test/support/agent-process.js';
 import { deleteNodes, ensureNode } from '../test/support/kube-apply.js';
-import { agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
+import { AGENT_SA, agentKubeconfig } from '../test/support/kube-shipped-rbac.js';
 import { startMiniContainerd, type MiniContainerd } from '../test/support/mini-containerd.js';
 import { kubeEnv } from '../test/testbed/kube-env.js';
 import { holdFleetRbac } from '../test/support/fleet-rbac-hold.js';
@@ -69,9 +69,10 @@ async function main(): Promise<void> {
     nodes = Array.from({ length: HOST_AGENTS }, (_, i) => `prw-${i}`);
     selector = { [HOST_LABEL]: 'yes' };
     refHost = env.sandbox.registry;
-    const agentKc = await agentKubeconfig(kc);
     for (const n of nodes) {
       await ensureNode(kc, n, { [HOST_LABEL]: 'yes' });
+      // A token bound to this node's Node object: the node-isolation policy refuses an agent token naming none.
+      const agentKc = await agentKubeconfig(kc, AGENT_SA, n);
       const c = await startMiniContainerd(`/tmp/prw-${process.pid}-${n.slice(-1)}`, { [env.sandbox.registry]: proxy.host });
       containerds.push(c);
       hostAgents.push(await startAgent(['--runtime', 'cri', '--cri-endpoint', c.endpoint, '--kubeconfig', agentKc, '--node-name', n]));
