@@ -15,7 +15,8 @@ import { sandboxEnv } from '../testbed/sandbox-env.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { containerRestart, waitForDeletion, waitForStatus } from '../support/container-restarts.js';
 import { applyCrd, createNamespace, deleteNamespace, testCluster, type TestCluster } from '../support/kube-cluster.js';
-import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { AGENT_SA, agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { deleteNodes, ensureNode } from '../support/kube-apply.js';
 import { until, userWithRules } from '../support/kube-users.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
@@ -77,7 +78,10 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     // The agent's identity as deploy/ ships it (already there on the shared cluster, where the DaemonSet runs:
     // left as it is; created here, and deleted after, on a private API server).
     installed = await ensureObjects(cluster.kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
-    agentKc = await agentKubeconfig(cluster.kc);
+    // A Node object under the agent's node name, for its token to be bound to: an agent token that names no node
+    // may write no ContainerRestart status (deploy/node-isolation-policy.yaml).
+    await ensureNode(cluster.kc, node, {});
+    agentKc = await agentKubeconfig(cluster.kc, AGENT_SA, node);
     fixture = new CriPodFixture(env.criEndpoint);
     agent = await startAgent(agentArgs());
   });
@@ -89,6 +93,7 @@ describe('ContainerRestart end to end (real kube-apiserver, agent on the sandbox
     rt?.close();
     if (ns) await deleteNamespace(cluster.kc, ns);
     if (cluster) await deleteObjects(cluster.kc, installed.filter((o) => o.kind !== 'Namespace'));
+    if (cluster) await deleteNodes(cluster.kc, [node]);
     await cluster?.close();
   });
 

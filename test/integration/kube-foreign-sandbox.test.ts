@@ -17,7 +17,7 @@ import type { TestPod } from '../testbed/pod-fixture.js';
 import { ctl, startAgent, type AgentProcess } from '../support/agent-process.js';
 import { deleteNodes, ensureNode } from '../support/kube-apply.js';
 import { createNamespace, deleteNamespace } from '../support/kube-cluster.js';
-import { agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
+import { AGENT_SA, agentKubeconfig, deleteObjects, ensureObjects, shippedObjects } from '../support/kube-shipped-rbac.js';
 import { kubeTest, type KubeTest } from '../support/kube-test.js';
 import { requireRuntime } from '../support/require-runtime.js';
 
@@ -47,7 +47,7 @@ describe("Kubernetes mode: an RPC restart of a sandbox no kubelet made is refuse
     ns = await createNamespace(kube.kc, 'kforeign');
     await ensureNode(kube.kc, node, {});
     installed = await ensureObjects(kube.kc, shippedObjects(['namespace.yaml', 'serviceaccount.yaml', 'rbac.yaml']));
-    agentKc = await agentKubeconfig(kube.kc);
+    agentKc = await agentKubeconfig(kube.kc, AGENT_SA, node);
     fixture = new CriPodFixture(env.criEndpoint);
     // Named like a pod of the test's namespace, which the API server does not have.
     loose = await fixture.create({ name: 'loose', namespace: ns, containers: [{ name: 'app', image: env.images.appV1 }] });
