@@ -19,6 +19,7 @@ import { restartHandler } from './handlers/restart.js';
 import type { RestartDefaults } from '../engine/operation.js';
 import { watchOperationHandler } from './handlers/watch-operation.js';
 import { versionHandler } from './handlers/version.js';
+import type { ClusterHolds } from '../gen/inplace/v1/ClusterHolds.js';
 import type { RuntimeCapabilities } from '../runtime/runtime.js';
 import type { RuntimeVersion } from '../runtime/types.js';
 import { unixPath } from './address.js';
@@ -45,6 +46,8 @@ export interface ServerDeps {
   runtimeCapabilities: RuntimeCapabilities;
   /** The runtime's version, asked on each Version call. */
   runtimeVersion: () => Promise<RuntimeVersion>;
+  /** In Kubernetes mode: the cluster's admission holds as read at start-up (Version reports them). */
+  clusterHolds?: () => ClusterHolds | undefined;
   restartDefaults: RestartDefaults;
   /** Calls one caller may have open at once (default MAX_OPEN_CALLS_PER_CALLER). */
   maxOpenCallsPerCaller?: number;
@@ -81,7 +84,7 @@ export async function startApiServer(listen: string, deps: ServerDeps): Promise<
     ListOperations: limit.unary(listOperationsHandler(deps.engine), toServiceError),
     WatchOperation: limit.stream(watchOperationHandler(deps.engine), toServiceError),
     CancelOperation: limit.unary(cancelOperationHandler(deps.engine), toServiceError),
-    Version: limit.unary(versionHandler(deps.runtimeKind, deps.runtimeVersion), toServiceError),
+    Version: limit.unary(versionHandler(deps.runtimeKind, deps.runtimeVersion, deps.clusterHolds), toServiceError),
   };
   server.addService(proto.inplace.v1.Agent.service, handlers);
   const health = new HealthImplementation({ '': 'SERVING', [AGENT_SERVICE]: 'SERVING' });

@@ -3,6 +3,7 @@
 import type { Command } from 'commander';
 import { AgentError, asAgentError } from '../errors.js';
 import { PACKAGE_VERSION } from '../version.js';
+import type { VersionResponse__Output } from '../gen/inplace/v1/VersionResponse.js';
 import { jsonError } from './json-error.js';
 import { exitStatusOf, isUsage } from './exit-codes.js';
 import { print, withClient, type Globals } from './agent-session.js';
@@ -26,7 +27,8 @@ export function addVersionCommand(prog: Command, globals: () => Globals): void {
         await withClient(g, async (c) => {
           const v = await c.version();
           const agent = { version: v.version, api: v.api, runtime: v.runtime, runtimeName: v.runtimeName, runtimeVersion: v.runtimeVersion };
-          print(g, { client, agent }, `Agent Version: ${v.version} (API ${v.api}, at ${c.target})\nRuntime: ${v.runtimeName} ${v.runtimeVersion} (${v.runtime})`);
+          const cluster = v.cluster ? { kubernetesVersion: v.cluster.kubernetesVersion, active: v.cluster.active, off: v.cluster.off, ...(v.cluster.unknown ? { unknown: v.cluster.unknown } : {}) } : undefined;
+          print(g, { client, agent, ...(cluster ? { cluster } : {}) }, `Agent Version: ${v.version} (API ${v.api}, at ${c.target})\nRuntime: ${v.runtimeName} ${v.runtimeVersion} (${v.runtime})${clusterText(v.cluster)}`);
         });
       } catch (err) {
         const e = isUsage(err) ? new AgentError('InvalidArgument', err.message) : asAgentError(err);
@@ -37,4 +39,14 @@ export function addVersionCommand(prog: Command, globals: () => Globals): void {
       }
     });
 
+}
+
+/** The Kubernetes lines of `inplacectl version`: the cluster's version, then what is held at admission and what is off. */
+function clusterText(c: VersionResponse__Output['cluster']): string {
+  if (!c) return '';
+  if (c.unknown) return `\nKubernetes: unknown (${c.unknown})`;
+  const lines = [`\nKubernetes: ${c.kubernetesVersion}`];
+  for (const a of c.active) lines.push(`  active: ${a}`);
+  for (const o of c.off) lines.push(`  off:    ${o}`);
+  return lines.join('\n');
 }

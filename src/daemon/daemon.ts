@@ -144,6 +144,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     kube.strategy.reconcile(engine.list(), unfinished).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
   }
 
+  const clusterHolds = k8s && kc && kube ? k8s.watchClusterHolds(kc, log) : undefined;
   const api = await startApiServer(opts.listen, {
     socketGid,
     tls: access.tls,
@@ -154,6 +155,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     runtimeKind: runtime.kind,
     runtimeCapabilities: runtime.capabilities,
     runtimeVersion: () => runtime.version(),
+    clusterHolds,
     restartDefaults: { graceSeconds: opts.defaultGraceSeconds, minReadyMs: opts.defaultMinReadyMs, timeoutMs: opts.defaultTimeoutMs },
   });
   log.info('agent API listening', { address: api.address, ...access.describe() });

@@ -8,3 +8,4 @@ export { startFleet } from './fleet-wiring.js';
 export { kubeMetrics } from './kube-metrics.js';
 export { startRollouts } from './rollout-wiring.js';
 export { startSidecarSets } from './sidecarset-wiring.js';
+export { watchClusterHolds } from './cluster-holds-wiring.js';

@@ -13,6 +13,7 @@ import { kubeEnv } from '../testbed/kube-env.js';
 import { testKubeConfig } from '../support/kube-apply.js';
 import { requireRuntime } from '../support/require-runtime.js';
 import { AGENT_DS, daemonSetAgent } from '../support/daemonset-agent.js';
+import { ctl } from '../support/agent-process.js';
 import { parseBytes } from '../../src/bytes.js';
 import { buildDepsDir } from '../support/build-deps.js';
 import { agentOf, renderDeploy, REPO_ROOT } from '../support/deploy-render.js';
@@ -81,6 +82,24 @@ describe('the install as shipped, on the running cluster (DaemonSet of scripts/k
       assert.equal(st.NoNewPrivs, '1', `${name}: no_new_privs (allowPrivilegeEscalation: false)`);
       assert.equal(st.Seccomp, '2', `${name}: a seccomp filter (RuntimeDefault)`);
     }
+  });
+
+  it('inplacectl version names the cluster\'s version and the five admission holds the install gives it, none off', async () => {
+    const agent = await daemonSetAgent(kc);
+    const want = (await kc.makeApiClient(k8s.VersionApi).getCode()).gitVersion;
+    // Read in the background at the agent's start: asked until the read has ended.
+    let out: { cluster?: { kubernetesVersion: string; active: string[]; off: string[] } } = {};
+    for (let i = 0; i < 50 && !out.cluster; i++) {
+      const res = await ctl(agent.socket, 'version', '-o', 'json');
+      assert.equal(res.code, 0, res.stderr);
+      out = JSON.parse(res.stdout) as typeof out;
+      if (!out.cluster) await new Promise((r) => setTimeout(r, 200));
+    }
+    assert.equal(out.cluster?.kubernetesVersion, want);
+    assert.equal(out.cluster?.active.length, 5, JSON.stringify(out.cluster));
+    assert.deepEqual(out.cluster?.off, []);
+    const text = await ctl(agent.socket, 'version');
+    assert.match(text.stdout, new RegExp(`\\nKubernetes: ${want.replace(/\./g, '\\.')}\\n  active: Deployment held at admission`));
   });
 
   it("each node's agent at rest holds less resident memory than the memory request of deploy/daemonset.yaml", async () => {

@@ -130,4 +130,19 @@ describe('deploy/ RBAC (SubjectAccessReviews on the real API server)', function 
       }
     }
   });
+
+  it('MutatingAdmissionPolicies: get, only the five shipped ones by name (what the agent reports as held); nothing else', async () => {
+    const named = async (verb: string, name?: string) => {
+      const res = await authz.createSubjectAccessReview({
+        body: { spec: { user: identity?.username ?? '', groups: ['system:authenticated'], resourceAttributes: { group: 'admissionregistration.k8s.io', resource: 'mutatingadmissionpolicies', verb, name } } },
+      });
+      return res.status?.allowed === true;
+    };
+    for (const name of ['inplace-agent-requester', 'inplace-agent-sidecarset', 'inplace-agent-hold-deployment', 'inplace-agent-hold-statefulset', 'inplace-agent-hold-daemonset']) {
+      assert.equal(await named('get', name), true, `get ${name}`);
+      for (const verb of ['update', 'patch', 'delete']) assert.equal(await named(verb, name), false, `${verb} ${name} must be refused`);
+    }
+    assert.equal(await named('get', 'someone-elses-policy'), false, 'get of a policy not shipped');
+    for (const verb of ['list', 'watch', 'create']) assert.equal(await named(verb), false, `${verb} mutatingadmissionpolicies must be refused`);
+  });
 });

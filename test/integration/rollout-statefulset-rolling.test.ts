@@ -3,7 +3,8 @@
 // update the pods in place and relabel them to the update revision, then put the user's partition back. The
 // StatefulSet's own status must then say it is done: currentRevision == updateRevision, and
 // `kubectl rollout status` exits 0. Then `kubectl rollout undo`, in place the same way; and a DaemonSet on
-// RollingUpdate, set image then undo (held as OnDelete, its rolling update put back).
+// RollingUpdate, set image then undo (held as OnDelete, its rolling update put back). And a canary widened by
+// lowering the partition mid-rollout, held again at admission: no pod recreated.
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
 import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
@@ -68,6 +69,38 @@ describe("A StatefulSet on RollingUpdate rolled out in place by the DaemonSet's 
     await statefulSetInPlace(['rollout', 'undo', `statefulset/${NAME}`], env.sandbox.images.appV1);
     const s = await c.apps.readNamespacedStatefulSet({ namespace: c.ns, name: NAME });
     assert.equal(s.spec?.template.spec?.containers[0].image, env.sandbox.images.appV1, "the StatefulSet's template is the previous one");
+  });
+
+  it("a canary widened: set image at partition 2 moves ordinal 2 only, then partition 0 moves 0 and 1 in place (none recreated), and the user's partition is kept", async () => {
+    const uids = new Map((await pods()).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    assert.equal(uids.size, REPLICAS);
+    const partition = (n: number) => ['patch', `statefulset/${NAME}`, '--type', 'merge', '-p', JSON.stringify({ spec: { updateStrategy: { rollingUpdate: { partition: n } } } })];
+    const released = (want: number) => async () => {
+      const s = await c.apps.readNamespacedStatefulSet({ namespace: c.ns, name: NAME });
+      const held = s.metadata?.annotations?.[PARTITION_HOLD_ANNOTATION] !== undefined;
+      const updated = (await pods()).filter((p) => p.metadata?.labels?.['controller-revision-hash'] === s.status?.updateRevision);
+      return !held && s.spec?.updateStrategy?.rollingUpdate?.partition === want && s.status?.observedGeneration === s.metadata?.generation && updated.length === REPLICAS - want ? s : undefined;
+    };
+    await c.kubectl(...partition(2));
+    await c.kubectl('set', 'image', `statefulset/${NAME}`, `app=${env.sandbox.images.appV2}`);
+    const canary = await until('ordinal 2 updated in place and the partition back at 2', 300_000, released(2));
+    assert.notEqual(canary.status?.currentRevision, canary.status?.updateRevision, 'ordinals 0 and 1 still at the current revision');
+    for (const p of await pods()) {
+      assert.equal(p.metadata?.uid, uids.get(p.metadata?.name ?? ''), `${p.metadata?.name} not recreated`);
+      assert.equal(p.spec?.containers[0].image, p.metadata?.name === `${NAME}-2` ? env.sandbox.images.appV2 : env.sandbox.images.appV1, p.metadata?.name);
+    }
+    // Widened: the hold takes the lowered partition in before the stock controller could recreate ordinals 0 and 1.
+    await c.kubectl(...partition(0));
+    const s = await c.apps.readNamespacedStatefulSet({ namespace: c.ns, name: NAME });
+    assert.equal(s.metadata?.annotations?.[PARTITION_HOLD_ANNOTATION], '0', "the user's new partition recorded by the hold");
+    assert.equal(s.spec?.updateStrategy?.rollingUpdate?.partition, REPLICAS, 'held at replicas');
+    const done = await until('every ordinal updated in place and the partition back at 0', 300_000, released(0));
+    assert.equal(done.status?.currentRevision, done.status?.updateRevision);
+    for (const p of await pods()) {
+      assert.equal(p.metadata?.uid, uids.get(p.metadata?.name ?? ''), `${p.metadata?.name} not recreated`);
+      assert.equal(p.spec?.containers[0].image, env.sandbox.images.appV2, p.metadata?.name);
+    }
+    await rolloutAtRest(c, NAME);
   });
 
   const DS = 'agentlike';
