@@ -9,7 +9,8 @@ import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { DrainMetrics } from '../drain-metrics.js';
-import { drainPod, openDrain, soleEndpoint, type WayBackDeps } from '../drain/way-back.js';
+import { podDrainer, podTargets } from '../drain/pod-drain.js';
+import { drainPod, openDrain, shareDrain, soleEndpoint, type WayBackDeps } from '../drain/way-back.js';
 import type { KubeApi } from '../../k8s/kube-api.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
 import { gatesOnCondition } from '../ready-condition.js';
@@ -48,9 +49,15 @@ export class PodActions {
   /**
    * Condition False (Draining), then waits until the pod's address left its slices and the data plane (drain/);
    * the condition stays False (Draining) through the stop or patch, with no second write. The only ready endpoint of its Services is not taken out at all:
-   * its readiness follows the container's, so the time without an endpoint is the container's own.
+   * its readiness follows the container's, so the time without an endpoint is the container's own. A pod is
+   * drained once an operation: a later container of it goes within the drain the first one began (pod-drain.ts).
    */
   async drain(op: Operation, t: ContainerTarget, pod: V1Pod, ctx: Pick<StepContext, 'deadline' | 'publish'>): Promise<V1Pod> {
+    const by = podDrainer(op, 'kubelet', t);
+    if (by) {
+      shareDrain(t, by, ctx);
+      return pod;
+    }
     const [ns] = splitName(op.podName);
     const ip = pod.status?.podIP ?? op.podIp ?? '';
     const bound = Math.max(0, Math.min(kubeletOptions(op.request).drainMs, ctx.deadline - this.d.clock.now()));
@@ -59,7 +66,7 @@ export class PodActions {
       this.d.log.info('not drained: the only ready endpoint of its Services', { op: op.id, pod: op.podName, detail: t.traffic });
       return pod;
     }
-    const written = await this.d.report.draining(pod, t);
+    const written = await this.d.report.draining(pod, t, podTargets(op, 'kubelet').map((c) => c.name));
     const res = await drainPod(this.d.way, op, t, ns, ip, written.metadata?.uid ?? '', bound, ctx);
     for (const p of res.parts) this.d.drainMetrics?.observe(p.part, p.ms / 1000, p.done);
     if (!res.drained) this.d.log.warn('drain cut short; going on', { op: op.id, pod: op.podName, boundMs: bound, detail: res.detail });

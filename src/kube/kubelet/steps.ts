@@ -10,6 +10,10 @@ import { CommonSteps, type RestartRequest } from '../../engine/operation.js';
  *                          |   (same image)                        |       |
  *                          +--> Patching --> Patched --------------+       +--> RollingBack --> RolledBack | Failed
  *                              (new image)                                 +--> Failed (same image, or policy Fail)
+ *
+ * The containers of one operation go one after another within one drain: the first one's Draining drains the
+ * pod; a later one's Draining waits for nothing (it shares that drain), and only the last one's Verified opens
+ * the gate again.
  */
 export const KubeletSteps = [...CommonSteps, 'Draining', 'PreStop', 'Stopping', 'Stopped', 'Patching', 'Patched'] as const;
 /** One of KubeletSteps. */

@@ -1,7 +1,9 @@
 // The kubelet strategy: a kubelet-managed container is restarted with the kubelet, never behind its back.
 // The agent drains the pod, then either stops the container (same image: the kubelet starts the next
 // instance) or patches its image in the pod spec (the kubelet recreates exactly that container), never both;
-// then it verifies from the API server, and rolls a failed image change back. This file is the step machine
+// then it verifies from the API server, and rolls a failed image change back. The pod is drained once for all
+// the containers of an operation: each later container goes within the first one's drain (and the gate stays
+// shut), and the gate opens after the last of them is verified (drain/pod-drain.ts). This file is the step machine
 // (the steps are drawn in options.ts); claiming (claim.ts), the pod's condition and Events (report.ts), the
 // side effects (pod-actions.ts) and verification (verify.ts) are the parts it drives.
 //
@@ -25,6 +27,7 @@ import { ConditionWriter } from '../condition-writer.js';
 import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from '../drain/data-plane.js';
 import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
+import { podDrainer } from '../drain/pod-drain.js';
 import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
 import { once, sightNewInstance } from './runtime-sight.js';
 import type { KubeApi } from '../../k8s/kube-api.js';
@@ -138,8 +141,9 @@ export class KubeletStrategy implements RestartStrategy {
         switch (t.step as KubeletStep) {
           case 'Waiting':
             // (The executor checked that the old container runs.) Journaled before the condition is written
-            // when the pod is drained; otherwise with the next step.
-            if (this.actions.drains(pod, op)) await enter('Draining');
+            // when the pod is drained; otherwise (no gate, or the pod drained already for an earlier container
+            // of the operation: one drain a pod) with the next step.
+            if (this.actions.drains(pod, op) && !podDrainer(op, this.name, t)) await enter('Draining');
             else ctx.mark('Draining');
             break;
           case 'Draining': {
