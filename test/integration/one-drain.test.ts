@@ -67,50 +67,56 @@ describe('one drain a pod: both containers of a pod restarted within one drain (
     if (ns) await deleteNamespace(kc, ns);
   });
 
-  it('the gate goes False once and True once; one drain observed; both containers new, same pod, no failed request', async () => {
-    const before = await read();
-    assert.equal(gate(before)?.status, 'True', JSON.stringify(before.status?.conditions));
-    const gates: string[] = [];
-    const watch = await new Watch(kc).watch(
-      `/api/v1/namespaces/${ns}/pods`,
-      { fieldSelector: 'metadata.name=web-0', resourceVersion: before.metadata?.resourceVersion },
-      (_t, p: V1Pod) => void gates.push(`${gate(p)?.status}/${gate(p)?.reason}`),
-      () => undefined,
-    );
-    const drains0 = await drains();
-    const clients = {
-      newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port }),
-      keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port }, 2),
-    };
-    await waitServing(clients);
-    try {
-      const { result: done, tallies } = await withTraffic(clients, 1000, async () => {
-        await crs.create(containerRestart(ns, 'both', { podName: 'web-0', containers: [{ name: 'app' }, { name: 'sidecar' }], strategy: { gracePeriodSeconds: 5, minReadySeconds: 0 } }));
-        const cr = await waitForStatus(crs, ns, 'both', (c) => c.status?.phase === 'Succeeded' || c.status?.phase === 'Failed', 120_000);
-        // The way back: the address a ready endpoint again, as the agent waited for before it ended.
-        await waitReadyEndpoints(kc, ns, 'web', 2);
-        return cr;
-      });
-      assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
-      // Versions of the pod, the gate's status collapsed: one False (the drain), then True (after the last container).
-      const runs = gates.map((g) => g.split('/')[0]).filter((g, i, all) => i === 0 || g !== all[i - 1]);
-      while (runs[0] === 'True') runs.shift();
-      assert.deepEqual(runs, ['False', 'True'], `the gate went False once and True once: ${gates.join(' ')}`);
-      assert.equal((await drains()) - drains0, 1, 'the agent observed one drain for the two containers');
-      const after = await read();
-      assert.equal(after.metadata?.uid, before.metadata?.uid, 'the same pod');
-      for (const name of ['app', 'sidecar']) {
-        assert.equal(status(after, name)?.restartCount, (status(before, name)?.restartCount ?? 0) + 1, `${name} restarted once`);
-        assert.notEqual(status(after, name)?.containerID, status(before, name)?.containerID, `${name} is a new instance`);
+  for (const [how, ordered] of [
+    ['one after another (ordered)', true],
+    ['together (ordered false, as a rollout asks)', false],
+  ] as const) {
+    it(`${how}: the gate goes False once and True once; one drain observed; both containers new, same pod, no failed request`, async () => {
+      const before = await read();
+      assert.equal(gate(before)?.status, 'True', JSON.stringify(before.status?.conditions));
+      const gates: string[] = [];
+      const watch = await new Watch(kc).watch(
+        `/api/v1/namespaces/${ns}/pods`,
+        { fieldSelector: 'metadata.name=web-0', resourceVersion: before.metadata?.resourceVersion },
+        (_t, p: V1Pod) => void gates.push(`${gate(p)?.status}/${gate(p)?.reason}`),
+        () => undefined,
+      );
+      const drains0 = await drains();
+      const clients = {
+        newConnection: () => newConnectionClient({ host: svc.clusterIp, port: svc.port }),
+        keepAlive: () => keepAliveClient({ host: svc.clusterIp, port: svc.port }, 2),
+      };
+      await waitServing(clients);
+      try {
+        const { result: done, tallies } = await withTraffic(clients, 1000, async () => {
+          const crName = ordered ? 'both-ordered' : 'both-together';
+          await crs.create(containerRestart(ns, crName, { podName: 'web-0', containers: [{ name: 'app' }, { name: 'sidecar' }], strategy: { gracePeriodSeconds: 5, minReadySeconds: 0, ordered } }));
+          const cr = await waitForStatus(crs, ns, crName, (c) => c.status?.phase === 'Succeeded' || c.status?.phase === 'Failed', 120_000);
+          // The way back: the address a ready endpoint again, as the agent waited for before it ended.
+          await waitReadyEndpoints(kc, ns, 'web', 2);
+          return cr;
+        });
+        assert.equal(done.status?.phase, 'Succeeded', JSON.stringify(done.status));
+        // Versions of the pod, the gate's status collapsed: one False (the drain), then True (after the last container).
+        const runs = gates.map((g) => g.split('/')[0]).filter((g, i, all) => i === 0 || g !== all[i - 1]);
+        while (runs[0] === 'True') runs.shift();
+        assert.deepEqual(runs, ['False', 'True'], `the gate went False once and True once: ${gates.join(' ')}`);
+        assert.equal((await drains()) - drains0, 1, 'the agent observed one drain for the two containers');
+        const after = await read();
+        assert.equal(after.metadata?.uid, before.metadata?.uid, 'the same pod');
+        for (const name of ['app', 'sidecar']) {
+          assert.equal(status(after, name)?.restartCount, (status(before, name)?.restartCount ?? 0) + 1, `${name} restarted once`);
+          assert.notEqual(status(after, name)?.containerID, status(before, name)?.containerID, `${name} is a new instance`);
+        }
+        const steps = done.status?.containers ?? [];
+        assert.deepEqual(steps.map((c) => `${c.name}:${c.state}`), ['app:Done', 'sidecar:Done'], JSON.stringify(steps));
+        assert.match(steps[1].traffic ?? '', /one drain/, `the sidecar went within the app's drain: ${steps[1].traffic}`);
+        const text = describeTallies(tallies);
+        for (const t of Object.values(tallies)) assert.ok(t.ok > 50, `the clients got answers: ${text}`);
+        assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
+      } finally {
+        watch.abort();
       }
-      const steps = done.status?.containers ?? [];
-      assert.deepEqual(steps.map((c) => `${c.name}:${c.state}`), ['app:Done', 'sidecar:Done'], JSON.stringify(steps));
-      assert.match(steps[1].traffic ?? '', /one drain/, `the sidecar went within the app's drain: ${steps[1].traffic}`);
-      const text = describeTallies(tallies);
-      for (const t of Object.values(tallies)) assert.ok(t.ok > 50, `the clients got answers: ${text}`);
-      assert.equal(failedOf(tallies), 0, `no failed request: ${text}`);
-    } finally {
-      watch.abort();
-    }
-  });
+    });
+  }
 });

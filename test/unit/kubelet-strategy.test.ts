@@ -122,6 +122,10 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
       t.step = s;
       t.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
     },
+    markOf: (c, s) => {
+      c.step = s;
+      c.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
+    },
     save: () => Promise.resolve(),
     publish: () => undefined,
     verifying: () => undefined,
@@ -522,6 +526,46 @@ describe('kube: the kubelet strategy, one drain a pod whatever number of contain
     assert.equal(await again.advance(s.op, s.sidecar, s.sideCtx), true);
     assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
     assert.equal(s.sidecar.step, 'Done');
+  });
+
+  it('together (ordered false): both stopped before the first is verified, in one drain, the gate opened once', async () => {
+    const s = twoContainers();
+    s.op.request = { ...s.op.request, together: true } as KubeletRequest;
+    const appStepAtStop: string[] = [];
+    const stop = s.rt.stopContainer as (id?: string) => Promise<void>;
+    s.rt.stopContainer = (id?: string) => {
+      appStepAtStop.push(`${id}@${s.t.step}`);
+      return stop(id);
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(appStepAtStop, ['old@Stopping', 'old-side@Stopping'], 'the sidecar stopped with the app, after its preStop hook and before its verification');
+    assert.equal(s.rt.execs, 1, "the app's preStop hook ran once");
+    assert.equal(s.sidecar.step, 'Stopped', 'carried along to its stop');
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining']);
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(s.stopped, ['old', 'old-side'], 'each stopped once');
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
+    assert.equal(s.sidecar.newId, 'new-side');
+    assert.ok(!s.sideJournaled.includes('Stopping'), "the sidecar's stop was journaled with the app's step, not again by its own call");
+  });
+
+  it('together, image changes: one patch of the pod for both images', async () => {
+    const s = twoContainers();
+    s.op.request = { ...s.op.request, together: true } as KubeletRequest;
+    s.t.newImage = 'app:v2';
+    s.sidecar.newImage = 'side:v2';
+    const patches: unknown[] = [];
+    s.api.patchPod = (_ns, _n, patch: { spec: { containers: { name: string; image: string }[] } }) => {
+      patches.push(patch);
+      for (const c of patch.spec.containers) s.api.pod.spec!.containers.find((x) => x.name === c.name)!.image = c.image;
+      s.api.pod.status!.containerStatuses = [running('new', 'app:v2', 1), { ...running('new-side', 'side:v2', 1), name: 'sidecar' }];
+      return s.api.readPod();
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(patches, [{ spec: { containers: [{ name: 'app', image: 'app:v2' }, { name: 'sidecar', image: 'side:v2' }] } }]);
+    assert.deepEqual(s.stopped, []);
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
   });
 
   it('the first container fails: the second is never touched and the end opens the gate once', async () => {

@@ -37,3 +37,18 @@ export function podDrainer(op: Operation, strategy: string, except?: ContainerTa
 export function sharedDrainNote(by: ContainerTarget): string {
   return `${SHARED_NOTE} ${by.name}`;
 }
+
+/** The steps of a container whose old instance was stopped, or its image patched (or is being). */
+const REPLACED = new Set(['PreStop', 'Stopping', 'Stopped', 'Patching', 'Patched', 'Verifying', 'Verified']);
+
+/**
+ * The containers of op from t on, when they are the last the operation replaces and all are under way: every
+ * earlier one is Done and every later one was replaced together with t (sequentially: t is the last). Empty
+ * otherwise. The gate may open at the start only once the new instances of all of them are seen.
+ */
+export function lastGroup(op: Operation, t: ContainerTarget, strategy: string): ContainerTarget[] {
+  const all = podTargets(op, strategy);
+  const i = all.indexOf(t);
+  if (i < 0 || !all.slice(0, i).every((c) => c.step === 'Done') || !all.slice(i + 1).every((c) => REPLACED.has(c.step))) return [];
+  return all.slice(i);
+}

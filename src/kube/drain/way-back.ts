@@ -14,7 +14,7 @@ import { preStopHandler } from '../pre-stop.js';
 import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
 import { restartedMessage, touchedContainers } from '../restarted-message.js';
 import type { Drainer, DrainRecord } from './drainer.js';
-import { lastOfPod, lastStep, podDrainer, sharedDrainNote } from './pod-drain.js';
+import { lastGroup, lastOfPod, lastStep, podDrainer, podTargets, sharedDrainNote } from './pod-drain.js';
 
 /** Longest wait for the address to be a ready endpoint again after the last container is verified. */
 export const READY_AGAIN_MS = 10_000;
@@ -82,6 +82,8 @@ export function shareDrain(t: ContainerTarget, by: ContainerTarget, ctx: Pick<St
  */
 export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, ip: string, podUid: string, strategy: string, ctx: Pick<StepContext, 'publish' | 'deadline'>): Promise<void> {
   if (!lastOfPod(op, t, strategy) || !t.steps.some((s) => s.step === 'Draining') || ip === '') return;
+  // (A container replaced together with one that failed goes on to its end; the operation's end writes the outcome.)
+  if (!podTargets(op, strategy).every((c) => c === t || c.step === 'Done')) return;
   if (!op.containers.some((c) => c.strategy === strategy && lastStep(c, 'Draining')?.detail !== undefined)) return; // not drained
   await d.conditions.set(ns, name, restartedCondition(op, strategy));
   const bound = Math.max(0, Math.min(READY_AGAIN_MS, ctx.deadline - d.clock.now()));
@@ -113,10 +115,11 @@ function drainedOut(op: Operation, strategy: string): boolean {
  * new instance is not ready leaves the pod not Ready (the kubelet's Ready needs every container ready and every
  * gate True), and the kubelet then sets Ready in the same pod sync that follows the probe's success, instead of
  * in a later sync after the agent wrote the gate (docs/kubernetes.md, "the gate at the start"). Only for the
- * last container the operation restarts, and when its drain took the address out.
+ * last container the operation restarts, or one replaced together with the last (pod-drain.ts, lastGroup), and
+ * when the pod's drain took the address out.
  */
 export function opensAtStart(op: Operation, t: ContainerTarget, strategy: string): boolean {
-  return op.request.minReadyMs === 0 && lastOfPod(op, t, strategy) && drainedOut(op, strategy);
+  return op.request.minReadyMs === 0 && lastGroup(op, t, strategy).length > 0 && drainedOut(op, strategy);
 }
 
 /** The condition True once t's new instance runs (see opensAtStart); posted in order, not waited for. */

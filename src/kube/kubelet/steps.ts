@@ -31,6 +31,11 @@ export interface KubeletOptions {
   failurePolicy?: FailurePolicy;
   /** Longest wait for the pod's address to leave its EndpointSlices, ms (default DEFAULT_DRAIN_MS). */
   drainMs?: number;
+  /**
+   * The containers are stopped (and their images patched, in one patch) together within the pod's one drain,
+   * then verified in order, rather than one after another (a ContainerRestart's `ordered: false`; default false).
+   */
+  together?: boolean;
 }
 
 /** A restart request with the kubelet strategy's fields. */
@@ -42,5 +47,5 @@ export const DEFAULT_DRAIN_MS = 5000;
 /** The kubelet strategy's fields of a request (as journaled), with their defaults. */
 export function kubeletOptions(req: RestartRequest): Required<KubeletOptions> {
   const r = req as KubeletRequest;
-  return { failurePolicy: r.failurePolicy ?? 'Rollback', drainMs: r.drainMs ?? DEFAULT_DRAIN_MS };
+  return { failurePolicy: r.failurePolicy ?? 'Rollback', drainMs: r.drainMs ?? DEFAULT_DRAIN_MS, together: r.together ?? false };
 }

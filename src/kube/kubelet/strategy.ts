@@ -19,7 +19,7 @@ import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
 import { Unrecorded } from '../../engine/paused.js';
-import { remainingGrace, type PlannedTarget } from '../../engine/restart-plan.js';
+import type { PlannedTarget } from '../../engine/restart-plan.js';
 import type { RestartStrategy, StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Pod } from '../../runtime/types.js';
@@ -27,12 +27,12 @@ import { ConditionWriter } from '../condition-writer.js';
 import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from '../drain/data-plane.js';
 import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
-import { podDrainer } from '../drain/pod-drain.js';
+import { lastGroup, podDrainer } from '../drain/pod-drain.js';
 import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
-import { once, sightNewInstance } from './runtime-sight.js';
+import { once, sightAll } from './runtime-sight.js';
 import type { KubeApi } from '../../k8s/kube-api.js';
-import { EventReasons, type PodEvents } from '../pod-events.js';
-import { preStopHandler, runPreStop } from '../pre-stop.js';
+import type { PodEvents } from '../pod-events.js';
+import { preStopHandler } from '../pre-stop.js';
 import { specContainer } from '../restart-policy.js';
 import { KubeletClaims } from './claim.js';
 import { KubeletSteps, kubeletOptions, type KubeletStep } from './steps.js';
@@ -40,6 +40,7 @@ import { PodActions } from './pod-actions.js';
 import { PodCache } from './pod-cache.js';
 import { splitName } from './pod-name.js';
 import { RestartReport } from './report.js';
+import { Together } from './together.js';
 import { Verifier, VerifyFailed } from './verify.js';
 import type { DrainMetrics } from '../drain-metrics.js';
 
@@ -86,6 +87,7 @@ export class KubeletStrategy implements RestartStrategy {
   private readonly actions: PodActions;
   private readonly verifier: Verifier;
   private readonly way: WayBackDeps;
+  private readonly together: Together;
 
   constructor(
     private readonly d: KubeletStrategyDeps,
@@ -99,6 +101,7 @@ export class KubeletStrategy implements RestartStrategy {
     const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
     this.way = { drainer, conditions: writer, events: d.events, clock: d.clock };
     this.actions = new PodActions({ ...d, cache: this.cache, report: this.report, pollMs, way: this.way });
+    this.together = new Together({ runtime: d.runtime, actions: this.actions, claims: this.claims, way: this.way });
     this.verifier = new Verifier({ cache: this.cache, events: d.events, clock: d.clock, log: d.log, pollMs, pods: d.pods });
   }
 
@@ -154,6 +157,12 @@ export class KubeletStrategy implements RestartStrategy {
               noteUndrained(this.way, op, t, pod, spec);
               announce = () => this.report.ungated(at, t);
             }
+            // With `together`, the later containers go with this one: stopped or patched at once (together.ts).
+            const companions = await this.together.companions(op, t);
+            if (companions.length > 0) {
+              await this.together.act(op, t, companions, pod, ctx, enter, announced);
+              break;
+            }
             if (!same) {
               // The agent's Pulled (after a download of its own) is on record before the patch makes the kubelet
               // kill the old instance (written long since, unless the pull did not happen in this process).
@@ -169,13 +178,7 @@ export class KubeletStrategy implements RestartStrategy {
             announced();
             let grace = op.request.graceSeconds;
             if (entered.has('PreStop') && spec) {
-              const began = this.d.clock.now();
-              const res = await runPreStop(preStopHandler(spec)!, { container: spec, podIp: pod.status?.podIP ?? op.podIp, exec: (cmd, s) => this.d.runtime.exec(t.oldId, cmd, s), clock: this.d.clock }, op.request.graceSeconds * 1000);
-              if (!res.ok) {
-                this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, detail: res.detail });
-                void this.d.events.record(pod, t.name, 'Warning', EventReasons.FailedPreStopHook, `PreStopHook failed for container ${t.name}: ${res.detail}`);
-              }
-              grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - began);
+              grace = await this.actions.preStop(op, t, pod, spec);
             } else {
               // The hook may have run before the agent restarted: it is never run twice.
               this.d.log.info('resuming after the preStop step: the hook is not run again', { op: op.id, container: t.name });
@@ -209,8 +212,11 @@ export class KubeletStrategy implements RestartStrategy {
               // follows the readiness probe in one pod sync (way-back.ts, opensAtStart).
               // The gate opens at the first sight of the new instance: in the runtime (at once) or in the API
               // server's status (after the kubelet's relist), whichever comes first (runtime-sight.ts).
-              const early = opensAtStart(op, t, this.name) ? once(() => openAtStart(this.way, op, t, ns, name, this.name)) : undefined;
-              const sight = early && op.podId ? sightNewInstance(this.d.runtime, this.d.clock, op.podId, t.name, [t.oldId], () => (ctx.trace('new instance seen in the runtime'), early())) : undefined;
+              // Containers replaced together: it opens once the new instances of all of them are seen.
+              const group = opensAtStart(op, t, this.name) ? lastGroup(op, t, this.name) : [];
+              const open = group.length > 0 ? once(() => openAtStart(this.way, op, t, ns, name, this.name)) : undefined;
+              const sight = open && op.podId ? sightAll(this.d.runtime, this.d.clock, op.podId, group, () => (ctx.trace('new instances seen in the runtime'), open())) : undefined;
+              const early = sight ? () => sight.seen(t.name) : group.length === 1 ? open : undefined;
               try {
                 await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
               } finally {
