@@ -568,6 +568,31 @@ describe('kube: the kubelet strategy, one drain a pod whatever number of contain
     assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
   });
 
+  it('together, the first fails and is rolled back: the one stopped with it is verified to its end, the gate opened once by the end', async () => {
+    const s = twoContainers();
+    s.op.request = { ...s.op.request, together: true } as KubeletRequest;
+    s.t.newImage = 'app:v2';
+    s.api.patchPod = (_ns, _n, patch: { spec: { containers: { name: string; image: string }[] } }) => {
+      for (const c of patch.spec.containers) {
+        s.api.pod.spec!.containers.find((x) => x.name === c.name)!.image = c.image;
+        s.api.pod.status!.containerStatuses![0] =
+          c.image === 'app:v2'
+            ? { name: 'app', image: c.image, imageID: '', ready: false, restartCount: 1, containerID: 'containerd://n1', state: { terminated: { exitCode: 3, containerID: 'containerd://n1' } } }
+            : running('back', 'app:v1', 2);
+      }
+      return s.api.readPod();
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.equal(s.t.step, 'RolledBack');
+    assert.equal(s.sidecar.step, 'Stopped', 'stopped together with the app');
+    // The executor takes the containers already under way to their end.
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining'], 'no way back while a container of the pod failed');
+    await s.strategy.finished({ ...s.op, state: 'Failed', error: s.t.error });
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True RolledBack']);
+    assert.deepEqual(s.stopped, ['old-side']);
+  });
+
   it('the first container fails: the second is never touched and the end opens the gate once', async () => {
     const s = twoContainers();
     s.t.newImage = 'app:v2';
