@@ -22,6 +22,11 @@ export interface Row {
   preStopSleepSeconds?: number;
   /** Two workloads of N pods each (named APP and APP-b), rolled out at once, each by its own InPlaceRollout. */
   twin?: boolean;
+  /**
+   * What changes in the template: the app's image (default), or `kubectl rollout restart`'s annotation (every
+   * container of every pod restarted with its own image).
+   */
+  change?: 'image' | 'restart';
 }
 
 /** Every row, in the order they run. */
@@ -36,7 +41,14 @@ export const ROWS: Row[] = [
   { key: 'f', label: 'Deployment in place, maxUnavailable 1', kind: 'Deployment', inPlace: { maxUnavailable: 1 } },
   { key: 'g', label: 'Deployment in place, maxUnavailable 25%', kind: 'Deployment', inPlace: { maxUnavailable: '25%' } },
   { key: 't', label: 'two StatefulSets in place at once, maxUnavailable 1 each', kind: 'StatefulSet', inPlace: { maxUnavailable: 1 }, twin: true },
+  { key: 'r', label: 'Deployment in place, kubectl rollout restart (both containers)', kind: 'Deployment', inPlace: { maxUnavailable: 1 }, change: 'restart' },
 ];
+
+/** The template patch of a row's change: the app's new image, or kubectl rollout restart's annotation. */
+export function templateChange(row: Row, image: string): object {
+  if (row.change === 'restart') return { spec: { template: { metadata: { annotations: { 'kubectl.kubernetes.io/restartedAt': new Date().toISOString() } } } } };
+  return { spec: { template: { spec: { containers: [{ name: 'app', image }] } } } };
+}
 
 /** The names of a row's workloads (and of their rollouts). */
 export function workloadNames(row: Row): string[] {

@@ -4,7 +4,9 @@
 //   (b') the same with a preStop sleep of 2 s;           (c) in place, maxUnavailable 3;
 //   (d) a Deployment's rolling update (25% surge);       (d') the same with a preStop sleep of 2 s;
 //   (e) in place, maxUnavailable 25%;                     (f), (g) a Deployment in place, maxUnavailable 1 and 25%;
-//   (t) two StatefulSets of N pods each, in place at once (one coordinator, two rollouts).
+//   (t) two StatefulSets of N pods each, in place at once (one coordinator, two rollouts);
+//   (r) a Deployment in place, `kubectl rollout restart` (every container of each pod restarted, its image kept):
+//       against (f), the same Deployment's image change, it shows what a restart of two containers costs.
 // `--n 6,30` adds the scale rows (30 pods: 10 a node); the report prints how time grows with N. `--rows-at
 // 30=a,c,e` picks other rows for one N (a partial run); every flag may also come from the environment
 // (BENCH_ROLLOUT_N, BENCH_ROLLOUT_ROWS, BENCH_ROLLOUT_ROWS_AT, BENCH_ROLLOUT_SETTINGS, ...).
@@ -16,7 +18,7 @@
 // write requests per pod by resource and verb (apiserver_request_total, before and after), less what the idle
 // cluster writes over the same time (measured over --idle-ms just before each run).
 //
-// Usage: node dist/bench/rollout.js [--n 6,30] [--rows a,b,b',c,d,d',e,f,g,t] [--rows-at 30=a,c,e] [--settings local,remote] [--rate 4] [--idle-ms 10000]
+// Usage: node dist/bench/rollout.js [--n 6,30] [--rows a,b,b',c,d,d',e,f,g,t,r] [--rows-at 30=a,c,e] [--settings local,remote] [--rate 4] [--idle-ms 10000]
 // Needs scripts/kube-sandbox up --nodes 3 and scripts/kube-deploy-agent. It installs the optional fleet RBAC of
 // deploy/ (for the pre-warm) and removes it again if it was not there. Traffic goes only to the cluster's Service.
 import { execFile } from 'node:child_process';
@@ -33,7 +35,7 @@ import { startRegistryProxy, type RegistryProxy } from '../test/support/registry
 import { agentImage, createService, waitReadyEndpoints, type ServiceAddress } from '../test/support/traffic-fixture.js';
 import { keepAliveClient, newConnectionClient, waitServing, withTraffic, type Tally } from '../test/support/traffic.js';
 import { netOfIdle, perPod, readWrites, stored, writesBetween, type Writes } from './apiserver-writes.js';
-import { APP, deployment, ROWS, statefulSet, template, workloadNames, type Row } from './rollout-rows.js';
+import { APP, deployment, ROWS, statefulSet, template, templateChange, workloadNames, type Row } from './rollout-rows.js';
 import { RolloutTimeline } from './rollout-timeline.js';
 import { StockTimeline } from './stock-timeline.js';
 import { failureEvents, waitForRules } from '../test/support/traffic-trace.js';
@@ -191,7 +193,8 @@ async function main(): Promise<void> {
     const counts0 = await readWrites(KUBECTL, env.kubeconfig);
     const idle = writesBetween(idle0, counts0);
     const events0 = await readEvents(core, NS);
-    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', v2) : new StockTimeline(kc, NS, 'app');
+    // (A restart patches no image: the timeline's "image patched" stays empty.)
+    const timeline = row.inPlace ? new RolloutTimeline(kc, NS, 'app', row.change === 'restart' ? '' : v2) : new StockTimeline(kc, NS, 'app');
     await timeline.start(before);
     let ms = 0;
     // A row that fails still ends its watches (else they hold the process, and the cluster's lock, open).
@@ -202,7 +205,7 @@ async function main(): Promise<void> {
     const { tallies } = await withTraffic(clients(svc), 1000, async () => {
       const began = performance.now();
       timeline.zero();
-      const patch = { spec: { template: { spec: { containers: [{ name: 'app', image: v2 }] } } } };
+      const patch = templateChange(row, v2);
       // Every workload's template changed at once (the twin row's two within a few ms).
       const gens = await Promise.all(
         names.map(async (name) =>
@@ -245,6 +248,9 @@ async function main(): Promise<void> {
       const ref = r.row.kind === 'Deployment' ? refD : refB;
       console.log(`| (${r.row.key}) ${r.row.label} | ${(r.ms / 1000).toFixed(1)} s | ${ref ? (r.ms / ref.ms).toFixed(2) : '-'} | ${f} | ${r.podsCreated} | ${r.newIps} | ${w.toFixed(1)} (idle's ${(r.writes.background / r.pods).toFixed(1)} taken off) | ${st.toFixed(1)} | ${same ? (st / (stored(same.writes).total / same.pods)).toFixed(2) : '-'} |`);
     }
+    const restart = results.find((r) => r.row.key === 'r');
+    const setImage = results.find((r) => r.row.key === 'f');
+    if (restart && setImage) console.log(`\n(r) kubectl rollout restart vs (f) kubectl set image, in place: ${(restart.ms / setImage.ms).toFixed(2)}x`);
     console.log(`\nwhere the writes go, per pod (${setting}, N=${n}; RESOURCE[/SUBRESOURCE] VERB, most first):`);
     for (const r of results) console.log(`  (${r.row.key}) ${perPod(r.writes, r.pods, 14)}`);
     console.log(`\nwhose Events, per pod (${setting}, N=${n}; REPORTER REASON POST+PATCH, the namespace's only):`);

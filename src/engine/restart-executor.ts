@@ -133,12 +133,19 @@ export class RestartExecutor {
         this.safePoint(op, deadline);
         this.steps.setState(op, 'Recreating');
       }
+      let failed: ContainerTarget | undefined;
       for (const t of op.containers) {
         if (t.step === 'Done') continue;
+        // After a failure only the containers already under way (replaced together with an earlier one) go on,
+        // to their end: the others are not touched.
+        if (failed && t.step === 'Waiting') continue;
         if (t.step !== 'RolledBack' && t.step !== 'Failed' && (await this.advance(op, t, deadline, first.olds.get(t.oldId) ?? this.d.reads.readOld(op, t, deadline), first.at))) continue;
-        // This container failed (and was rolled back where it had been touched): the operation ends here.
-        const discarded = t.step === 'RolledBack' && t.reason === Reasons.Cancelled;
-        await this.steps.finish(op, discarded ? 'RolledBack' : 'Failed', `${t.error ?? 'replacement failed'}${this.replacedNote(op)}`, undefined, t.reason ?? Reasons.ReplacementFailed);
+        failed ??= t;
+      }
+      if (failed) {
+        // A container failed (and was rolled back where it had been touched): the operation ends here.
+        const discarded = failed.step === 'RolledBack' && failed.reason === Reasons.Cancelled;
+        await this.steps.finish(op, discarded ? 'RolledBack' : 'Failed', `${failed.error ?? 'replacement failed'}${this.replacedNote(op)}`, undefined, failed.reason ?? Reasons.ReplacementFailed);
         return;
       }
       if (this.cutShort.delete(op.id)) {
@@ -226,6 +233,7 @@ export class RestartExecutor {
       old,
       step: (s, o) => this.steps.step(op, t, s, o?.sync ?? true),
       mark: (s) => this.steps.mark(op, t, s),
+      markOf: (c, s) => this.steps.mark(op, c, s),
       save: (sync) => this.steps.save(op, sync ?? true),
       publish: () => this.d.store.publish(op),
       verifying: (on) => {

@@ -25,6 +25,11 @@ export interface StepContext {
   step(step: ContainerStep, opts?: { sync?: boolean }): Promise<void>;
   /** Enters a step that records a finished side effect: published now, journaled with the next step. */
   mark(step: ContainerStep): void;
+  /**
+   * Enters a step of another container of the operation, one this container's call carries along (restarted
+   * together with it): published now, journaled with the next step or save().
+   */
+  markOf(other: ContainerTarget, step: ContainerStep): void;
   /** Journals the record as it is now (a changed id, say); sync false as for step(). */
   save(sync?: boolean): Promise<void>;
   /** Publishes a change of the record to watchers without journaling it. */

@@ -44,9 +44,15 @@ interface Row {
 }
 
 const web = (spec: Record<string, unknown>) => ({ podName: 'web', containers: [{ name: 'app' }], ...spec });
-/** At a bound the schema accepts the value; ordered:false then has the agent refuse it, so nothing runs. */
-const atBound = (spec: Record<string, unknown>) => web({ ...spec, strategy: { ...(spec.strategy as object), ordered: false } });
-const NOT_ORDERED = /strategy\.ordered false is not supported/;
+/**
+ * At a bound the schema accepts the value; a container the pod lacks then has the agent refuse it, so nothing runs
+ * (or an earlier refusal of the agent's own, about the value itself: the image's length, the time the grace needs).
+ */
+const atBound = (spec: Record<string, unknown>) => {
+  const containers = (spec.containers as { name: string }[] | undefined) ?? [{ name: 'app' }];
+  return web({ ...spec, containers: containers.length < 32 ? [...containers, { name: 'not-in-the-pod' }] : containers });
+};
+const NOT_IN_POD = /container "(not-in-the-pod|c0)" not found in pod|cannot hold \d+ containers? ×|invalid image reference/;
 const pw = (spec: Record<string, unknown>) => ({ images: ['registry.local/app:1'], nodeSelector: { 'inplace-test/none': 'x' }, ...spec });
 
 const ROWS: Row[] = [
@@ -76,40 +82,40 @@ const ROWS: Row[] = [
   { what: 'image with a space', who: 'admin', stop: 'schema', cr: web({ containers: [{ name: 'app', image: 'registry.local/app:1 --privileged' }] }), says: /must be an image reference/ },
   { what: 'image with a newline', who: 'admin', stop: 'schema', cr: web({ containers: [{ name: 'app', image: 'registry.local/app:1\nlevel=error' }] }), says: /must be an image reference/ },
   { what: 'image with a short digest', who: 'admin', stop: 'schema', cr: web({ containers: [{ name: 'app', image: 'registry.local/app@sha256:abc' }] }), says: /must be an image reference/ },
-  { what: 'image of 1,024 characters (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ containers: [{ name: 'app', image: `r/${'i'.repeat(1020)}:1` }] }), says: NOT_ORDERED },
-  { what: 'image by digest (accepted form)', who: 'admin', stop: 'agent', cr: atBound({ containers: [{ name: 'app', image: `registry.local/app@sha256:${DIGEST}` }] }), says: NOT_ORDERED },
+  { what: 'image of 1,024 characters (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ containers: [{ name: 'app', image: `r/${'i'.repeat(1020)}:1` }] }), says: /container app: invalid image reference .*1024 characters long/ },
+  { what: 'image by digest (accepted form)', who: 'admin', stop: 'agent', cr: atBound({ containers: [{ name: 'app', image: `registry.local/app@sha256:${DIGEST}` }] }), says: NOT_IN_POD },
   // durations and every number at its bound and one past it
   { what: 'gracePeriodSeconds -1', who: 'admin', stop: 'schema', cr: web({ strategy: { gracePeriodSeconds: -1 } }), says: /gracePeriodSeconds.*greater than or equal to 0/ },
   { what: 'gracePeriodSeconds 3601', who: 'admin', stop: 'schema', cr: web({ strategy: { gracePeriodSeconds: 3601 } }), says: /gracePeriodSeconds.*less than or equal to 3600/ },
   { what: 'gracePeriodSeconds 1e18', who: 'admin', stop: 'schema', cr: web({ strategy: { gracePeriodSeconds: 1e18 } }), says: /gracePeriodSeconds.*less than or equal to 3600/ },
   { what: 'gracePeriodSeconds 1.5', who: 'admin', stop: 'schema', cr: web({ strategy: { gracePeriodSeconds: 1.5 } }), says: /gracePeriodSeconds.*integer/ },
   { what: 'gracePeriodSeconds as a string', who: 'admin', stop: 'schema', cr: web({ strategy: { gracePeriodSeconds: '30' } }), says: /gracePeriodSeconds.*integer/ },
-  { what: 'gracePeriodSeconds 0 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { gracePeriodSeconds: 0 } }), says: NOT_ORDERED },
-  { what: 'gracePeriodSeconds 3600 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { gracePeriodSeconds: 3600 } }), says: NOT_ORDERED },
+  { what: 'gracePeriodSeconds 0 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { gracePeriodSeconds: 0 } }), says: NOT_IN_POD },
+  { what: 'gracePeriodSeconds 3600 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { gracePeriodSeconds: 3600 } }), says: NOT_IN_POD },
   { what: 'drainSeconds -1', who: 'admin', stop: 'schema', cr: web({ strategy: { drainSeconds: -1 } }), says: /drainSeconds.*greater than or equal to 0/ },
   { what: 'drainSeconds 601', who: 'admin', stop: 'schema', cr: web({ strategy: { drainSeconds: 601 } }), says: /drainSeconds.*less than or equal to 600/ },
-  { what: 'drainSeconds 600 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { drainSeconds: 600 } }), says: NOT_ORDERED },
+  { what: 'drainSeconds 600 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { drainSeconds: 600 } }), says: NOT_IN_POD },
   { what: 'minReadySeconds -1', who: 'admin', stop: 'schema', cr: web({ strategy: { minReadySeconds: -1 } }), says: /minReadySeconds.*greater than or equal to 0/ },
   { what: 'minReadySeconds 3601', who: 'admin', stop: 'schema', cr: web({ strategy: { minReadySeconds: 3601 } }), says: /minReadySeconds.*less than or equal to 3600/ },
-  { what: 'minReadySeconds 3600 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { minReadySeconds: 3600 } }), says: NOT_ORDERED },
+  { what: 'minReadySeconds 3600 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ strategy: { minReadySeconds: 3600 } }), says: NOT_IN_POD },
   { what: 'activeDeadlineSeconds 0', who: 'admin', stop: 'schema', cr: web({ activeDeadlineSeconds: 0 }), says: /activeDeadlineSeconds.*greater than or equal to 1/ },
   { what: 'activeDeadlineSeconds -86400', who: 'admin', stop: 'schema', cr: web({ activeDeadlineSeconds: -86400 }), says: /activeDeadlineSeconds.*greater than or equal to 1/ },
   { what: 'activeDeadlineSeconds 86401', who: 'admin', stop: 'schema', cr: web({ activeDeadlineSeconds: 86401 }), says: /activeDeadlineSeconds.*less than or equal to 86400/ },
-  { what: 'activeDeadlineSeconds 1 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ activeDeadlineSeconds: 1 }), says: NOT_ORDERED },
-  { what: 'activeDeadlineSeconds 86400 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ activeDeadlineSeconds: 86400 }), says: NOT_ORDERED },
+  { what: 'activeDeadlineSeconds 1 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ activeDeadlineSeconds: 1 }), says: NOT_IN_POD },
+  { what: 'activeDeadlineSeconds 86400 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ activeDeadlineSeconds: 86400 }), says: NOT_IN_POD },
   { what: 'ttlSecondsAfterFinished -1', who: 'admin', stop: 'schema', cr: web({ ttlSecondsAfterFinished: -1 }), says: /ttlSecondsAfterFinished.*greater than or equal to 0/ },
   { what: 'ttlSecondsAfterFinished 2592001', who: 'admin', stop: 'schema', cr: web({ ttlSecondsAfterFinished: 2592001 }), says: /ttlSecondsAfterFinished.*less than or equal to 2592000/ },
-  { what: 'ttlSecondsAfterFinished 2592000 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ ttlSecondsAfterFinished: 2592000 }), says: NOT_ORDERED },
+  { what: 'ttlSecondsAfterFinished 2592000 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ ttlSecondsAfterFinished: 2592000 }), says: NOT_IN_POD },
   { what: 'unclaimedTTLSeconds 0', who: 'admin', stop: 'schema', cr: web({ unclaimedTTLSeconds: 0 }), says: /unclaimedTTLSeconds.*greater than or equal to 1/ },
   { what: 'unclaimedTTLSeconds 604801', who: 'admin', stop: 'schema', cr: web({ unclaimedTTLSeconds: 604801 }), says: /unclaimedTTLSeconds.*less than or equal to 604800/ },
-  { what: 'unclaimedTTLSeconds 604800 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ unclaimedTTLSeconds: 604800 }), says: NOT_ORDERED },
+  { what: 'unclaimedTTLSeconds 604800 (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ unclaimedTTLSeconds: 604800 }), says: NOT_IN_POD },
   { what: 'failurePolicy Retry', who: 'admin', stop: 'schema', cr: web({ strategy: { failurePolicy: 'Retry' } }), says: /failurePolicy.*Unsupported value: "Retry"/ },
-  { what: '32 containers (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ containers: Array.from({ length: 32 }, (_, i) => ({ name: `c${i}` })) }), says: NOT_ORDERED },
+  { what: '32 containers (at the bound)', who: 'admin', stop: 'agent', cr: atBound({ containers: Array.from({ length: 32 }, (_, i) => ({ name: `c${i}` })) }), says: NOT_IN_POD },
   // the requester
   // A requester sent by the client is replaced at admission by the real one (checked for every row the agent refuses).
-  { what: 'requester of 65 groups (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: 'x', groups: Array.from({ length: 65 }, (_, i) => `g${i}`) } }), says: NOT_ORDERED },
-  { what: 'requester with a forged extra (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: 'x', extra: { 'scopes.example.com/role': ['cluster-admin'] } } }), says: NOT_ORDERED },
-  { what: 'requester name of 10 KB (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: KB10 } }), says: NOT_ORDERED },
+  { what: 'requester of 65 groups (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: 'x', groups: Array.from({ length: 65 }, (_, i) => `g${i}`) } }), says: NOT_IN_POD },
+  { what: 'requester with a forged extra (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: 'x', extra: { 'scopes.example.com/role': ['cluster-admin'] } } }), says: NOT_IN_POD },
+  { what: 'requester name of 10 KB (replaced at admission)', who: 'admin', stop: 'agent', cr: atBound({ requester: { username: KB10 } }), says: NOT_IN_POD },
   { what: 'requester forged as the admin, image change by a user who may only create', who: 'createOnly', stop: 'policy', cr: web({ containers: [{ name: 'app', image: 'registry.local/app:2' }], requester: { username: 'admin', groups: ['system:masters'] } }), says: /needs patch on pods\/web/ },
   { what: 'restart by a user who may only create', who: 'createOnly', stop: 'policy', cr: web({}), says: /needs delete or patch on pods\/web/ },
   // pods the agent must not touch

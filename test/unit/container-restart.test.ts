@@ -42,10 +42,14 @@ describe('ContainerRestart: spec to engine request', () => {
     assert.equal(d.timeoutMs, 600_000);
   });
 
-  it('refuses an unparsable image and an unordered restart, naming them', () => {
+  it('refuses an unparsable image, naming it', () => {
     assert.throws(() => restartRequestFor(cr({ containers: [{ name: 'app', image: 'Bad:Ref:x' }] }), defaults), (e: unknown) => AgentError.is(e, 'InvalidArgument') && /container app/.test(e.message));
-    assert.throws(() => restartRequestFor(cr({ strategy: { ordered: false } }), defaults), /ordered false/);
-    assert.doesNotThrow(() => restartRequestFor(cr({ strategy: { failurePolicy: 'Rollback', ordered: true } }), defaults));
+  });
+
+  it('ordered false: the containers together within the one drain; ordered true (the default): one after another', () => {
+    assert.equal(restartRequestFor(cr({ strategy: { ordered: false } }), defaults).together, true);
+    assert.equal(restartRequestFor(cr({ strategy: { failurePolicy: 'Rollback', ordered: true } }), defaults).together, undefined);
+    assert.equal(restartRequestFor(cr({}), defaults).together, undefined);
   });
 
   it('refuses failurePolicy Ignore (an object stored before the CRD dropped it), reason UnsupportedRequest', () => {

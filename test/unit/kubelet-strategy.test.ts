@@ -7,6 +7,7 @@ import type { KubeApi } from '../../src/k8s/kube-api.js';
 import { KubeletStrategy } from '../../src/kube/kubelet/strategy.js';
 import { PodEvents } from '../../src/kube/pod-events.js';
 import { READY_CONDITION } from '../../src/kube/ready-condition.js';
+import { SHARED_NOTE } from '../../src/kube/drain/pod-drain.js';
 import { AgentError } from '../../src/errors.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { ContainerDetail, ContainerState } from '../../src/runtime/types.js';
@@ -120,6 +121,10 @@ function setup(opts: { restartPolicy?: string; newImage?: string; step?: Contain
     mark: (s) => {
       t.step = s;
       t.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
+    },
+    markOf: (c, s) => {
+      c.step = s;
+      c.steps.push({ step: s, at: new Date(clock.now()).toISOString() });
     },
     save: () => Promise.resolve(),
     publish: () => undefined,
@@ -458,6 +463,151 @@ describe('kube: the kubelet strategy, the condition at the start (min-ready 0)',
     assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
     assert.deepEqual(s.api.conditions.map((c) => c.reason), ['Draining', 'Restarted']);
     assert.ok(trueAt - began >= 2000, `True only after min-ready (at ${trueAt - began} ms)`);
+  });
+});
+
+describe('kube: the kubelet strategy, one drain a pod whatever number of containers', () => {
+  /** A gated pod of two containers, app and sidecar, both restarted with their image by one operation. */
+  function twoContainers() {
+    const s = setup();
+    s.api.pod.spec!.readinessGates = [{ conditionType: READY_CONDITION }];
+    s.api.pod.spec!.containers.push({ name: 'sidecar', image: 'side:v1' });
+    const side = (id: string, restartCount = 0) => ({ ...running(id, 'side:v1', restartCount), name: 'sidecar' });
+    s.api.pod.status!.containerStatuses = [running('old', 'app:v1'), side('old-side')];
+    const sidecar: ContainerTarget = { ...structuredClone(s.t), name: 'sidecar', oldId: 'old-side', oldImage: 'side:v1', newImage: 'side:v1' };
+    s.op.containers.push(sidecar);
+    s.op.request.containers = ['app', 'sidecar'];
+    // The kubelet starts the next instance of whichever container the agent stopped.
+    const stopped: string[] = [];
+    s.rt.stopContainer = (id?: string) => {
+      stopped.push(id ?? '');
+      const st = s.api.pod.status!.containerStatuses!;
+      s.api.pod.status!.containerStatuses = id === 'old' ? [running('new', 'app:v1', 1), st[1]] : [st[0], side('new-side', 1)];
+      return Promise.resolve();
+    };
+    const journaled: ContainerStep[] = [];
+    const ctx: StepContext = {
+      ...s.ctx,
+      step: (x) => {
+        sidecar.step = x;
+        sidecar.steps.push({ step: x, at: new Date(s.clock.now()).toISOString() });
+        journaled.push(x);
+        return Promise.resolve();
+      },
+      mark: (x) => {
+        sidecar.step = x;
+        sidecar.steps.push({ step: x, at: new Date(s.clock.now()).toISOString() });
+      },
+    };
+    return { ...s, sidecar, sideCtx: ctx, sideJournaled: journaled, stopped };
+  }
+
+  it('both containers restarted: the condition goes False once and True once, after the last one', async () => {
+    const s = twoContainers();
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining'], 'the gate stays shut after the first container');
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    await s.strategy.finished({ ...s.op, state: 'Succeeded' });
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
+    assert.deepEqual(s.stopped, ['old', 'old-side']);
+    assert.equal(s.journaled[0], 'Draining', 'the first container journals the drain before the condition is written');
+    assert.ok(!s.sideJournaled.includes('Draining'), 'the second container has no drain of its own to journal');
+    const detail = s.sidecar.steps.find((x) => x.step === 'Draining')?.detail ?? '';
+    assert.ok(detail.startsWith(SHARED_NOTE), detail);
+    assert.match(String((s.api.pod.status!.conditions![0] as { message?: string }).message), /restarted app \(app:v1\), sidecar \(side:v1\)/);
+  });
+
+  it('resumed with the first container done: the second goes within the drain on record, no second drain', async () => {
+    const s = twoContainers();
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    // An agent that restarts now reads the record back: a new strategy, nothing of the drain in memory.
+    const log = silentLogger();
+    const again = new KubeletStrategy({ api: s.api, runtime: s.rt as unknown as Runtime, events: new PodEvents(s.api, 'node1', s.clock, log), clock: s.clock, log, pollMs: 100 });
+    assert.equal(await again.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
+    assert.equal(s.sidecar.step, 'Done');
+  });
+
+  it('together (ordered false): both stopped before the first is verified, in one drain, the gate opened once', async () => {
+    const s = twoContainers();
+    s.op.request = { ...s.op.request, together: true } as KubeletRequest;
+    const appStepAtStop: string[] = [];
+    const stop = s.rt.stopContainer as (id?: string) => Promise<void>;
+    s.rt.stopContainer = (id?: string) => {
+      appStepAtStop.push(`${id}@${s.t.step}`);
+      return stop(id);
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.deepEqual(appStepAtStop, ['old@Stopping', 'old-side@Stopping'], 'the sidecar stopped with the app, after its preStop hook and before its verification');
+    assert.equal(s.rt.execs, 1, "the app's preStop hook ran once");
+    assert.equal(s.sidecar.step, 'Stopped', 'carried along to its stop');
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining']);
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(s.stopped, ['old', 'old-side'], 'each stopped once');
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
+    assert.equal(s.sidecar.newId, 'new-side');
+    assert.ok(!s.sideJournaled.includes('Stopping'), "the sidecar's stop was journaled with the app's step, not again by its own call");
+  });
+
+  it('together, image changes: one patch of the pod for both images', async () => {
+    const s = twoContainers();
+    s.op.request = { ...s.op.request, together: true } as KubeletRequest;
+    s.t.newImage = 'app:v2';
+    s.sidecar.newImage = 'side:v2';
+    const patches: unknown[] = [];
+    s.api.patchPod = (_ns, _n, patch: { spec: { containers: { name: string; image: string }[] } }) => {
+      patches.push(patch);
+      for (const c of patch.spec.containers) s.api.pod.spec!.containers.find((x) => x.name === c.name)!.image = c.image;
+      s.api.pod.status!.containerStatuses = [running('new', 'app:v2', 1), { ...running('new-side', 'side:v2', 1), name: 'sidecar' }];
+      return s.api.readPod();
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), true);
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(patches, [{ spec: { containers: [{ name: 'app', image: 'app:v2' }, { name: 'sidecar', image: 'side:v2' }] } }]);
+    assert.deepEqual(s.stopped, []);
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True Restarted']);
+  });
+
+  it('together, the first fails and is rolled back: the one stopped with it is verified to its end, the gate opened once by the end', async () => {
+    const s = twoContainers();
+    s.op.request = { ...s.op.request, together: true } as KubeletRequest;
+    s.t.newImage = 'app:v2';
+    s.api.patchPod = (_ns, _n, patch: { spec: { containers: { name: string; image: string }[] } }) => {
+      for (const c of patch.spec.containers) {
+        s.api.pod.spec!.containers.find((x) => x.name === c.name)!.image = c.image;
+        s.api.pod.status!.containerStatuses![0] =
+          c.image === 'app:v2'
+            ? { name: 'app', image: c.image, imageID: '', ready: false, restartCount: 1, containerID: 'containerd://n1', state: { terminated: { exitCode: 3, containerID: 'containerd://n1' } } }
+            : running('back', 'app:v1', 2);
+      }
+      return s.api.readPod();
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.equal(s.t.step, 'RolledBack');
+    assert.equal(s.sidecar.step, 'Stopped', 'stopped together with the app');
+    // The executor takes the containers already under way to their end.
+    assert.equal(await s.strategy.advance(s.op, s.sidecar, s.sideCtx), true);
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining'], 'no way back while a container of the pod failed');
+    await s.strategy.finished({ ...s.op, state: 'Failed', error: s.t.error });
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True RolledBack']);
+    assert.deepEqual(s.stopped, ['old-side']);
+  });
+
+  it('the first container fails: the second is never touched and the end opens the gate once', async () => {
+    const s = twoContainers();
+    s.t.newImage = 'app:v2';
+    s.api.afterImagePatch = (image) => {
+      s.api.pod.status!.containerStatuses![0] =
+        image === 'app:v2'
+          ? { name: 'app', image, imageID: '', ready: false, restartCount: 1, containerID: 'containerd://n1', state: { terminated: { exitCode: 3, containerID: 'containerd://n1' } } }
+          : running('back', 'app:v1', 2);
+    };
+    assert.equal(await s.strategy.advance(s.op, s.t, s.ctx), false);
+    assert.equal(s.t.step, 'RolledBack');
+    await s.strategy.finished({ ...s.op, state: 'Failed', error: s.t.error });
+    assert.deepEqual(s.api.conditions.map((c) => `${c.status} ${c.reason}`), ['False Draining', 'True RolledBack']);
+    assert.deepEqual(s.stopped, []);
+    assert.equal(s.sidecar.step, 'Waiting');
   });
 });
 

@@ -45,6 +45,48 @@ describe('restart executor: the loop around the strategies', () => {
     });
   }
 
+  it('after a failure, a container replaced together with the failed one goes on to its end; one still Waiting is not touched', async () => {
+    const clock = new ManualClock();
+    const node = new FakeNode(clock);
+    const a = node.add('a', 'app:v1');
+    const b = node.add('b', 'app:v1');
+    const c = node.add('c', 'app:v1');
+    const op = node.operation(a, 'app:v1');
+    const [ta] = op.containers;
+    const tb = { ...structuredClone(ta), name: 'b', oldId: b.id };
+    const tc = { ...structuredClone(ta), name: 'c', oldId: c.id };
+    op.containers.push(tb, tc);
+    op.request.containers = ['a', 'b', 'c'];
+    for (const t of op.containers) t.strategy = 'kubelet';
+    const advanced: string[] = [];
+    const s: RestartStrategy = {
+      name: 'kubelet',
+      steps: CommonSteps,
+      claim: () => Promise.resolve(true),
+      advance: async (_op, t, ctx) => {
+        advanced.push(t.name);
+        if (t.name !== 'a') {
+          ctx.mark('Done');
+          return true;
+        }
+        // a carries b along (stopped together), then fails.
+        ctx.markOf(tb, 'Verifying');
+        t.reason = 'ReplacementExitedDuringMinReady';
+        t.error = 'a exited';
+        await ctx.step('Failed');
+        return false;
+      },
+    };
+    const executor = fakeExecutor(node, clock, { strategies: [s] });
+    await clock.until(executor.run(op), 50);
+    assert.equal(op.state, 'Failed');
+    assert.equal(op.reason, 'ReplacementExitedDuringMinReady');
+    assert.deepEqual(advanced, ['a', 'b']);
+    assert.equal(tb.step, 'Done');
+    assert.equal(tc.step, 'Waiting');
+    assert.match(op.error ?? '', /^a exited; already replaced: b; the others were not touched$/);
+  });
+
   it('a journal record at a step its strategy does not have fails the operation, touching nothing', async () => {
     const clock = new ManualClock();
     const node = new FakeNode(clock);

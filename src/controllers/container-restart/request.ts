@@ -13,14 +13,9 @@ import type { ContainerRestart } from './types.js';
 export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefaults): KubeletRequest {
   const { spec } = cr;
   const s = spec.strategy ?? {};
-  // The engine restarts one container after the other: a request for anything else is refused rather than
-  // run differently from what it says.
   // An object stored before the CRD dropped Ignore (it acted as Fail) is refused rather than run as something else.
   if ((s.failurePolicy as string | undefined) === 'Ignore') {
     throw new AgentError('InvalidArgument', 'strategy.failurePolicy Ignore is not supported by this agent: use Fail (the pod is left as the failure left it) or Rollback', { reason: RefusalReasons.Unsupported });
-  }
-  if (s.ordered === false) {
-    throw new AgentError('InvalidArgument', 'strategy.ordered false is not supported by this agent: containers are restarted one at a time, in the order given', { reason: RefusalReasons.Unsupported });
   }
   const images: Record<string, string> = {};
   for (const c of spec.containers) {
@@ -43,5 +38,7 @@ export function restartRequestFor(cr: ContainerRestart, defaults: RestartDefault
     // runs again), and has no EndpointSlice address to drain.
     ...(s.failurePolicy !== undefined ? { failurePolicy: s.failurePolicy } : {}),
     ...(s.drainSeconds !== undefined ? { drainMs: s.drainSeconds * 1000 } : {}),
+    // ordered false: the containers are stopped (or patched) together within the pod's one drain.
+    ...(s.ordered === false ? { together: true } : {}),
   };
 }

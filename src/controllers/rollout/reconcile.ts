@@ -75,6 +75,8 @@ export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction,
         minReadySeconds: minReady,
         // Pause leaves the failed pod as it is, for a person; Rollback puts the old image back in place.
         failurePolicy: s.failurePolicy === 'Pause' ? 'Fail' : 'Rollback',
+        // The pod's containers replaced together within its one drain (a restart's every container, or several images).
+        ordered: false,
       },
       activeDeadlineSeconds: Math.min(CR_MAX_ACTIVE_DEADLINE_SECONDS, minReady + (rollout.spec.progressDeadlineSeconds ?? DEFAULT_PROGRESS_DEADLINE_SECONDS)),
       ...(requester ? { requester } : {}),

@@ -1,11 +1,12 @@
-// The kubelet strategy's hooks into the drain, kept out of the strategy: drainPod() before the stop, and
+// The kubelet strategy's hooks into the drain, kept out of the strategy: drainPod() before the first container's
+// stop or patch (shareDrain() for each later container of the operation: one drain a pod), and
 // wayBack() once the last container is verified (the condition True again, then the address seen ready in
 // the slices, recorded with the window without ready endpoints); with min-ready 0, openAtStart() sets the
 // condition True already as the new instance starts (closeForRollback() undoes that before a rollback). Also
 // the note on a pod that cannot be drained and has no preStop hook either.
 import type { V1Container, V1Pod } from '../../k8s/client.js';
 import type { Clock } from '../../clock.js';
-import type { ContainerTarget, Operation, StepRecord } from '../../engine/operation.js';
+import type { ContainerTarget, Operation } from '../../engine/operation.js';
 import type { StepContext } from '../../engine/restart-strategy.js';
 import type { ConditionWriter } from '../condition-writer.js';
 import { EventReasons, type PodEvents } from '../pod-events.js';
@@ -13,6 +14,7 @@ import { preStopHandler } from '../pre-stop.js';
 import { ConditionReasons, READY_CONDITION } from '../ready-condition.js';
 import { restartedMessage, touchedContainers } from '../restarted-message.js';
 import type { Drainer, DrainRecord } from './drainer.js';
+import { lastGroup, lastOfPod, lastStep, podDrainer, podTargets, sharedDrainNote } from './pod-drain.js';
 
 /** Longest wait for the address to be a ready endpoint again after the last container is verified. */
 export const READY_AGAIN_MS = 10_000;
@@ -30,11 +32,6 @@ export interface WayBackDeps {
 
 /** The drain's key for an operation (one per operation: its containers share the pod's address). */
 const keyOf = (op: Operation) => `${op.id}/`;
-
-/** The last step record of a kind (the one entered last). */
-function lastStep(t: ContainerTarget, step: StepRecord['step']): StepRecord | undefined {
-  return [...t.steps].reverse().find((s) => s.step === step);
-}
 
 /** Opens the drain's slice feed of an operation, before the condition that takes the address out is written. */
 export function openDrain(d: WayBackDeps, op: Operation, ns: string): void {
@@ -68,13 +65,25 @@ export async function drainPod(d: WayBackDeps, op: Operation, t: ContainerTarget
 }
 
 /**
- * After container t is verified: when it is the operation's last drained container, the condition goes True
+ * Container t goes within the drain that container `by` of the same operation began (the pod is drained once,
+ * whatever number of containers it restarts): its Draining step and traffic note say so, and nothing is waited for.
+ */
+export function shareDrain(t: ContainerTarget, by: ContainerTarget, ctx: Pick<StepContext, 'publish'>): void {
+  const step = lastStep(t, 'Draining');
+  if (step) step.detail = sharedDrainNote(by);
+  t.traffic = by.traffic?.startsWith(SOLE_NOTE) ? by.traffic : `drained before the stop, within the pod's one drain (begun for ${by.name})`;
+  ctx.publish();
+}
+
+/**
+ * After container t is verified: when it is the last container the operation restarts, the condition goes True
  * (as the operation's end would write it) and the address is waited for as a ready endpoint again, at most
  * READY_AGAIN_MS and never past the deadline; recorded in t's Verified step and traffic note.
  */
 export async function wayBack(d: WayBackDeps, op: Operation, t: ContainerTarget, ns: string, name: string, ip: string, podUid: string, strategy: string, ctx: Pick<StepContext, 'publish' | 'deadline'>): Promise<void> {
-  const mine = touchedContainers(op, strategy);
-  if (mine.at(-1) !== t || !t.steps.some((s) => s.step === 'Draining') || ip === '') return;
+  if (!lastOfPod(op, t, strategy) || !t.steps.some((s) => s.step === 'Draining') || ip === '') return;
+  // (A container replaced together with one that failed goes on to its end; the operation's end writes the outcome.)
+  if (!podTargets(op, strategy).every((c) => c === t || c.step === 'Done')) return;
   if (!op.containers.some((c) => c.strategy === strategy && lastStep(c, 'Draining')?.detail !== undefined)) return; // not drained
   await d.conditions.set(ns, name, restartedCondition(op, strategy));
   const bound = Math.max(0, Math.min(READY_AGAIN_MS, ctx.deadline - d.clock.now()));
@@ -92,9 +101,10 @@ function restartedCondition(op: Operation, strategy: string) {
   return { status: 'True' as const, reason: ConditionReasons.Restarted, message: restartedMessage(touchedContainers(op, strategy)) };
 }
 
-/** Whether container t's drain took the pod's address out of its Services (not left in as their only endpoint). */
-function drainedOut(t: ContainerTarget): boolean {
-  const detail = lastStep(t, 'Draining')?.detail;
+/** Whether the operation's drain took the pod's address out of its Services (not left in as their only endpoint). */
+function drainedOut(op: Operation, strategy: string): boolean {
+  const by = podDrainer(op, strategy);
+  const detail = by && lastStep(by, 'Draining')?.detail;
   return detail !== undefined && !detail.startsWith(SOLE_NOTE);
 }
 
@@ -105,10 +115,11 @@ function drainedOut(t: ContainerTarget): boolean {
  * new instance is not ready leaves the pod not Ready (the kubelet's Ready needs every container ready and every
  * gate True), and the kubelet then sets Ready in the same pod sync that follows the probe's success, instead of
  * in a later sync after the agent wrote the gate (docs/kubernetes.md, "the gate at the start"). Only for the
- * operation's last container whose drain took the address out.
+ * last container the operation restarts, or one replaced together with the last (pod-drain.ts, lastGroup), and
+ * when the pod's drain took the address out.
  */
 export function opensAtStart(op: Operation, t: ContainerTarget, strategy: string): boolean {
-  return op.request.minReadyMs === 0 && touchedContainers(op, strategy).at(-1) === t && drainedOut(t);
+  return op.request.minReadyMs === 0 && lastGroup(op, t, strategy).length > 0 && drainedOut(op, strategy);
 }
 
 /** The condition True once t's new instance runs (see opensAtStart); posted in order, not waited for. */

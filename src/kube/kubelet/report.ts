@@ -33,11 +33,15 @@ export interface ReportDeps {
 export class RestartReport {
   constructor(private readonly d: ReportDeps) {}
 
-  /** Condition False (Draining) before the pod's address is drained; resolves with the pod as written. */
-  async draining(pod: V1Pod, t: ContainerTarget): Promise<V1Pod> {
+  /**
+   * Condition False (Draining) before the pod's address is drained, once for every container the operation
+   * restarts (t the first, all of them named); resolves with the pod as written.
+   */
+  async draining(pod: V1Pod, t: ContainerTarget, names: string[] = [t.name]): Promise<V1Pod> {
     const [ns, name] = [pod.metadata?.namespace ?? '', pod.metadata?.name ?? ''];
-    const written = await this.d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting container ${t.name}` }, pod);
-    if (this.d.narrate) void this.d.events.record(written, t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting container ${t.name}`);
+    const which = `${names.length > 1 ? 'containers' : 'container'} ${names.join(', ')}`;
+    const written = await this.d.conditions.set(ns, name, { status: 'False', reason: ConditionReasons.Draining, message: `draining before restarting ${which}` }, pod);
+    if (this.d.narrate) void this.d.events.record(written, names.length > 1 ? undefined : t.name, 'Normal', EventReasons.Draining, `Draining the pod's address from its EndpointSlices before restarting ${which}`);
     return written;
   }
 

@@ -59,3 +59,23 @@ export function once(fn: () => void): () => void {
     fn();
   };
 }
+
+/** Sightings of several containers' new instances; all() is called once every one was seen (here or by seen()). */
+export interface GroupSighting {
+  /** Says that container `name`'s new instance was seen another way (the API server's status). */
+  seen(name: string): void;
+  stop(): void;
+}
+
+/**
+ * Waits for the new instance of each of `targets` (containers replaced together) in the runtime, and calls `all`
+ * once every one of them was seen: the gate may open only when none of them still runs its old instance.
+ */
+export function sightAll(runtime: Pick<Runtime, 'listContainers'>, clock: Clock, podId: string, targets: readonly { name: string; oldId: string }[], all: () => void): GroupSighting {
+  const left = new Set(targets.map((t) => t.name));
+  const seen = (name: string) => {
+    if (left.delete(name) && left.size === 0) all();
+  };
+  const sights = targets.map((t) => sightNewInstance(runtime, clock, podId, t.name, [t.oldId], () => seen(t.name)));
+  return { seen, stop: () => sights.forEach((s) => s.stop()) };
+}

@@ -10,6 +10,10 @@ import { CommonSteps, type RestartRequest } from '../../engine/operation.js';
  *                          |   (same image)                        |       |
  *                          +--> Patching --> Patched --------------+       +--> RollingBack --> RolledBack | Failed
  *                              (new image)                                 +--> Failed (same image, or policy Fail)
+ *
+ * The containers of one operation go one after another within one drain: the first one's Draining drains the
+ * pod; a later one's Draining waits for nothing (it shares that drain), and only the last one's Verified opens
+ * the gate again.
  */
 export const KubeletSteps = [...CommonSteps, 'Draining', 'PreStop', 'Stopping', 'Stopped', 'Patching', 'Patched'] as const;
 /** One of KubeletSteps. */
@@ -27,6 +31,11 @@ export interface KubeletOptions {
   failurePolicy?: FailurePolicy;
   /** Longest wait for the pod's address to leave its EndpointSlices, ms (default DEFAULT_DRAIN_MS). */
   drainMs?: number;
+  /**
+   * The containers are stopped (and their images patched, in one patch) together within the pod's one drain,
+   * then verified in order, rather than one after another (a ContainerRestart's `ordered: false`; default false).
+   */
+  together?: boolean;
 }
 
 /** A restart request with the kubelet strategy's fields. */
@@ -38,5 +47,5 @@ export const DEFAULT_DRAIN_MS = 5000;
 /** The kubelet strategy's fields of a request (as journaled), with their defaults. */
 export function kubeletOptions(req: RestartRequest): Required<KubeletOptions> {
   const r = req as KubeletRequest;
-  return { failurePolicy: r.failurePolicy ?? 'Rollback', drainMs: r.drainMs ?? DEFAULT_DRAIN_MS };
+  return { failurePolicy: r.failurePolicy ?? 'Rollback', drainMs: r.drainMs ?? DEFAULT_DRAIN_MS, together: r.together ?? false };
 }

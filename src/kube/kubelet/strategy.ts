@@ -1,7 +1,9 @@
 // The kubelet strategy: a kubelet-managed container is restarted with the kubelet, never behind its back.
 // The agent drains the pod, then either stops the container (same image: the kubelet starts the next
 // instance) or patches its image in the pod spec (the kubelet recreates exactly that container), never both;
-// then it verifies from the API server, and rolls a failed image change back. This file is the step machine
+// then it verifies from the API server, and rolls a failed image change back. The pod is drained once for all
+// the containers of an operation: each later container goes within the first one's drain (and the gate stays
+// shut), and the gate opens after the last of them is verified (drain/pod-drain.ts). This file is the step machine
 // (the steps are drawn in options.ts); claiming (claim.ts), the pod's condition and Events (report.ts), the
 // side effects (pod-actions.ts) and verification (verify.ts) are the parts it drives.
 //
@@ -10,14 +12,14 @@
 // stop), never stops twice (Stopping resumed stops only a container still running after its grace period),
 // and finishes the operation.
 import type { EventEmitter } from 'node:events';
-import type { V1Pod } from '../../k8s/client.js';
+import type { V1Container, V1Pod } from '../../k8s/client.js';
 import { AgentError, asAgentError } from '../../errors.js';
 import type { Clock } from '../../clock.js';
 import type { Logger } from '../../log.js';
 import type { ContainerTarget, Operation, RestartRequest } from '../../engine/operation.js';
 import { Reasons } from '../../engine/reasons.js';
 import { Unrecorded } from '../../engine/paused.js';
-import { remainingGrace, type PlannedTarget } from '../../engine/restart-plan.js';
+import type { PlannedTarget } from '../../engine/restart-plan.js';
 import type { RestartStrategy, StepContext } from '../../engine/restart-strategy.js';
 import type { Runtime } from '../../runtime/runtime.js';
 import type { Pod } from '../../runtime/types.js';
@@ -25,11 +27,11 @@ import { ConditionWriter } from '../condition-writer.js';
 import { DataPlane, DEFAULT_DRAIN_SETTLE_MS } from '../drain/data-plane.js';
 import { Drainer } from '../drain/drainer.js';
 import { polledSlices } from '../drain/slice-feed.js';
+import { lastGroup, podDrainer } from '../drain/pod-drain.js';
 import { closeForRollback, noteUndrained, openAtStart, opensAtStart, releaseDrain, wayBack, type WayBackDeps } from '../drain/way-back.js';
-import { once, sightNewInstance } from './runtime-sight.js';
+import { once, sightAll } from './runtime-sight.js';
 import type { KubeApi } from '../../k8s/kube-api.js';
-import { EventReasons, type PodEvents } from '../pod-events.js';
-import { preStopHandler, runPreStop } from '../pre-stop.js';
+import type { PodEvents } from '../pod-events.js';
 import { specContainer } from '../restart-policy.js';
 import { KubeletClaims } from './claim.js';
 import { KubeletSteps, kubeletOptions, type KubeletStep } from './steps.js';
@@ -37,6 +39,7 @@ import { PodActions } from './pod-actions.js';
 import { PodCache } from './pod-cache.js';
 import { splitName } from './pod-name.js';
 import { RestartReport } from './report.js';
+import { actStep, Together } from './together.js';
 import { Verifier, VerifyFailed } from './verify.js';
 import type { DrainMetrics } from '../drain-metrics.js';
 
@@ -69,6 +72,32 @@ export interface KubeletStrategyDeps {
   narrate?: boolean;
 }
 
+/** One call of advance(): what its steps share. */
+interface Run {
+  op: Operation;
+  t: ContainerTarget;
+  ctx: StepContext;
+  ns: string;
+  name: string;
+  /** A same-image restart (a stop), not an image change (a patch). */
+  same: boolean;
+  /** Steps entered by this call, as opposed to steps read back from the journal after a restart. */
+  entered: Set<string>;
+  /** Enters a step, journaled before its side effect. */
+  enter(s: KubeletStep): Promise<void>;
+  /** The pod as last read or written. */
+  pod: V1Pod;
+  /** The container in the pod's spec. */
+  spec: V1Container | undefined;
+  /** What was held back for the first stop or patch (an ungated pod's announcement), if anything. */
+  announce?: () => void;
+  /** Writes that, once. */
+  announced(): void;
+}
+
+/** Where a step leads: on to the next step (the one it entered), or to the container's end. */
+type Outcome = 'next' | 'done' | 'failed';
+
 /** Restarts kubelet-managed containers through the kubelet. */
 export class KubeletStrategy implements RestartStrategy {
   readonly name = 'kubelet' as const;
@@ -83,6 +112,7 @@ export class KubeletStrategy implements RestartStrategy {
   private readonly actions: PodActions;
   private readonly verifier: Verifier;
   private readonly way: WayBackDeps;
+  private readonly together: Together;
 
   constructor(
     private readonly d: KubeletStrategyDeps,
@@ -96,6 +126,7 @@ export class KubeletStrategy implements RestartStrategy {
     const drainer = d.drainer ?? new Drainer(polledSlices(d.api, d.clock), new DataPlane(undefined, DEFAULT_DRAIN_SETTLE_MS, d.clock, d.log), d.clock);
     this.way = { drainer, conditions: writer, events: d.events, clock: d.clock };
     this.actions = new PodActions({ ...d, cache: this.cache, report: this.report, pollMs, way: this.way });
+    this.together = new Together({ runtime: d.runtime, actions: this.actions, claims: this.claims, way: this.way });
     this.verifier = new Verifier({ cache: this.cache, events: d.events, clock: d.clock, log: d.log, pollMs, pods: d.pods });
   }
 
@@ -112,151 +143,13 @@ export class KubeletStrategy implements RestartStrategy {
   }
 
   async advance(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<boolean> {
-    const [ns, name] = splitName(op.podName);
-    const same = t.newImage === t.oldImage;
-    // Steps entered by this call, as opposed to steps read back from the journal after a restart.
-    const entered = new Set<string>();
-    // Stopping and Patching skip the directory fsync: off the path to the kubelet. A power loss that brings back
-    // the record before them repeats an idempotent call (a stop of a stopped container, a patch to the same image).
-    const enter = async (s: KubeletStep) => {
-      entered.add(s);
-      await ctx.step(s, { sync: s !== 'Stopping' && s !== 'Patching' });
-    };
-    let pod = await this.cache.fresh(ns, name, ctx.deadline);
-    ctx.trace('pod at hand');
-    const spec = specContainer(pod, t.name)?.container;
-    // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
-    // are written once the next journaled step's side effect is under way (the stop issued, the patch
-    // answered), and nothing waits for them.
-    let announce: (() => void) | undefined;
-    const announced = () => {
-      announce?.();
-      announce = undefined;
-    };
+    const r = await this.begin(op, t, ctx);
     try {
       for (;;) {
-        switch (t.step as KubeletStep) {
-          case 'Waiting':
-            // (The executor checked that the old container runs.) Journaled before the condition is written
-            // when the pod is drained; otherwise with the next step.
-            if (this.actions.drains(pod, op)) await enter('Draining');
-            else ctx.mark('Draining');
-            break;
-          case 'Draining': {
-            if (this.actions.drains(pod, op)) {
-              pod = await this.actions.drain(op, t, pod, ctx);
-            } else {
-              const at = pod;
-              noteUndrained(this.way, op, t, pod, spec);
-              announce = () => this.report.ungated(at, t);
-            }
-            if (!same) {
-              // The agent's Pulled (after a download of its own) is on record before the patch makes the kubelet
-              // kill the old instance (written long since, unless the pull did not happen in this process).
-              await enter('Patching');
-              await this.claims.pulledRecorded(op, t, pod);
-              ctx.trace('Pulled event on record');
-            } else {
-              await enter(spec && !op.request.skipPreStop && preStopHandler(spec) ? 'PreStop' : 'Stopping');
-            }
-            break;
-          }
-          case 'PreStop': {
-            announced();
-            let grace = op.request.graceSeconds;
-            if (entered.has('PreStop') && spec) {
-              const began = this.d.clock.now();
-              const res = await runPreStop(preStopHandler(spec)!, { container: spec, podIp: pod.status?.podIP ?? op.podIp, exec: (cmd, s) => this.d.runtime.exec(t.oldId, cmd, s), clock: this.d.clock }, op.request.graceSeconds * 1000);
-              if (!res.ok) {
-                this.d.log.warn('preStop hook failed', { op: op.id, container: t.name, reason: Reasons.PreStopHookError, detail: res.detail });
-                void this.d.events.record(pod, t.name, 'Warning', EventReasons.FailedPreStopHook, `PreStopHook failed for container ${t.name}: ${res.detail}`);
-              }
-              grace = remainingGrace(op.request.graceSeconds, this.d.clock.now() - began);
-            } else {
-              // The hook may have run before the agent restarted: it is never run twice.
-              this.d.log.info('resuming after the preStop step: the hook is not run again', { op: op.id, container: t.name });
-            }
-            await enter('Stopping');
-            await this.actions.stop(t, pod, grace, announced);
-            ctx.mark('Stopped');
-            break;
-          }
-          case 'Stopping':
-            if (entered.has('Stopping')) await this.actions.stop(t, pod, op.request.graceSeconds, announced);
-            else await this.actions.resumeStop(op, t, pod);
-            ctx.mark('Stopped');
-            break;
-          case 'Stopped':
-            await enter('Verifying');
-            break;
-          case 'Patching':
-            // The announcement's writes (a status patch, Events) follow the patch's answer: sent with it, they
-            // would queue at the API server beside it.
-            await this.actions.patchImage(ns, name, t.name, t.newImage, ctx.deadline);
-            announced();
-            ctx.mark('Patched');
-            break;
-          case 'Patched':
-            await enter('Verifying');
-            break;
-          case 'Verifying':
-            try {
-              // With min-ready 0 the condition goes True as the new instance starts: the kubelet's Ready then
-              // follows the readiness probe in one pod sync (way-back.ts, opensAtStart).
-              // The gate opens at the first sight of the new instance: in the runtime (at once) or in the API
-              // server's status (after the kubelet's relist), whichever comes first (runtime-sight.ts).
-              const early = opensAtStart(op, t, this.name) ? once(() => openAtStart(this.way, op, t, ns, name, this.name)) : undefined;
-              const sight = early && op.podId ? sightNewInstance(this.d.runtime, this.d.clock, op.podId, t.name, [t.oldId], () => (ctx.trace('new instance seen in the runtime'), early())) : undefined;
-              try {
-                await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
-              } finally {
-                sight?.stop();
-              }
-            } catch (err) {
-              if (!(err instanceof VerifyFailed)) throw err;
-              await this.closeEarly(op, t, ns, name, err.reason);
-              t.error = err.message;
-              t.reason = err.reason;
-              if (err.exitCode !== undefined) t.exitCode = err.exitCode;
-              if (!same && (err.cancelled || kubeletOptions(op.request).failurePolicy === 'Rollback')) {
-                await enter('RollingBack');
-                break;
-              }
-              await ctx.step('Failed');
-              return false;
-            }
-            ctx.mark('Verified');
-            break;
-          case 'Verified':
-            await wayBack(this.way, op, t, ns, name, pod.status?.podIP ?? op.podIp ?? '', pod.metadata?.uid ?? '', this.name, ctx);
-            ctx.mark('Done');
-            return true;
-          case 'RollingBack': {
-            // The old image is put back, and seen running, past the deadline too: the container may be down meanwhile.
-            const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS);
-            // (Read back from the journal: the condition may have been opened at the start before the agent restarted.)
-            if (!entered.has('RollingBack')) await this.closeEarly(op, t, ns, name, t.reason ?? Reasons.ReplacementFailed);
-            await this.actions.patchImage(ns, name, t.name, t.oldImage, until);
-            try {
-              const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
-              t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, until, true);
-            } catch (err) {
-              t.reason = Reasons.RollbackFailed;
-              t.error = `${t.error ?? 'the new image failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;
-              await ctx.step('Failed');
-              return false;
-            }
-            await ctx.step('RolledBack');
-            return false;
-          }
-          case 'Done':
-            return true;
-          case 'RolledBack':
-          case 'Failed':
-            return false;
-          default:
-            throw new AgentError('Internal', `container "${t.name}" is at step ${t.step}, which the kubelet strategy does not have`);
-        }
+        const handler = this.table[t.step as KubeletStep] as ((r: Run) => Promise<Outcome>) | undefined;
+        if (!handler) throw new AgentError('Internal', `container "${t.name}" is at step ${t.step}, which the kubelet strategy does not have`);
+        const out = await handler(r);
+        if (out !== 'next') return out === 'done';
       }
     } catch (err) {
       // Nothing was touched before the first record (the operation is abandoned, see Unrecorded).
@@ -268,6 +161,183 @@ export class KubeletStrategy implements RestartStrategy {
       await ctx.step('Failed');
       return false;
     }
+  }
+
+  /** The step machine (the steps are drawn in steps.ts): what each step does, and which step it enters next. */
+  private readonly table: Record<KubeletStep, (r: Run) => Promise<Outcome>> = {
+    Waiting: (r) => this.waiting(r),
+    Draining: (r) => this.draining(r),
+    PreStop: (r) => this.preStop(r),
+    Stopping: (r) => this.stopping(r),
+    Stopped: (r) => r.enter('Verifying').then(() => 'next'),
+    Patching: (r) => this.patching(r),
+    Patched: (r) => r.enter('Verifying').then(() => 'next'),
+    Verifying: (r) => this.verifying(r),
+    Verified: (r) => this.verified(r),
+    RollingBack: (r) => this.rollingBack(r),
+    Done: () => Promise.resolve('done'),
+    RolledBack: () => Promise.resolve('failed'),
+    Failed: () => Promise.resolve('failed'),
+  };
+
+  /** What one call of advance() shares between its steps: the pod as read at its start, and the steps it entered. */
+  private async begin(op: Operation, t: ContainerTarget, ctx: StepContext): Promise<Run> {
+    const [ns, name] = splitName(op.podName);
+    const entered = new Set<string>();
+    const pod = await this.cache.fresh(ns, name, ctx.deadline);
+    ctx.trace('pod at hand');
+    const r: Run = {
+      op,
+      t,
+      ctx,
+      ns,
+      name,
+      same: t.newImage === t.oldImage,
+      entered,
+      // Stopping and Patching skip the directory fsync: off the path to the kubelet. A power loss that brings back
+      // the record before them repeats an idempotent call (a stop of a stopped container, a patch to the same image).
+      enter: async (s) => {
+        entered.add(s);
+        await ctx.step(s, { sync: s !== 'Stopping' && s !== 'Patching' });
+      },
+      pod,
+      spec: specContainer(pod, t.name)?.container,
+      announced: () => {
+        r.announce?.();
+        r.announce = undefined;
+      },
+    };
+    return r;
+  }
+
+  /** (The executor checked that the old container runs.) */
+  private async waiting(r: Run): Promise<Outcome> {
+    // Journaled before the condition is written when the pod is drained; otherwise (no gate, or the pod drained
+    // already for an earlier container of the operation: one drain a pod) with the next step.
+    if (this.actions.drains(r.pod, r.op) && !podDrainer(r.op, this.name, r.t)) await r.enter('Draining');
+    else r.ctx.mark('Draining');
+    return 'next';
+  }
+
+  private async draining(r: Run): Promise<Outcome> {
+    const { op, t, ctx } = r;
+    if (this.actions.drains(r.pod, op)) {
+      r.pod = await this.actions.drain(op, t, r.pod, ctx);
+    } else {
+      // Without a readiness gate there is nothing to drain: the condition and events that announce the restart
+      // are written once the next journaled step's side effect is under way (the stop issued, the patch
+      // answered), and nothing waits for them.
+      const at = r.pod;
+      noteUndrained(this.way, op, t, at, r.spec);
+      r.announce = () => this.report.ungated(at, t);
+    }
+    // With `together`, the later containers go with this one: stopped or patched at once (together.ts).
+    const companions = await this.together.companions(op, t);
+    if (companions.length > 0) {
+      await this.together.act(op, t, companions, r.pod, ctx, r.enter, r.announced);
+      return 'next';
+    }
+    if (!r.same) {
+      // The agent's Pulled (after a download of its own) is on record before the patch makes the kubelet
+      // kill the old instance (written long since, unless the pull did not happen in this process).
+      await r.enter('Patching');
+      await this.claims.pulledRecorded(op, t, r.pod);
+      ctx.trace('Pulled event on record');
+    } else {
+      await r.enter(actStep(op, t, r.pod));
+    }
+    return 'next';
+  }
+
+  private async preStop(r: Run): Promise<Outcome> {
+    const { op, t } = r;
+    r.announced();
+    let grace = op.request.graceSeconds;
+    if (r.entered.has('PreStop') && r.spec) {
+      grace = await this.actions.preStop(op, t, r.pod, r.spec);
+    } else {
+      // The hook may have run before the agent restarted: it is never run twice.
+      this.d.log.info('resuming after the preStop step: the hook is not run again', { op: op.id, container: t.name });
+    }
+    await r.enter('Stopping');
+    await this.actions.stop(t, r.pod, grace, r.announced);
+    r.ctx.mark('Stopped');
+    return 'next';
+  }
+
+  private async stopping(r: Run): Promise<Outcome> {
+    if (r.entered.has('Stopping')) await this.actions.stop(r.t, r.pod, r.op.request.graceSeconds, r.announced);
+    else await this.actions.resumeStop(r.op, r.t, r.pod);
+    r.ctx.mark('Stopped');
+    return 'next';
+  }
+
+  private async patching(r: Run): Promise<Outcome> {
+    // The announcement's writes (a status patch, Events) follow the patch's answer: sent with it, they would
+    // queue at the API server beside it.
+    await this.actions.patchImage(r.ns, r.name, r.t.name, r.t.newImage, r.ctx.deadline);
+    r.announced();
+    r.ctx.mark('Patched');
+    return 'next';
+  }
+
+  private async verifying(r: Run): Promise<Outcome> {
+    const { op, t, ctx, ns, name } = r;
+    try {
+      // With min-ready 0 the condition goes True as the new instance starts: the kubelet's Ready then follows the
+      // readiness probe in one pod sync (way-back.ts, opensAtStart). The gate opens at the first sight of the new
+      // instance: in the runtime (at once) or in the API server's status (after the kubelet's relist), whichever
+      // comes first (runtime-sight.ts). Containers replaced together: once the new instances of all of them are seen.
+      const group = opensAtStart(op, t, this.name) ? lastGroup(op, t, this.name) : [];
+      const open = group.length > 0 ? once(() => openAtStart(this.way, op, t, ns, name, this.name)) : undefined;
+      const sight = open && op.podId ? sightAll(this.d.runtime, this.d.clock, op.podId, group, () => (ctx.trace('new instances seen in the runtime'), open())) : undefined;
+      const early = sight ? () => sight.seen(t.name) : group.length === 1 ? open : undefined;
+      try {
+        await this.verifier.verify(op, t, ctx, t.newImage, [t.oldId], ctx.deadline, false, early);
+      } finally {
+        sight?.stop();
+      }
+    } catch (err) {
+      if (!(err instanceof VerifyFailed)) throw err;
+      await this.closeEarly(op, t, ns, name, err.reason);
+      t.error = err.message;
+      t.reason = err.reason;
+      if (err.exitCode !== undefined) t.exitCode = err.exitCode;
+      if (!r.same && (err.cancelled || kubeletOptions(op.request).failurePolicy === 'Rollback')) {
+        await r.enter('RollingBack');
+        return 'next';
+      }
+      await ctx.step('Failed');
+      return 'failed';
+    }
+    ctx.mark('Verified');
+    return 'next';
+  }
+
+  private async verified(r: Run): Promise<Outcome> {
+    await wayBack(this.way, r.op, r.t, r.ns, r.name, r.pod.status?.podIP ?? r.op.podIp ?? '', r.pod.metadata?.uid ?? '', this.name, r.ctx);
+    r.ctx.mark('Done');
+    return 'done';
+  }
+
+  private async rollingBack(r: Run): Promise<Outcome> {
+    const { op, t, ctx } = r;
+    // The old image is put back, and seen running, past the deadline too: the container may be down meanwhile.
+    const until = Math.max(ctx.deadline, this.d.clock.now() + ROLLBACK_GRACE_MS);
+    // (Read back from the journal: the condition may have been opened at the start before the agent restarted.)
+    if (!r.entered.has('RollingBack')) await this.closeEarly(op, t, r.ns, r.name, t.reason ?? Reasons.ReplacementFailed);
+    await this.actions.patchImage(r.ns, r.name, t.name, t.oldImage, until);
+    try {
+      const failedIds = [t.oldId, t.newId].filter((x) => x !== '');
+      t.rollbackId = await this.verifier.verify(op, t, ctx, t.oldImage, failedIds, until, true);
+    } catch (err) {
+      t.reason = Reasons.RollbackFailed;
+      t.error = `${t.error ?? 'the new image failed'}; ${Reasons.RollbackFailed}: ${asAgentError(err).message}`;
+      await ctx.step('Failed');
+      return 'failed';
+    }
+    await ctx.step('RolledBack');
+    return 'failed';
   }
 
   /**
