@@ -22,7 +22,9 @@ export interface CreateConflict {
 export interface OwnedCreate<T> {
   kind: CreateConflict['kind'];
   name: string;
-  /** Who creates, for the messages ("InPlaceRollout ns/web"). */
+  /** How the messages name the object (namespace/name where the owner's status spans namespaces); default name. */
+  shown?: string;
+  /** Who creates, for the messages ("this rollout"). */
   owner: string;
   create: () => Promise<unknown>;
   /** The object now holding the name; undefined when it is gone (the next round creates it). */
@@ -37,13 +39,13 @@ export async function createOrTaken<T>(c: OwnedCreate<T>, log: Logger): Promise<
     await c.create();
     return undefined;
   } catch (err) {
-    if (AgentError.is(err, 'InvalidArgument')) return { kind: c.kind, name: c.name, reason: KitReasons.createRefused, message: `the API server refused ${c.kind} ${c.name}: ${(err as Error).message}` };
+    if (AgentError.is(err, 'InvalidArgument')) return { kind: c.kind, name: c.name, reason: KitReasons.createRefused, message: `the API server refused ${c.kind} ${c.shown ?? c.name}: ${(err as Error).message}` };
     if (!isConflict(err)) throw err;
   }
   // Exists: started already (by this agent or an earlier coordinator), or the name is taken.
   const found = await c.found();
   const why = found === undefined ? undefined : c.mismatch(found);
   if (why === undefined) return undefined;
-  log.warn('the name of what a coordinator would create is taken by an object it does not own', { owner: c.owner, kind: c.kind, name: c.name, why });
-  return { kind: c.kind, name: c.name, reason: KitReasons.nameTaken, message: `${c.kind} ${c.name} exists and is not ${c.owner}'s: ${why}` };
+  log.warn('the name of what a coordinator would create is taken by an object it does not own', { owner: c.owner, kind: c.kind, name: c.shown ?? c.name, why });
+  return { kind: c.kind, name: c.name, reason: KitReasons.nameTaken, message: `${c.kind} ${c.shown ?? c.name} exists and is not ${c.owner}'s: ${why}` };
 }

@@ -161,8 +161,5 @@ export interface Plan {
   wakeAtMs?: number;
 }
 
-/** While the rollout waits for its pre-warm, it looks again this often (the nodes' records are read, not watched). */
-export const PREWARM_RECHECK_MS = 500;
-
 /** Default progressDeadlineSeconds. */
 export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;

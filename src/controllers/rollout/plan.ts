@@ -20,12 +20,12 @@ import { imageMatches } from '../../image-ref.js';
 import { restartName, prewarmName } from './names.js';
 import { chooseTarget, ignoredMessage } from './revisions.js';
 import { diffTemplates, mapChanges } from './template-diff.js';
-import { COMPLETE, IGNORED_REVISIONS, POD_TEMPLATE_ANNOTATION, PREWARM_RECHECK_MS, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
+import { COMPLETE, IGNORED_REVISIONS, POD_TEMPLATE_ANNOTATION, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
 import { type Plan, type PlanInput, type PodView, type RevisionView, type RolloutAction, type WorkloadView } from './plan-types.js';
 import type { InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
 import { keepTransition } from '../../k8s/conditions.js';
 import { inPartition, resolveMaxUnavailable } from '../kit/budget.js';
-import { PREWARM_SILENT_HINT_MS } from '../kit/prewarm-settings.js';
+import { PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS } from '../kit/prewarm-settings.js';
 
 export * from './plan-types.js';
 export { restartName, prewarmName } from './names.js';
