@@ -6,8 +6,11 @@
 // that missed something. The rollout and the SidecarSet coordinators are this loop and their own round.
 import type { Clock } from '../../clock.js';
 import { asAgentError } from '../../errors.js';
+import { isConflict } from '../../k8s/api-error.js';
 import type { Logger } from '../../log.js';
 import { LeaseElection, type LeaseApi } from '../../k8s/lease-election.js';
+import { CreateRefusals } from './create-refusals.js';
+import { StatusWrites } from './status-pace.js';
 import type { CoordinatorView } from './watch-cache.js';
 
 /** Settings of the loop. */
@@ -43,6 +46,12 @@ export abstract class ElectedCoordinator<V extends CoordinatorView> {
   /** A change was heard while no pause was under way: the next pause is skipped. */
   private dirty = false;
   private lastResync = 0;
+  /** Objects whose last round failed (said once per streak). */
+  private readonly failingObjects = new Set<string>();
+  /** Creates whose name was taken or refused, backing off (create-refusals.ts), kept across rounds. */
+  protected readonly refusals = new CreateRefusals();
+  /** When each object's status was last written (status-pace.ts), kept across rounds. */
+  protected readonly statusWrites = new StatusWrites();
 
   constructor(
     lease: LeaseApi,
@@ -79,6 +88,37 @@ export abstract class ElectedCoordinator<V extends CoordinatorView> {
   /** Whether this agent may act as the coordinator now. */
   leading(): boolean {
     return !this.stopping.signal.aborted && this.election.leading();
+  }
+
+  /**
+   * Runs fn on each object, by uid, while this agent leads, and answers the earliest time one asked to look again;
+   * what is kept for objects no longer listed (refusals, status writes) is forgotten.
+   * An object's failed round is said once per streak (a write that lost a race, 409, only in debug: it is done
+   * again once the watch has the change) and asks for a round after retryMs.
+   */
+  protected async eachObject<T extends { metadata: { name: string; namespace?: string; uid?: string } }>(objects: T[], fn: (o: T) => Promise<number | undefined>): Promise<number | undefined> {
+    const uids = new Set(objects.map((o) => o.metadata.uid ?? ''));
+    for (const uid of this.failingObjects) if (!uids.has(uid)) this.failingObjects.delete(uid);
+    this.refusals.keepOnly(uids);
+    this.statusWrites.keepOnly(uids);
+    let wakeAt: number | undefined;
+    for (const o of objects) {
+      if (!this.leading()) break;
+      const uid = o.metadata.uid ?? '';
+      try {
+        const at = await fn(o);
+        if (at !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, at);
+        this.failingObjects.delete(uid);
+      } catch (err) {
+        const conflict = isConflict(err);
+        const level = conflict || this.failingObjects.has(uid) ? 'debug' : 'warn';
+        if (!conflict) this.failingObjects.add(uid);
+        const name = o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name;
+        this.log.log(level, `a round of ${this.what} failed; trying again`, { object: name, error: asAgentError(err).message });
+        wakeAt = Math.min(wakeAt ?? Infinity, this.clock.now() + this.elected.retryMs);
+      }
+    }
+    return wakeAt;
   }
 
   /** Something changed: the next round now (or right after the one under way). */

@@ -8,6 +8,7 @@
 //
 // An ownerReference is written by whoever creates the object, so one may be forged: a forged one that asks
 // something else is a name taken, and deletion also asks for the owner's name prefix where others could create.
+import { sameJson } from '../../same-json.js';
 
 /** An ownerReference as objects carry it. */
 export interface OwnerRef {
@@ -42,6 +43,37 @@ export function controllerOf(obj: Owned): OwnerRef | undefined {
 /** Whether obj's controller ownerReference names this uid (workloads, whose kind the caller knows). */
 export function controlledBy(uid: string, obj: Owned): boolean {
   return !!uid && controllerOf(obj)?.uid === uid;
+}
+
+/** The ownership rules of one kind of owner: the reference it puts on what it creates, and whether it owns an object. */
+export interface OwnerKind {
+  kind: string;
+  /** The controller ownerReference an owner of this kind puts on what it creates. */
+  ref(owner: { metadata: { name: string; uid?: string } }): OwnerRef;
+  /** Whether obj's controller ownerReference names the owner of this kind with this uid. */
+  owns(uid: string, obj: Owned): boolean;
+}
+
+/** The rules for owners of this API group, version and kind. */
+export function ownerKind(group: string, version: string, kind: string): OwnerKind {
+  return { kind, ref: (owner) => controllerRef(`${group}/${version}`, kind, owner), owns: (uid, obj) => ownedBy({ group, kind }, uid, obj) };
+}
+
+/** Why obj is not the owner's own (undefined: it is): the words a NameTaken message gives. */
+export function notOwned(kind: OwnerKind, owner: { metadata: { name: string; uid?: string } }, obj: Owned): string | undefined {
+  const uid = owner.metadata.uid ?? '';
+  return kind.owns(uid, obj) ? undefined : `it has no controller ownerReference to ${kind.kind} ${owner.metadata.name} (uid ${uid})`;
+}
+
+/** A ContainerRestart as far as ownership compares it. */
+type RestartLike = { metadata?: unknown; spec?: { podName?: string; containers?: unknown } };
+
+/** Why found is not the ContainerRestart the owner wanted: not its own, or another pod or containers (undefined: it is). */
+export function restartMismatch(kind: OwnerKind, owner: { metadata: { name: string; uid?: string } }, who: string, found: RestartLike, wanted: RestartLike): string | undefined {
+  const why = notOwned(kind, owner, found);
+  if (why) return why;
+  if (found.spec?.podName !== wanted.spec?.podName || !sameJson(found.spec?.containers, wanted.spec?.containers)) return `it asks for another pod or other images than ${who} would`;
+  return undefined;
 }
 
 /** Whether obj's controller ownerReference names the owner of this group, kind and uid. */

@@ -4,13 +4,9 @@
 // reads the cluster again (see reconcile.ts). The election, the watches it reads through while it leads and the
 // pace of its rounds are the kit's (kit/elected-coordinator.ts).
 import type { Clock } from '../../clock.js';
-import { asAgentError } from '../../errors.js';
-import { isConflict } from '../../k8s/api-error.js';
 import type { Logger } from '../../log.js';
 import type { LeaseApi } from '../../k8s/lease-election.js';
-import { CreateRefusals } from '../kit/create-refusals.js';
 import { ELECTED_DEFAULTS, ElectedCoordinator, type ElectedOptions } from '../kit/elected-coordinator.js';
-import { StatusWrites } from '../kit/status-pace.js';
 import { reconcileRollout } from './reconcile.js';
 import type { RolloutApi } from './rollout-api.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
@@ -34,13 +30,6 @@ export const COORDINATOR_DEFAULTS = ELECTED_DEFAULTS;
 
 /** Takes part in the election and, while holding the Lease, coordinates every rollout. */
 export class RolloutCoordinator extends ElectedCoordinator<RolloutView> {
-  /** Rollouts whose last round failed (said once per streak). */
-  private readonly failingRollouts = new Set<string>();
-  /** Creates the API server would not take, backing off (see kit/create-refusals.ts). */
-  private readonly refusals = new CreateRefusals();
-  /** When each rollout's status was last written (kit/status-pace.ts). */
-  private readonly statusWrites = new StatusWrites();
-
   constructor(
     api: RolloutApi,
     lease: LeaseApi,
@@ -56,25 +45,7 @@ export class RolloutCoordinator extends ElectedCoordinator<RolloutView> {
   /** One round over every rollout; answers when a plan asked to look again (ms since the epoch). */
   protected async round(reads: RolloutView): Promise<number | undefined> {
     const rollouts = await reads.listRollouts(this.opts.namespace);
-    const uids = new Set(rollouts.map((r) => r.metadata.uid ?? ''));
-    this.refusals.keepOnly(uids);
-    this.statusWrites.keepOnly(uids);
-    let wakeAt: number | undefined;
-    for (const r of rollouts) {
-      if (!this.leading()) break;
-      try {
-        const plan = await reconcileRollout({ api: reads, deployments: this.opts.deployments, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals, statusWrites: this.statusWrites }, r, rollouts);
-        if (plan.wakeAtMs !== undefined) wakeAt = Math.min(wakeAt ?? Infinity, plan.wakeAtMs);
-        this.failingRollouts.delete(r.metadata.uid ?? '');
-      } catch (err) {
-        // A write that lost a race (409: the rollout changed meanwhile) is done again once its watch has the change.
-        const conflict = isConflict(err);
-        const level = conflict || this.failingRollouts.has(r.metadata.uid ?? '') ? 'debug' : 'warn';
-        if (!conflict) this.failingRollouts.add(r.metadata.uid ?? '');
-        this.log.log(level, 'rollout round failed; trying again', { rollout: `${r.metadata.namespace}/${r.metadata.name}`, error: asAgentError(err).message });
-        wakeAt = Math.min(wakeAt ?? Infinity, this.clock.now() + this.opts.retryMs);
-      }
-    }
-    return wakeAt;
+    const deps = { api: reads, deployments: this.opts.deployments, node: this.opts.node, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals, statusWrites: this.statusWrites };
+    return this.eachObject(rollouts, async (r) => (await reconcileRollout(deps, r, rollouts)).wakeAtMs);
   }
 }

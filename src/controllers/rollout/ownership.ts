@@ -8,29 +8,26 @@ import type { ImagePrewarm } from '../image-prewarm/types.js';
 import { prewarmPrefix } from './names.js';
 import { sameJson } from '../../same-json.js';
 import { IPR_GROUP, IPR_KIND, IPR_VERSION, type InPlaceRollout } from './types.js';
-import { controllerRef, ownedBy as ownedByOwner, type OwnerRef } from '../kit/ownership.js';
+import { notOwned, ownerKind, restartMismatch as kitRestartMismatch } from '../kit/ownership.js';
 
+const ROLLOUT_OWNER = ownerKind(IPR_GROUP, IPR_VERSION, IPR_KIND);
 /** The controller ownerReference a rollout puts on what it creates. */
-export function rolloutOwnerRef(rollout: InPlaceRollout): OwnerRef {
-  return controllerRef(`${IPR_GROUP}/${IPR_VERSION}`, IPR_KIND, rollout);
-}
-
+export const rolloutOwnerRef = ROLLOUT_OWNER.ref;
 /** Whether obj's controller ownerReference names the rollout with this uid. */
-export function ownedBy(rolloutUid: string, obj: { metadata?: unknown }): boolean {
-  return ownedByOwner({ group: IPR_GROUP, kind: IPR_KIND }, rolloutUid, obj);
-}
+export const ownedBy = ROLLOUT_OWNER.owns;
 
 /** Why an existing ContainerRestart is not the one the rollout wanted (undefined: it is, so the update was started). */
 export function restartMismatch(rollout: InPlaceRollout, found: ContainerRestart, wanted: ContainerRestart): string | undefined {
-  if (!ownedBy(rollout.metadata.uid ?? '', found)) return `it has no controller ownerReference to InPlaceRollout ${rollout.metadata.name} (uid ${rollout.metadata.uid ?? ''})`;
-  if (found.spec?.podName !== wanted.spec.podName || !sameJson(found.spec?.containers, wanted.spec.containers)) return 'it asks for another pod or other images than this rollout would';
+  const why = kitRestartMismatch(ROLLOUT_OWNER, rollout, 'this rollout', found, wanted);
+  if (why) return why;
   if (!sameJson(found.metadata.annotations ?? {}, { ...(found.metadata.annotations ?? {}), ...(wanted.metadata.annotations ?? {}) })) return 'it names another revision than this rollout would';
   return undefined;
 }
 
 /** Why an existing ImagePrewarm is not the one the rollout wanted (undefined: it is). */
 export function prewarmMismatch(rollout: InPlaceRollout, found: ImagePrewarm, images: string[]): string | undefined {
-  if (!ownedBy(rollout.metadata.uid ?? '', found)) return `it has no controller ownerReference to InPlaceRollout ${rollout.metadata.name} (uid ${rollout.metadata.uid ?? ''})`;
+  const why = notOwned(ROLLOUT_OWNER, rollout, found);
+  if (why) return why;
   if (!sameJson([...(found.spec?.images ?? [])].sort(), [...images].sort())) return 'it pulls other images than this rollout would';
   return undefined;
 }

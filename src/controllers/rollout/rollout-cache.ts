@@ -19,9 +19,7 @@ import type { Obj, RolloutLists } from './rollout-lists.js';
 export { kubeLists, type Obj, type RolloutLists } from './rollout-lists.js';
 
 /** The reads of a round, from watches, and the writes, passed on to the API server and read back. */
-export class RolloutCache implements RolloutView {
-  private readonly cache: WatchCache;
-
+export class RolloutCache extends WatchCache implements RolloutView {
   constructor(
     /** The watches' requests and clock. */
     follow: FollowerDeps,
@@ -31,36 +29,14 @@ export class RolloutCache implements RolloutView {
     clock: Clock,
     log: Logger,
   ) {
-    this.cache = new WatchCache(follow, clock, log, 'the rollout coordinator');
+    super(follow, clock, log, 'the rollout coordinator');
   }
-
-  /** fn is called after each change any watch heard. */
-  onChange(fn: () => void): void {
-    this.cache.onChange(fn);
-  }
-
-  /** Until the next call, every read goes to the API server (the coordinator's resync). */
-  fresh(direct: boolean): void {
-    this.cache.fresh(direct);
-  }
-
-  /** Stops the watches no round read from for a while, and forgets old overlays (kit/watch-cache.ts). */
-  sweep(): void {
-    this.cache.sweep();
-  }
-
-  /** Stops every watch. */
-  stop(): Promise<void> {
-    return this.cache.stop();
-  }
-
-  // ------------------------------------------------------------------------------------------ reads
 
   async listRollouts(namespace?: string): Promise<InPlaceRollout[]> {
     const path = namespace ? `/apis/${IPR_GROUP}/${IPR_VERSION}/namespaces/${namespace}/${IPR_PLURAL}` : `/apis/${IPR_GROUP}/${IPR_VERSION}/${IPR_PLURAL}`;
     const list = () => this.lists.rollouts(namespace);
-    const items = await this.cache.read('ipr', `ipr:${namespace ?? ''}`, { path, list }, () => this.api.listRollouts(namespace) as Promise<Obj[]>);
-    return this.cache.merged('ipr', items, () => true) as InPlaceRollout[];
+    const items = await this.read('ipr', `ipr:${namespace ?? ''}`, { path, list }, () => this.api.listRollouts(namespace) as Promise<Obj[]>);
+    return this.merged('ipr', items, () => true) as InPlaceRollout[];
   }
 
   getRollout(namespace: string, name: string): Promise<InPlaceRollout | undefined> {
@@ -75,7 +51,7 @@ export class RolloutCache implements RolloutView {
       const w = await this.api.getWorkload(namespace, kind, name);
       return w ? [w.obj as Obj] : [];
     };
-    const [obj] = await this.cache.read('workload', `${plural}:${namespace}/${name}`, { path: `/apis/apps/v1/namespaces/${namespace}/${plural}`, list, fieldSelector }, direct);
+    const [obj] = await this.read('workload', `${plural}:${namespace}/${name}`, { path: `/apis/apps/v1/namespaces/${namespace}/${plural}`, list, fieldSelector }, direct);
     if (!obj) return undefined;
     return (kind === 'StatefulSet' ? { kind, obj } : { kind, obj }) as Workload;
   }
@@ -83,7 +59,7 @@ export class RolloutCache implements RolloutView {
   async listRevisions(namespace: string, selector: Record<string, string>): Promise<V1ControllerRevision[]> {
     const labelSelector = selectorFor(selector);
     const list = () => this.lists.revisions(namespace, labelSelector);
-    return (await this.cache.read('rev', `rev:${namespace}?${labelSelector}`, { path: `/apis/apps/v1/namespaces/${namespace}/controllerrevisions`, list, labelSelector }, () =>
+    return (await this.read('rev', `rev:${namespace}?${labelSelector}`, { path: `/apis/apps/v1/namespaces/${namespace}/controllerrevisions`, list, labelSelector }, () =>
       this.api.listRevisions(namespace, selector) as Promise<Obj[]>,
     )) as V1ControllerRevision[];
   }
@@ -91,24 +67,24 @@ export class RolloutCache implements RolloutView {
   async listPods(namespace: string, selector: Record<string, string>): Promise<V1Pod[]> {
     const labelSelector = selectorFor(selector);
     const list = () => this.lists.pods(namespace, labelSelector);
-    const items = await this.cache.read('pod', `pod:${namespace}?${labelSelector}`, { path: `/api/v1/namespaces/${namespace}/pods`, list, labelSelector }, () => this.api.listPods(namespace, selector) as Promise<Obj[]>);
-    return this.cache.merged('pod', items, (o) => o.metadata?.namespace === namespace && hasLabels(o, selector)) as V1Pod[];
+    const items = await this.read('pod', `pod:${namespace}?${labelSelector}`, { path: `/api/v1/namespaces/${namespace}/pods`, list, labelSelector }, () => this.api.listPods(namespace, selector) as Promise<Obj[]>);
+    return this.merged('pod', items, (o) => o.metadata?.namespace === namespace && hasLabels(o, selector)) as V1Pod[];
   }
 
   async listRestarts(namespace: string, rolloutUid: string): Promise<ContainerRestart[]> {
     const labelSelector = `${ROLLOUT_LABEL}=${rolloutUid}`;
     const list = () => this.lists.restarts(namespace, labelSelector);
-    const items = await this.cache.read('cr', `cr:${namespace}?${labelSelector}`, { path: `/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${namespace}/${CR_PLURAL}`, list, labelSelector }, () =>
+    const items = await this.read('cr', `cr:${namespace}?${labelSelector}`, { path: `/apis/${CR_GROUP}/${CR_VERSION}/namespaces/${namespace}/${CR_PLURAL}`, list, labelSelector }, () =>
       this.api.listRestarts(namespace, rolloutUid) as Promise<Obj[]>,
     );
-    return this.cache.merged('cr', items, (o) => o.metadata?.namespace === namespace && hasLabels(o, { [ROLLOUT_LABEL]: rolloutUid })) as ContainerRestart[];
+    return this.merged('cr', items, (o) => o.metadata?.namespace === namespace && hasLabels(o, { [ROLLOUT_LABEL]: rolloutUid })) as ContainerRestart[];
   }
 
   async listPrewarms(rolloutUid: string): Promise<ImagePrewarm[]> {
     const labelSelector = `${ROLLOUT_LABEL}=${rolloutUid}`;
     const list = () => this.lists.prewarms(labelSelector);
-    const items = await this.cache.read('pw', `pw:${labelSelector}`, { path: `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`, list, labelSelector }, () => this.api.listPrewarms(rolloutUid) as unknown as Promise<Obj[]>);
-    return this.cache.merged('pw', items, (o) => hasLabels(o, { [ROLLOUT_LABEL]: rolloutUid })) as unknown as ImagePrewarm[];
+    const items = await this.read('pw', `pw:${labelSelector}`, { path: `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`, list, labelSelector }, () => this.api.listPrewarms(rolloutUid) as unknown as Promise<Obj[]>);
+    return this.merged('pw', items, (o) => hasLabels(o, { [ROLLOUT_LABEL]: rolloutUid })) as unknown as ImagePrewarm[];
   }
 
   /** Not watched: read only while a pre-warm is under way (see observe.ts). */
@@ -119,27 +95,27 @@ export class RolloutCache implements RolloutView {
   // ------------------------------------------------------------------------------------------ writes
 
   async patchRolloutSpec(namespace: string, name: string, spec: Partial<InPlaceRollout['spec']>): Promise<InPlaceRollout> {
-    return this.cache.lay('ipr', (await this.api.patchRolloutSpec(namespace, name, spec)) as Obj) as InPlaceRollout;
+    return this.lay('ipr', (await this.api.patchRolloutSpec(namespace, name, spec)) as Obj) as InPlaceRollout;
   }
 
   async writeRolloutStatus(rollout: InPlaceRollout, status: InPlaceRolloutStatus): Promise<InPlaceRollout> {
-    return this.cache.lay('ipr', (await this.api.writeRolloutStatus(rollout, status)) as Obj) as InPlaceRollout;
+    return this.lay('ipr', (await this.api.writeRolloutStatus(rollout, status)) as Obj) as InPlaceRollout;
   }
 
   async createRestart(cr: ContainerRestart): Promise<ContainerRestart> {
-    return this.cache.lay('cr', (await this.api.createRestart(cr)) as Obj) as ContainerRestart;
+    return this.lay('cr', (await this.api.createRestart(cr)) as Obj) as ContainerRestart;
   }
 
   async patchPodMetadata(namespace: string, name: string, uid: string, labels: Record<string, string | null>, annotations: Record<string, string | null>): Promise<V1Pod> {
-    return this.cache.lay('pod', (await this.api.patchPodMetadata(namespace, name, uid, labels, annotations)) as Obj) as V1Pod;
+    return this.lay('pod', (await this.api.patchPodMetadata(namespace, name, uid, labels, annotations)) as Obj) as V1Pod;
   }
 
   async deletePod(namespace: string, name: string, uid: string): Promise<V1Pod> {
-    return this.cache.lay('pod', (await this.api.deletePod(namespace, name, uid)) as Obj) as V1Pod;
+    return this.lay('pod', (await this.api.deletePod(namespace, name, uid)) as Obj) as V1Pod;
   }
 
   async createPrewarm(pw: ImagePrewarm & { metadata: { labels?: Record<string, string> } }): Promise<ImagePrewarm> {
-    return this.cache.lay('pw', (await this.api.createPrewarm(pw)) as unknown as Obj) as unknown as ImagePrewarm;
+    return this.lay('pw', (await this.api.createPrewarm(pw)) as unknown as Obj) as unknown as ImagePrewarm;
   }
 
   /** Asked of the API server (as getPrewarm is): read only after a create found the name taken. */
@@ -153,7 +129,7 @@ export class RolloutCache implements RolloutView {
 
   async deletePrewarm(name: string, uid: string): Promise<void> {
     await this.api.deletePrewarm(name, uid);
-    this.cache.gone('pw', `/${name}`);
+    this.gone('pw', `/${name}`);
   }
 
   /** Asked of the API server every time: an answer about rights is never cached. */

@@ -8,9 +8,8 @@
 //                                                   (else NameTaken in the status, naming the object)
 //   delete an ImagePrewarm                           its own, and named with its prefix (prewarm.ts)
 //   delete a ContainerRestart                        never by the coordinator: by the garbage collector, as its owner's
-import { sameJson } from '../../same-json.js';
 import type { ContainerRestart } from '../container-restart/types.js';
-import { controllerRef, ownedBy, type OwnerRef } from '../kit/ownership.js';
+import { notOwned, ownerKind, restartMismatch as kitRestartMismatch } from '../kit/ownership.js';
 import { SCS_GROUP, SCS_KIND, SCS_VERSION, type SidecarSet } from './types.js';
 
 /** Label on each ContainerRestart and ImagePrewarm a SidecarSet creates: the SidecarSet's uid (narrows lists only). */
@@ -18,20 +17,18 @@ export const SIDECARSET_LABEL = 'inplace-agent.io/sidecarset';
 /** Label on each ContainerRestart a SidecarSet creates: the key of the image set it upgrades to (plan.ts imagesKey). */
 export const IMAGES_LABEL = 'inplace-agent.io/sidecarset-images';
 
+const SET_OWNER = ownerKind(SCS_GROUP, SCS_VERSION, SCS_KIND);
+/** Why obj is not the SidecarSet's own (undefined: it is). */
+export const notSetOwned = (set: SidecarSet, obj: { metadata?: unknown }) => notOwned(SET_OWNER, set, obj);
 /** The controller ownerReference a SidecarSet puts on what it creates. */
-export function setOwnerRef(set: SidecarSet): OwnerRef {
-  return controllerRef(`${SCS_GROUP}/${SCS_VERSION}`, SCS_KIND, set);
-}
-
+export const setOwnerRef = SET_OWNER.ref;
 /** Whether the SidecarSet with this uid is the controller owner of obj. */
-export function ownedBySet(setUid: string, obj: { metadata?: unknown }): boolean {
-  return ownedBy({ group: SCS_GROUP, kind: SCS_KIND }, setUid, obj);
-}
+export const ownedBySet = SET_OWNER.owns;
 
 /** Why an existing ContainerRestart is not the one the SidecarSet wanted (undefined: it is, so the upgrade was started). */
 export function restartMismatch(set: SidecarSet, found: ContainerRestart, wanted: ContainerRestart): string | undefined {
-  if (!ownedBySet(set.metadata.uid ?? '', found)) return `it has no controller ownerReference to SidecarSet ${set.metadata.name} (uid ${set.metadata.uid ?? ''})`;
-  if (found.spec?.podName !== wanted.spec.podName || !sameJson(found.spec?.containers, wanted.spec.containers)) return 'it asks for another pod or other images than this SidecarSet would';
+  const why = kitRestartMismatch(SET_OWNER, set, 'this SidecarSet', found, wanted);
+  if (why) return why;
   if (found.metadata.labels?.[IMAGES_LABEL] !== wanted.metadata.labels?.[IMAGES_LABEL]) return 'it names another image set than this SidecarSet would';
   return undefined;
 }

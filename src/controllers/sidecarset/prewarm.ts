@@ -16,7 +16,7 @@ import type { PrewarmProgress } from '../image-prewarm/summary.js';
 import { sameJson } from '../../same-json.js';
 import { PREWARM_BACKOFF_LIMIT, PREWARM_PARALLEL_NODES, PREWARM_SILENT_HINT_MS } from '../kit/prewarm-settings.js';
 import { KitReasons } from '../kit/reasons.js';
-import { ownedBySet, setOwnerRef } from './ownership.js';
+import { notSetOwned, setOwnerRef } from './ownership.js';
 import type { SidecarSet } from './types.js';
 
 /** A node not done this long after it first saw the pre-warm ends Failed, so a pre-warm never waits forever. */
@@ -52,7 +52,8 @@ export interface SidecarPrewarmAction {
 
 /** Why an existing ImagePrewarm is not the one the SidecarSet wants for (images, namespace); undefined: it is. */
 export function prewarmMismatch(set: SidecarSet, pw: ImagePrewarm, namespace: string): string | undefined {
-  if (!ownedBySet(set.metadata.uid ?? '', pw)) return `ImagePrewarm ${pw.metadata.name} exists and has no controller ownerReference to SidecarSet ${set.metadata.name} (uid ${set.metadata.uid ?? ''})`;
+  const why = notSetOwned(set, pw);
+  if (why) return `ImagePrewarm ${pw.metadata.name} exists: ${why}`;
   const same = sameJson([...(pw.spec?.images ?? [])].sort(), prewarmImages(set)) && pw.spec?.podSelector?.namespace === namespace;
   return same ? undefined : `ImagePrewarm ${pw.metadata.name} pulls other images or for another namespace than SidecarSet ${set.metadata.name} would`;
 }

@@ -45,9 +45,7 @@ export function sidecarSetLists(kc: KubeConfig): SidecarSetLists {
 }
 
 /** The reads of a round, from watches, and the writes, passed on to the API server and read back. */
-export class SidecarSetCache implements SidecarSetView {
-  private readonly cache: WatchCache;
-
+export class SidecarSetCache extends WatchCache implements SidecarSetView {
   constructor(
     follow: FollowerDeps,
     private readonly lists: SidecarSetLists,
@@ -56,33 +54,17 @@ export class SidecarSetCache implements SidecarSetView {
     clock: Clock,
     log: Logger,
   ) {
-    this.cache = new WatchCache(follow, clock, log, 'the SidecarSet coordinator');
-  }
-
-  onChange(fn: () => void): void {
-    this.cache.onChange(fn);
-  }
-
-  fresh(direct: boolean): void {
-    this.cache.fresh(direct);
-  }
-
-  sweep(): void {
-    this.cache.sweep();
-  }
-
-  stop(): Promise<void> {
-    return this.cache.stop();
+    super(follow, clock, log, 'the SidecarSet coordinator');
   }
 
   async listSidecarSets(): Promise<SidecarSet[]> {
-    const items = await this.cache.read('scs', 'scs', { path: `/apis/${SCS_GROUP}/${SCS_VERSION}/${SCS_PLURAL}`, list: () => this.lists.sidecarSets() }, () => this.api.listSidecarSets() as Promise<Obj[]>);
-    return this.cache.merged('scs', items, () => true) as unknown as SidecarSet[];
+    const items = await this.read('scs', 'scs', { path: `/apis/${SCS_GROUP}/${SCS_VERSION}/${SCS_PLURAL}`, list: () => this.lists.sidecarSets() }, () => this.api.listSidecarSets() as Promise<Obj[]>);
+    return this.merged('scs', items, () => true) as unknown as SidecarSet[];
   }
 
   async listPods(set: SidecarSet): Promise<V1Pod[]> {
     const labelSelector = selectorString(set.spec.selector);
-    return (await this.cache.read('pod', `pod?${labelSelector}`, { path: '/api/v1/pods', list: () => this.lists.pods(labelSelector), labelSelector }, () => this.api.listPods(set) as Promise<Obj[]>)) as V1Pod[];
+    return (await this.read('pod', `pod?${labelSelector}`, { path: '/api/v1/pods', list: () => this.lists.pods(labelSelector), labelSelector }, () => this.api.listPods(set) as Promise<Obj[]>)) as V1Pod[];
   }
 
   namespaceLabels(): Promise<Map<string, Record<string, string>>> {
@@ -93,8 +75,8 @@ export class SidecarSetCache implements SidecarSetView {
     const sel = { [SIDECARSET_LABEL]: set.metadata.uid ?? '' };
     const labelSelector = `${SIDECARSET_LABEL}=${set.metadata.uid ?? ''}`;
     const spec = { path: `/apis/${CR_GROUP}/${CR_VERSION}/${CR_PLURAL}`, list: () => this.lists.restarts(labelSelector), labelSelector };
-    const items = await this.cache.read('cr', `cr?${labelSelector}`, spec, () => this.api.listRestarts(set) as Promise<Obj[]>);
-    return this.cache.merged('cr', items, (o) => hasLabels(o, sel)) as ContainerRestart[];
+    const items = await this.read('cr', `cr?${labelSelector}`, spec, () => this.api.listRestarts(set) as Promise<Obj[]>);
+    return this.merged('cr', items, (o) => hasLabels(o, sel)) as ContainerRestart[];
   }
 
   getRestart(namespace: string, name: string): Promise<ContainerRestart | undefined> {
@@ -106,15 +88,15 @@ export class SidecarSetCache implements SidecarSetView {
   }
 
   async createRestart(cr: ContainerRestart): Promise<ContainerRestart> {
-    return this.cache.lay('cr', await this.api.createRestart(cr));
+    return this.lay('cr', await this.api.createRestart(cr));
   }
 
   async listPrewarms(set: SidecarSet): Promise<ImagePrewarm[]> {
     const sel = { [SIDECARSET_LABEL]: set.metadata.uid ?? '' };
     const labelSelector = `${SIDECARSET_LABEL}=${set.metadata.uid ?? ''}`;
     const spec = { path: `/apis/${FLEET_GROUP}/${FLEET_VERSION}/${IMAGE_PREWARM_PLURAL}`, list: () => this.lists.prewarms(labelSelector), labelSelector };
-    const items = await this.cache.read('pw', `pw?${labelSelector}`, spec, () => this.api.listPrewarms(set) as unknown as Promise<Obj[]>);
-    return this.cache.merged('pw', items, (o) => hasLabels(o, sel)) as unknown as ImagePrewarm[];
+    const items = await this.read('pw', `pw?${labelSelector}`, spec, () => this.api.listPrewarms(set) as unknown as Promise<Obj[]>);
+    return this.merged('pw', items, (o) => hasLabels(o, sel)) as unknown as ImagePrewarm[];
   }
 
   /** Not watched: read only while a pre-warm is under way (round.ts). */
@@ -123,7 +105,7 @@ export class SidecarSetCache implements SidecarSetView {
   }
 
   async createPrewarm(set: SidecarSet, a: SidecarPrewarmAction): Promise<ImagePrewarm> {
-    return this.cache.lay('pw', await this.api.createPrewarm(set, a));
+    return this.lay('pw', await this.api.createPrewarm(set, a));
   }
 
   getPrewarm(name: string): Promise<ImagePrewarm | undefined> {
@@ -132,10 +114,10 @@ export class SidecarSetCache implements SidecarSetView {
 
   async deletePrewarm(name: string, uid: string): Promise<void> {
     await this.api.deletePrewarm(name, uid);
-    this.cache.gone('pw', `/${name}`);
+    this.gone('pw', `/${name}`);
   }
 
   async writeStatus(set: SidecarSet, status: SidecarSetStatus): Promise<SidecarSet> {
-    return this.cache.lay('scs', await this.api.writeStatus(set, status));
+    return this.lay('scs', await this.api.writeStatus(set, status));
   }
 }
