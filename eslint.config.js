@@ -19,8 +19,9 @@ export const ROOMS = {
   kube: { may: ['runtime', 'engine', 'k8s'], owns: "Kubernetes mode, the engine's plug-in: the kubelet strategy, the drain, the readiness condition and gate, Events, preStop, this node's pods" },
   'controllers/container-restart': { may: ['runtime', 'engine', 'k8s', 'kube'], owns: 'the ContainerRestart controller: request, requester checks, status' },
   'controllers/image-prewarm': { may: ['runtime', 'pull', 'k8s'], owns: 'fleet pre-warm: ImagePrewarm and NodePrewarm, pull slots' },
-  'controllers/rollout': { may: ['k8s', 'controllers/container-restart', 'controllers/image-prewarm'], owns: 'InPlaceRollout: the planner, the workload holds, the elected coordinator' },
-  'controllers/sidecarset': { may: ['k8s', 'controllers/container-restart', 'controllers/image-prewarm'], owns: 'SidecarSet: its types, status and in-place sidecar upgrades' },
+  'controllers/kit': { may: ['k8s'], owns: 'what every controller shares: the elected coordinator loop, the watch cache that reads its own writes, ownership and create-or-NameTaken, names, budgets, status pacing, reasons' },
+  'controllers/rollout': { may: ['k8s', 'controllers/kit', 'controllers/container-restart', 'controllers/image-prewarm'], owns: 'InPlaceRollout: the planner, the workload holds, the elected coordinator' },
+  'controllers/sidecarset': { may: ['k8s', 'controllers/kit', 'controllers/container-restart', 'controllers/image-prewarm'], owns: 'SidecarSet: its types, status and in-place sidecar upgrades' },
   cli: { may: ['api', 'pull', 'k8s', 'controllers/container-restart', 'controllers/image-prewarm', 'controllers/rollout'], owns: 'inplacectl and the kubectl plugin' },
   daemon: { may: ['runtime', 'runtime/containerd', 'runtime/cri', 'runtime/docker', 'engine', 'pull', 'api', 'k8s', 'kube', 'controllers/container-restart', 'controllers/image-prewarm', 'controllers/rollout', 'controllers/sidecarset'], owns: 'the composition root' },
 };

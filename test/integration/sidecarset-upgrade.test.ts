@@ -125,6 +125,9 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
   it('an image bump of both sidecars is pre-warmed, then reaches the five pods in place: same pods, apps untouched, one pod at a time, 0 failed requests', async () => {
     const before = await meshPods();
     const prewarms = new PrewarmSamples(kc, (await scs.read()).metadata.uid ?? '');
+    // Every record change is seen (watches): the coordinator deletes the ImagePrewarm, and its records' entries,
+    // within a second of the last node's part.
+    await prewarms.follow(kc);
     // Every pod status change is seen (a watch), not only those a poll happens to sample.
     const down = await sidecarsDownWatch(kc, ns, 'mesh=on', SIDECARS);
     let mostInFlight = 0;
@@ -143,7 +146,10 @@ describe('SidecarSet upgrade in place (the DaemonSet agents, real cluster)', fun
         },
         { everyMs: 100, seen: () => last },
       );
-    }).finally(() => down.stop());
+    }).finally(() => {
+      down.stop();
+      prewarms.stop();
+    });
     const mostDown = down.most();
     const text = describeTallies(tallies);
     console.log(`      traffic: ${text}; most pods with a sidecar down at once: ${mostDown}`);

@@ -121,8 +121,9 @@ export async function sidecarsDownWatch(kc: k8s.KubeConfig, ns: string, labelSel
 /**
  * What a test sees of a SidecarSet's ImagePrewarms (updateStrategy.prewarm), sample by sample: each one's
  * creation, and, per node, when its part was done as the node's own NodePrewarm record says (the latest
- * completionTime of its images once the node's phase is Succeeded). Records may go with their ImagePrewarm, so
- * sample often while it exists.
+ * completionTime of its images once the node's phase is Succeeded). Records go with their ImagePrewarm, which the
+ * coordinator deletes within a second of the last node's part (it reads the records every 0.5 s): follow() watches
+ * both kinds, so that no state is missed between samples.
  */
 export class PrewarmSamples {
   private readonly custom: k8s.CustomObjectsApi;
@@ -138,26 +139,54 @@ export class PrewarmSamples {
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
   }
 
+  private readonly watches: { abort(): void }[] = [];
+
   /** Takes one sample; answers how many of the SidecarSet's ImagePrewarms exist now. */
   async sample(): Promise<number> {
-    const fleet = { group: FLEET_GROUP, version: FLEET_VERSION };
-    const [pws, records] = await Promise.all([
-      this.custom.listClusterCustomObject({ ...fleet, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${SIDECARSET_LABEL}=${this.setUid}` }) as Promise<{ items: ImagePrewarm[] }>,
-      this.custom.listClusterCustomObject({ ...fleet, plural: NODE_PREWARM_PLURAL }) as Promise<{ items: NodePrewarm[] }>,
-    ]);
-    for (const pw of pws.items) {
-      const createdMs = new Date(pw.metadata.creationTimestamp ?? 0).getTime();
-      this.created.set(pw.metadata.name, { namespace: pw.spec.podSelector?.namespace ?? '', images: pw.spec.images, createdMs });
-    }
-    for (const r of records.items) {
-      for (const [name, e] of Object.entries(r.status?.prewarms ?? {})) {
-        if (!this.created.has(name) || e.phase !== 'Succeeded') continue;
-        const at = Math.max(...e.images.map((i) => new Date(i.completionTime ?? 0).getTime()));
-        const byNode = this.doneOn.get(name) ?? new Map<string, number>();
-        byNode.set(r.spec?.nodeName ?? r.metadata.name, at);
-        this.doneOn.set(name, byNode);
-      }
-    }
+    const [pws, records] = await Promise.all([this.custom.listClusterCustomObject(this.prewarmList()) as Promise<{ items: ImagePrewarm[] }>, this.custom.listClusterCustomObject(this.recordList()) as Promise<{ items: NodePrewarm[] }>]);
+    pws.items.forEach((pw) => this.seePrewarm(pw));
+    records.items.forEach((r) => this.seeRecord(r));
     return pws.items.length;
+  }
+
+  /** Watches the ImagePrewarms and the records from now on (a list, then a watch from its resourceVersion), until stop(). */
+  async follow(kc: k8s.KubeConfig): Promise<void> {
+    const watch = async <T>(list: { group: string; version: string; plural: string; labelSelector?: string }, see: (o: T) => void) => {
+      const r = (await this.custom.listClusterCustomObject(list)) as { items: T[]; metadata?: { resourceVersion?: string } };
+      r.items.forEach(see);
+      const path = `/apis/${list.group}/${list.version}/${list.plural}`;
+      const opts = { resourceVersion: r.metadata?.resourceVersion, ...(list.labelSelector ? { labelSelector: list.labelSelector } : {}) };
+      this.watches.push(await new k8s.Watch(kc).watch(path, opts, (type, o: T) => type !== 'DELETED' && see(o), () => undefined));
+    };
+    await Promise.all([watch<ImagePrewarm>(this.prewarmList(), (pw) => this.seePrewarm(pw)), watch<NodePrewarm>(this.recordList(), (r) => this.seeRecord(r))]);
+  }
+
+  /** Stops the watches of follow(). */
+  stop(): void {
+    for (const w of this.watches.splice(0)) w.abort();
+  }
+
+  private prewarmList() {
+    return { group: FLEET_GROUP, version: FLEET_VERSION, plural: IMAGE_PREWARM_PLURAL, labelSelector: `${SIDECARSET_LABEL}=${this.setUid}` };
+  }
+
+  private recordList() {
+    return { group: FLEET_GROUP, version: FLEET_VERSION, plural: NODE_PREWARM_PLURAL };
+  }
+
+  private seePrewarm(pw: ImagePrewarm): void {
+    const createdMs = new Date(pw.metadata.creationTimestamp ?? 0).getTime();
+    this.created.set(pw.metadata.name, { namespace: pw.spec.podSelector?.namespace ?? '', images: pw.spec.images, createdMs });
+  }
+
+  /** A node's record: its part of each ImagePrewarm once Succeeded (kept whichever is seen first, the record or the ImagePrewarm). */
+  private seeRecord(r: NodePrewarm): void {
+    for (const [name, e] of Object.entries(r.status?.prewarms ?? {})) {
+      if (e.phase !== 'Succeeded') continue;
+      const at = Math.max(...e.images.map((i) => new Date(i.completionTime ?? 0).getTime()));
+      const byNode = this.doneOn.get(name) ?? new Map<string, number>();
+      byNode.set(r.spec?.nodeName ?? r.metadata.name, at);
+      this.doneOn.set(name, byNode);
+    }
   }
 }

@@ -44,7 +44,7 @@ describe('inplacectl rollout history|undo (rollout-history.ts)', () => {
 
   it('undo: a held Deployment goes back to the template of its one ReplicaSet (without its hash); anywhere else kubectl undo is named', () => {
     const d = (held: boolean) => ({ metadata: { name: 'web', uid: 'd1', annotations: held ? { 'inplace-agent.io/hold': 'paused' } : {} }, spec: { paused: held, selector: {}, template: {} } });
-    const rs = { metadata: { name: 'web-aaa', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd1' }] }, spec: { replicas: 3, selector: {}, template: { metadata: { labels: { app: 'web', 'pod-template-hash': 'aaa' } }, spec: { containers: [{ name: 'app', image: 'app:v1' }] } } } };
+    const rs = { metadata: { name: 'web-aaa', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'd1', controller: true }] }, spec: { replicas: 3, selector: {}, template: { metadata: { labels: { app: 'web', 'pod-template-hash': 'aaa' } }, spec: { containers: [{ name: 'app', image: 'app:v1' }] } } } };
     const held = undoTarget('Deployment', 'web', d(true) as never, [rs] as never);
     assert.ok('template' in held);
     assert.deepEqual(held.template.metadata?.labels, { app: 'web' });

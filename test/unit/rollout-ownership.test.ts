@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { AgentError } from '../../src/errors.js';
 import type { ContainerRestart } from '../../src/controllers/container-restart/types.js';
 import type { ImagePrewarm } from '../../src/controllers/image-prewarm/types.js';
-import { CreateRefusals } from '../../src/controllers/rollout/create-refusals.js';
+import { CreateRefusals } from '../../src/controllers/kit/create-refusals.js';
 import { deletablePrewarm, ownedBy, restartMismatch, rolloutOwnerRef } from '../../src/controllers/rollout/ownership.js';
 import { IGNORED_REVISIONS, planRollout, prewarmName, REASON, restartName, type PodView, type RevisionView, type WorkloadView } from '../../src/controllers/rollout/plan.js';
 import { reconcileRollout, restartObject } from '../../src/controllers/rollout/reconcile.js';

@@ -1,5 +1,6 @@
 import { strict as assert } from 'node:assert';
-import { STATUS_PACE_MS, statusWrite } from '../../src/controllers/rollout/status-pace.js';
+import { STATUS_PACE_MS, statusWrite as kitStatusWrite } from '../../src/controllers/kit/status-pace.js';
+import { ROLLOUT_PROGRESS } from '../../src/controllers/rollout/reconcile.js';
 import type { InPlaceRolloutStatus } from '../../src/controllers/rollout/types.js';
 
 const progressing = (updated: number, inFlight: string[]): InPlaceRolloutStatus => ({
@@ -14,6 +15,9 @@ const progressing = (updated: number, inFlight: string[]): InPlaceRolloutStatus 
   message: `${updated} of 6 updated`,
   conditions: [{ type: 'Progressing', status: 'True', reason: 'Updating', message: `${updated} of 6 updated`, lastTransitionTime: '2026-12-03T00:00:00Z' }],
 });
+
+/** The kit's pace with the rollout's progress fields, as reconcile.ts asks it. */
+const statusWrite = (a: InPlaceRolloutStatus, b: InPlaceRolloutStatus, last: number | undefined, now: number) => kitStatusWrite(a, b, last, now, ROLLOUT_PROGRESS);
 
 describe('rollout status: written on change, progress paced', () => {
   it('the stored status is not written again', () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { imagesKey, planSidecarSet, restartName, SidecarReasons, unavailableBudget, type SidecarPodView, type SidecarRestartView } from '../../src/controllers/sidecarset/plan.js';
+import { resolveMaxUnavailable } from '../../src/controllers/kit/budget.js';
+import { imagesKey, planSidecarSet, restartName, SidecarReasons, type SidecarPodView, type SidecarRestartView } from '../../src/controllers/sidecarset/plan.js';
 import { selectorMatches, selectorString } from '../../src/controllers/sidecarset/selector.js';
 import { restartObject, restartView } from '../../src/controllers/sidecarset/sidecarset-api.js';
 import { injectedAnnotation, type SidecarSet, type SidecarSetSpec } from '../../src/controllers/sidecarset/types.js';
@@ -72,8 +73,9 @@ describe('SidecarSet planner', () => {
     assert.equal(plan(set({ updateStrategy: { maxUnavailable: 2 } }), pods).actions.length, 2);
     assert.equal(plan(set({ updateStrategy: { maxUnavailable: '50%' } }), pods).actions.length, 2);
     assert.equal(plan(set({ updateStrategy: { maxUnavailable: 2 } }), [...pods.slice(1), pod(0, { ready: false }, 'proxy:2')]).actions.length, 1);
-    assert.equal(unavailableBudget('10%', 4), 1);
-    assert.equal(unavailableBudget(undefined, 10), 1);
+    assert.equal(resolveMaxUnavailable('10%', 4), 1);
+    assert.equal(resolveMaxUnavailable(undefined, 10), 1);
+    assert.equal(resolveMaxUnavailable('3', 10), 3, 'an integer written as a string is a count, not a percent');
   });
 
   it('starts nothing while paused, holds the last pods by partition, and upgrades only the updateStrategy.selector subset', () => {

@@ -6,6 +6,7 @@ import type { PodView, RestartView, RevisionView, WorkloadView } from './plan.js
 import { REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan.js';
 import type { Workload } from './rollout-api.js';
 import type { PodTemplate } from './template-diff.js';
+import { controlledBy } from '../kit/ownership.js';
 import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from './workloads/hold.js';
 
 /** Annotations on a rollout's ContainerRestart: the revision it takes its pod to. */
@@ -37,13 +38,11 @@ export function selectorOf(w: Workload): Record<string, string> {
   return w.obj.spec?.selector?.matchLabels ?? {};
 }
 
-const ownedBy = (uid: string, refs: { uid: string; controller?: boolean }[] | undefined) => (refs ?? []).some((r) => r.uid === uid && r.controller !== false);
-
 /** The workload's ControllerRevisions. */
 export function revisionViews(w: Workload, revisions: V1ControllerRevision[]): RevisionView[] {
   const uid = w.obj.metadata?.uid ?? '';
   return revisions
-    .filter((r) => ownedBy(uid, r.metadata?.ownerReferences))
+    .filter((r) => controlledBy(uid, r))
     .map((r) => {
       const data = (r.data ?? {}) as { spec?: { template?: PodTemplate & { $patch?: string } } };
       const { $patch: _, ...template } = data.spec?.template ?? {};
@@ -56,7 +55,7 @@ export function revisionViews(w: Workload, revisions: V1ControllerRevision[]): R
 export function podViews(w: Workload, pods: V1Pod[]): PodView[] {
   const uid = w.obj.metadata?.uid ?? '';
   return pods
-    .filter((p) => ownedBy(uid, p.metadata?.ownerReferences))
+    .filter((p) => controlledBy(uid, p))
     .map((p) => {
       const name = p.metadata?.name ?? '';
       const ready = p.status?.conditions?.find((c) => c.type === 'Ready');

@@ -1,6 +1,8 @@
 // The planner's vocabulary: what it reads (views of the workload, its revisions and pods, the rollout's
 // ContainerRestarts and pre-warm), what it answers (actions and a status), and the reasons the status gives.
 import type { PrewarmProgress } from '../image-prewarm/summary.js';
+import { KitReasons } from '../kit/reasons.js';
+import type { CreateConflict } from '../kit/create-or-taken.js';
 import type { PodTemplate } from './template-diff.js';
 import type { InPlaceRollout, InPlaceRolloutStatus } from './types.js';
 
@@ -11,17 +13,17 @@ export const REASON = {
   notOnDelete: 'TargetNotOnDelete',
   waitingForController: 'WaitingForController',
   revisionNotFound: 'RevisionNotFound',
-  prewarming: 'Prewarming',
-  prewarmFailed: 'PrewarmFailed',
+  prewarming: KitReasons.prewarming,
+  prewarmFailed: KitReasons.prewarmFailed,
   paused: 'Paused',
   podFailed: 'PodUpdateFailed',
   notInPlace: 'NotInPlace',
   updating: 'Updating',
   complete: 'Complete',
   /** The name of an object the rollout would create is held by one it does not own (a squatter, or another rollout). */
-  nameTaken: 'NameTaken',
+  nameTaken: KitReasons.nameTaken,
   /** The API server refused an object the rollout would create (422): its create is tried again with a back-off. */
-  createRefused: 'CreateRefused',
+  createRefused: KitReasons.createRefused,
   /** A ControllerRevision of the DaemonSet with a higher number than its template's is not the template: ignored. */
   revisionNotFromTemplate: 'RevisionNotFromTemplate',
 } as const;
@@ -39,14 +41,8 @@ export const POD_TEMPLATE_ANNOTATION = 'inplace-agent.io/template';
 /** Label the DaemonSet controller puts on its pods: the template generation. */
 export const TEMPLATE_GENERATION_LABEL = 'pod-template-generation';
 
-/** An object a round could not create, and why: the planner makes it a failure in the status. */
-export interface CreateConflict {
-  kind: 'ContainerRestart' | 'ImagePrewarm';
-  name: string;
-  reason: typeof REASON.nameTaken | typeof REASON.createRefused;
-  /** What the API server or the owner check said. */
-  message: string;
-}
+/** An object a round could not create, and why (kit/create-or-taken.ts): the planner makes it a failure in the status. */
+export type { CreateConflict } from '../kit/create-or-taken.js';
 
 /** The target workload as the planner needs it. */
 export interface WorkloadView {
@@ -165,12 +161,5 @@ export interface Plan {
   wakeAtMs?: number;
 }
 
-/** While the rollout waits for its pre-warm, it looks again this often (the nodes' records are read, not watched). */
-export const PREWARM_RECHECK_MS = 500;
-
-/** A pre-warm no agent has reported on for this long gets a hint about the fleet RBAC in the message. */
-export const PREWARM_SILENT_HINT_MS = 30_000;
-
-/** Default maxUnavailable, progressDeadlineSeconds. */
-export const DEFAULT_MAX_UNAVAILABLE = 1;
+/** Default progressDeadlineSeconds. */
 export const DEFAULT_PROGRESS_DEADLINE_SECONDS = 600;

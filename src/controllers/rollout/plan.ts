@@ -20,23 +20,19 @@ import { imageMatches } from '../../image-ref.js';
 import { restartName, prewarmName } from './names.js';
 import { chooseTarget, ignoredMessage } from './revisions.js';
 import { diffTemplates, mapChanges } from './template-diff.js';
-import { COMPLETE, IGNORED_REVISIONS, POD_TEMPLATE_ANNOTATION, PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
-import { DEFAULT_MAX_UNAVAILABLE, type Plan, type PlanInput, type PodView, type RevisionView, type RolloutAction, type WorkloadView } from './plan-types.js';
+import { COMPLETE, IGNORED_REVISIONS, POD_TEMPLATE_ANNOTATION, PROGRESSING, REASON, REVISION_HASH_LABEL, TEMPLATE_GENERATION_LABEL } from './plan-types.js';
+import { type Plan, type PlanInput, type PodView, type RevisionView, type RolloutAction, type WorkloadView } from './plan-types.js';
 import type { InPlaceRolloutStatus, RolloutCondition, RolloutFailure, RolloutPhase } from './types.js';
 import { keepTransition } from '../../k8s/conditions.js';
+import { inPartition, resolveMaxUnavailable } from '../kit/budget.js';
+import { PREWARM_RECHECK_MS, PREWARM_SILENT_HINT_MS } from '../kit/prewarm-settings.js';
 
 export * from './plan-types.js';
 export { restartName, prewarmName } from './names.js';
 export { targetRevision } from './revisions.js';
 
-/** maxUnavailable as a number of pods: an integer as is; a percent of desired, rounded down; at least 1. */
-export function resolveMaxUnavailable(v: number | string | undefined, desired: number): number {
-  if (v === undefined) return DEFAULT_MAX_UNAVAILABLE;
-  if (typeof v === 'number') return Math.max(1, Math.floor(v));
-  const m = v.match(/^(\d+)%$/);
-  if (!m) return Math.max(1, Math.floor(Number(v)) || DEFAULT_MAX_UNAVAILABLE);
-  return Math.max(1, Math.floor((desired * Number(m[1])) / 100));
-}
+/** maxUnavailable as a number of pods (kit/budget.ts). */
+export { resolveMaxUnavailable } from '../kit/budget.js';
 
 /** Whether the stock controller counts the pod as of the target revision. */
 function isUpdated(w: WorkloadView, target: RevisionView, p: PodView): boolean {
@@ -51,7 +47,7 @@ function ordered(w: WorkloadView, pods: PodView[], partition: number): { order: 
     return { order, inScope: new Set(order.filter((p) => (p.ordinal ?? -1) >= partition).map((p) => p.name)) };
   }
   const order = [...pods].sort((a, b) => ((a.nodeName ?? '') < (b.nodeName ?? '') ? -1 : (a.nodeName ?? '') > (b.nodeName ?? '') ? 1 : a.name < b.name ? -1 : 1));
-  return { order, inScope: new Set(order.slice(0, Math.max(0, order.length - partition)).map((p) => p.name)) };
+  return { order, inScope: new Set(inPartition(order, partition).map((p) => p.name)) };
 }
 
 /** The condition next, keeping its lastTransitionTime from prev while its status stays the same. */

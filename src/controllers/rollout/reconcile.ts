@@ -4,29 +4,27 @@
 // coordinator picks up exactly where the last one was. What the rollout creates is owned by it, and only what it
 // owns counts as its own or is deleted (ownership.ts). A create that finds its name taken by another owner, or
 // that the API server refuses, is handed back to the planner, whose status then names it.
-import { AgentError } from '../../errors.js';
-import { isConflict } from '../../k8s/api-error.js';
 import type { Logger } from '../../log.js';
 import { CR_GROUP, CR_KIND, CR_VERSION, type ContainerRestart } from '../container-restart/types.js';
 import { recordedRequester } from '../../k8s/requester.js';
-import { CreateRefusals } from './create-refusals.js';
+import { CreateRefusals } from '../kit/create-refusals.js';
+import { createOrTaken } from '../kit/create-or-taken.js';
+import { PREWARM_BACKOFF_LIMIT, PREWARM_PARALLEL_NODES } from '../kit/prewarm-settings.js';
+import { statusWrite, type StatusWrites } from '../kit/status-pace.js';
 import { REVISION_HASH_ANNOTATION, REVISION_NUMBER_ANNOTATION } from './observe.js';
 import { deletablePrewarm, prewarmMismatch, restartMismatch, rolloutOwnerRef } from './ownership.js';
-import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, REASON, targetRevision, type CreateConflict, type Plan, type PlanInput, type RolloutAction } from './plan.js';
+import { DEFAULT_PROGRESS_DEADLINE_SECONDS, planRollout, targetRevision, type CreateConflict, type Plan, type PlanInput, type RolloutAction } from './plan.js';
 import type { ImagePrewarm } from '../image-prewarm/types.js';
 import type { RolloutApi } from './rollout-api.js';
 import { guardedWrite, guardPlan } from './rollout-access.js';
 import { boundStatus } from './status-bounds.js';
-import { statusWrite, type StatusWrites } from './status-pace.js';
-import { ROLLOUT_LABEL, type InPlaceRollout } from './types.js';
+import { ROLLOUT_LABEL, type InPlaceRollout, type InPlaceRolloutStatus } from './types.js';
 import type { DeploymentApi } from './workloads/deployment-api.js';
 import { finishDeployment, markReplicaSet, releaseHeld } from './workloads/deployment-round.js';
 import { observe } from './snapshot.js';
 
-/** Nodes that pull a rollout's pre-warm at once (the fleet's maxParallelNodes). */
-export const PREWARM_PARALLEL_NODES = 5;
-/** Attempts per image and node after the first before the pre-warm gives up on a node. */
-export const PREWARM_BACKOFF_LIMIT = 2;
+/** What of a rollout's status may wait for the pace (kit/status-pace.ts): counts, pods in flight, messages. */
+export const ROLLOUT_PROGRESS: (keyof InPlaceRolloutStatus)[] = ['replicas', 'updatedReplicas', 'readyReplicas', 'podsInFlight', 'message'];
 /**
  * The longest activeDeadlineSeconds a ContainerRestart takes (deploy/crds/containerrestart.yaml). The rollout CRD
  * keeps minReadySeconds + progressDeadlineSeconds within it; a rollout stored before that rule is clamped to it.
@@ -84,17 +82,6 @@ export function restartObject(rollout: InPlaceRollout, a: Extract<RolloutAction,
   };
 }
 
-/** What a create that could not be made says: the conflict, from the object found or the API server's refusal. */
-async function createConflict(d: ReconcileDeps, rollout: InPlaceRollout, kind: CreateConflict['kind'], name: string, err: unknown, mismatch: () => Promise<string | undefined>): Promise<CreateConflict | undefined> {
-  if (AgentError.is(err, 'InvalidArgument')) return { kind, name, reason: REASON.createRefused, message: `the API server refused ${kind} ${name}: ${(err as Error).message}` };
-  if (!isConflict(err)) throw err;
-  // Exists: this update was started already (by this agent or an earlier coordinator), or the name is taken.
-  const why = await mismatch();
-  if (why === undefined) return undefined;
-  d.log.warn('rollout: the name of what it would create is taken by an object it does not own', { rollout: `${rollout.metadata.namespace}/${rollout.metadata.name}`, kind, name, why });
-  return { kind, name, reason: REASON.nameTaken, message: `${kind} ${name} exists and is not this rollout's: ${why}` };
-}
-
 /** Carries out one action; a create that could not be made answers its conflict. */
 async function act(d: ReconcileDeps, rollout: InPlaceRollout, selector: Record<string, string>, a: RolloutAction): Promise<CreateConflict | undefined> {
   const ns = rollout.metadata.namespace ?? 'default';
@@ -102,17 +89,11 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, selector: Record<s
   switch (a.kind) {
     case 'restart': {
       const cr = restartObject(rollout, a);
-      try {
+      const create = async () => {
         await d.api.createRestart(cr);
         d.log.info('rollout: pod update started', { rollout: key, pod: a.pod, containerrestart: a.name, images: a.containers.map((c) => `${c.name}=${c.image}`).join(',') });
-        return undefined;
-      } catch (err) {
-        return createConflict(d, rollout, 'ContainerRestart', a.name, err, async () => {
-          const found = await d.api.getRestart(ns, a.name);
-          // Gone meanwhile: the next round creates it.
-          return found ? restartMismatch(rollout, found, cr) : undefined;
-        });
-      }
+      };
+      return createOrTaken({ kind: 'ContainerRestart', name: a.name, owner: 'this rollout', create, found: () => d.api.getRestart(ns, a.name), mismatch: (found) => restartMismatch(rollout, found, cr) }, d.log);
     }
     case 'relabel':
       await d.api.patchPodMetadata(ns, a.pod, a.podUid, a.labels, a.annotations);
@@ -122,22 +103,17 @@ async function act(d: ReconcileDeps, rollout: InPlaceRollout, selector: Record<s
       await d.api.deletePod(ns, a.pod, a.podUid);
       d.log.info('rollout: pod deleted for the controller to recreate (fallback Recreate)', { rollout: key, pod: a.pod, reason: a.reason });
       return undefined;
-    case 'prewarm':
-      try {
+    case 'prewarm': {
+      const create = async () => {
         await d.api.createPrewarm(prewarmObject(rollout, selector, a));
         d.log.info('rollout: pre-warm created', { rollout: key, prewarm: a.name, images: a.images.join(',') });
-        return undefined;
-      } catch (err) {
-        return createConflict(d, rollout, 'ImagePrewarm', a.name, err, async () => {
-          const found = await d.api.getPrewarm(a.name);
-          return found ? prewarmMismatch(rollout, found, a.images) : undefined;
-        });
-      }
+      };
+      return createOrTaken({ kind: 'ImagePrewarm', name: a.name, owner: 'this rollout', create, found: () => d.api.getPrewarm(a.name), mismatch: (found) => prewarmMismatch(rollout, found, a.images) }, d.log);
+    }
   }
 }
 
 /** The ImagePrewarm of a rollout's revision, owned by the rollout, asked for by the rollout's requester. */
-
 export function prewarmObject(rollout: InPlaceRollout, selector: Record<string, string>, a: Extract<RolloutAction, { kind: 'prewarm' }>): ImagePrewarm & { metadata: { labels?: Record<string, string> } } {
   const requester = recordedRequester(rollout.spec);
   return {
@@ -198,7 +174,7 @@ export async function reconcileRollout(d: ReconcileDeps, rollout: InPlaceRollout
     plan = await guardedWrite(rollout, p, d.nowMs(), () => releaseHeld(d.api, deployments, rollout, w, p, d.log, targetRevision(w, input.revisions)?.hash));
   }
   const status = boundStatus({ ...plan.status, coordinator: d.node });
-  const write = statusWrite(rollout.status, status, d.statusWrites?.last(uid), d.nowMs());
+  const write = statusWrite(rollout.status, status, d.statusWrites?.last(uid), d.nowMs(), ROLLOUT_PROGRESS);
   if (typeof write === 'number') return { ...plan, wakeAtMs: Math.min(plan.wakeAtMs ?? Infinity, write) };
   if (write === 'now' && d.leading()) {
     await d.api.writeRolloutStatus(rollout, status);

@@ -1,12 +1,12 @@
 // The list requests behind the rollout coordinator's watches (rollout-cache.ts), one per kind of read, each with
 // the selectors of its watch, on the API server of a KubeConfig.
-import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesListObject, type KubernetesObject } from '../../k8s/client.js';
+import { AppsV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig, type KubernetesListObject } from '../../k8s/client.js';
 import { CR_GROUP, CR_PLURAL, CR_VERSION } from '../container-restart/types.js';
 import { FLEET_GROUP, FLEET_VERSION, IMAGE_PREWARM_PLURAL } from '../image-prewarm/types.js';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION } from './types.js';
+import type { Obj } from '../kit/watch-cache.js';
 
-/** An object as listed or watched (the fields the cache reads). */
-export type Obj = KubernetesObject & { metadata?: { name?: string; namespace?: string; uid?: string; resourceVersion?: string; labels?: Record<string, string> } };
+export type { Obj } from '../kit/watch-cache.js';
 
 /** The list requests behind the watches, one per kind of read (each with the selectors of its watch). */
 export interface RolloutLists {

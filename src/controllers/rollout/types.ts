@@ -1,6 +1,7 @@
 // The InPlaceRollout custom resource (deploy/crds/inplacerollout.yaml), as plain TypeScript types. The object
 // holds policy only: the desired state stays in the target workload's template.
 import type { Requester } from '../../k8s/requester.js';
+import type { Coordinated } from '../kit/object.js';
 
 /** API group and version of the resource. */
 export const IPR_GROUP = 'inplace-agent.io';
@@ -79,19 +80,4 @@ export interface InPlaceRolloutStatus {
 }
 
 /** An InPlaceRollout object as read from the API server. */
-export interface InPlaceRollout {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    namespace?: string;
-    uid?: string;
-    generation?: number;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    creationTimestamp?: string | Date;
-    deletionTimestamp?: string | Date;
-  };
-  spec: InPlaceRolloutSpec;
-  status?: InPlaceRolloutStatus;
-}
+export type InPlaceRollout = Coordinated<InPlaceRolloutSpec, InPlaceRolloutStatus>;

@@ -1,92 +1,43 @@
-// The SidecarSet coordinator inside every agent of the DaemonSet. One agent at a time leads (k8s/lease-election.ts:
-// the Lease `inplace-sidecarsets-slot-0`, held by node name and agent id) and plans every SidecarSet each round;
-// the sidecar upgrades it starts are ContainerRestarts, which each node's agent runs as ever (the pod's image
-// patched, so the kubelet recreates that container alone). Nothing is handed over: every round reads the cluster
-// again (plan.ts).
+// The SidecarSet coordinator inside every agent of the DaemonSet. One agent at a time leads (the Lease
+// `inplace-sidecarsets-slot-0`, held by node name and agent id) and plans every SidecarSet each round; the sidecar
+// upgrades it starts are ContainerRestarts, which each node's agent runs as ever (the pod's image patched, so the
+// kubelet recreates that container alone). Nothing is handed over: every round reads the cluster again (plan.ts).
+// The election, the watches it reads through while it leads (sidecarset-cache.ts) and the pace of its rounds (on
+// every change heard, and a resync with fresh reads) are the kit's, as the rollout coordinator's
+// (kit/elected-coordinator.ts).
 import type { Clock } from '../../clock.js';
-import { asAgentError } from '../../errors.js';
-import { isConflict } from '../../k8s/api-error.js';
 import type { Logger } from '../../log.js';
-import { LeaseElection, type LeaseApi } from '../../k8s/lease-election.js';
+import type { LeaseApi } from '../../k8s/lease-election.js';
+import { ELECTED_DEFAULTS, ElectedCoordinator, type ElectedOptions } from '../kit/elected-coordinator.js';
 import { reconcileSidecarSet } from './round.js';
 import type { SidecarSetApi } from './sidecarset-api.js';
+import { directSidecarView, type SidecarSetView } from './sidecarset-cache.js';
 
 /** The election's name; its Lease (named as by earlier versions, so that both agree during an upgrade). */
 export const SIDECAR_COORDINATION = 'inplace-sidecarsets';
 export const SIDECAR_COORDINATION_LEASE = 'inplace-sidecarsets-slot-0';
 
-/** Settings of the coordinator. */
-export interface SidecarCoordinatorOptions {
-  /** This agent's identity as the Lease holder (node name and agent id). */
-  holder: string;
-  leaseNamespace: string;
-  leaseSeconds: number;
-  /** How often a round runs while leading, and a follower looks at the Lease (ms). */
-  roundMs: number;
-}
-
 /** Defaults for a real agent. */
-export const SIDECAR_COORDINATOR_DEFAULTS = { leaseSeconds: 15, roundMs: 2000 };
+export const SIDECAR_COORDINATOR_DEFAULTS = ELECTED_DEFAULTS;
 
 /** Takes part in the election and, while holding the Lease, coordinates every SidecarSet. */
-export class SidecarSetCoordinator {
-  private readonly stopping = new AbortController();
-  private readonly election: LeaseElection;
-  private loop?: Promise<void>;
-  private failing = false;
-
+export class SidecarSetCoordinator extends ElectedCoordinator<SidecarSetView> {
   constructor(
-    private readonly api: SidecarSetApi,
+    api: SidecarSetApi,
     lease: LeaseApi,
-    private readonly opts: SidecarCoordinatorOptions,
-    private readonly clock: Clock,
-    private readonly log: Logger,
+    opts: ElectedOptions,
+    clock: Clock,
+    log: Logger,
+    /** The view the rounds read through while leading (default: the API server itself, no watches). */
+    view: (api: SidecarSetApi) => SidecarSetView = directSidecarView,
   ) {
-    this.election = new LeaseElection(lease, { holder: opts.holder, leaseSeconds: opts.leaseSeconds, what: 'SidecarSets' }, clock, log);
+    super(lease, opts, clock, log, 'SidecarSets', () => view(api));
   }
 
-  /** Starts in the background. */
-  start(): void {
-    this.loop ??= this.run();
-  }
-
-  /** Stops; gives the Lease back so that another agent takes over at once. */
-  async stop(): Promise<void> {
-    this.stopping.abort();
-    await this.loop;
-    await this.election.stop();
-  }
-
-  /** Whether this agent may act as the coordinator now. */
-  leading(): boolean {
-    return !this.stopping.signal.aborted && this.election.leading();
-  }
-
-  private async run(): Promise<void> {
-    while (!this.stopping.signal.aborted) {
-      try {
-        await this.election.elect();
-        if (this.leading()) await this.round();
-        if (this.failing) this.log.info('sidecarset coordination works again');
-        this.failing = false;
-      } catch (err) {
-        // One line per streak of failures (no RBAC, no CRD, the API server away), not one per round.
-        if (!this.failing) this.log.warn('sidecarset coordination round failed; trying again each round, quietly', { error: asAgentError(err).message });
-        this.failing = true;
-      }
-      await this.clock.sleep(this.opts.roundMs, this.stopping.signal).catch(() => undefined);
-    }
-  }
-
-  private async round(): Promise<void> {
-    for (const set of await this.api.listSidecarSets()) {
-      if (!this.leading()) return;
-      try {
-        await reconcileSidecarSet(this.api, set, this.clock.now(), () => this.leading(), this.log);
-      } catch (err) {
-        // A status write that lost a race (409) is done again next round, from a fresh read.
-        this.log.log(isConflict(err) ? 'debug' : 'warn', 'sidecarset round failed; trying again', { sidecarset: set.metadata.name, error: asAgentError(err).message });
-      }
-    }
+  /** One round over every SidecarSet; answers when one asked to look again (ms since the epoch). */
+  protected async round(reads: SidecarSetView): Promise<number | undefined> {
+    const sets = await reads.listSidecarSets();
+    const deps = { api: reads, nowMs: () => this.clock.now(), leading: () => this.leading(), log: this.log, refusals: this.refusals, statusWrites: this.statusWrites };
+    return this.eachObject(sets, (set) => reconcileSidecarSet(deps, set));
   }
 }

@@ -13,16 +13,14 @@
 //               touched
 import type { ImagePrewarm } from '../image-prewarm/types.js';
 import type { PrewarmProgress } from '../image-prewarm/summary.js';
-import { SCS_GROUP, SCS_KIND, SCS_VERSION, type SidecarSet } from './types.js';
+import { sameJson } from '../../same-json.js';
+import { PREWARM_BACKOFF_LIMIT, PREWARM_PARALLEL_NODES, PREWARM_SILENT_HINT_MS } from '../kit/prewarm-settings.js';
+import { KitReasons } from '../kit/reasons.js';
+import { notSetOwned, setOwnerRef } from './ownership.js';
+import type { SidecarSet } from './types.js';
 
-/** Nodes pulling at once for one ImagePrewarm, as a rollout's. */
-export const PREWARM_PARALLEL_NODES = 5;
-/** Attempts per image and node after the first, as a rollout's. */
-export const PREWARM_BACKOFF_LIMIT = 2;
 /** A node not done this long after it first saw the pre-warm ends Failed, so a pre-warm never waits forever. */
 export const PREWARM_DEADLINE_SECONDS = 600;
-/** While no agent has reported on a pre-warm for this long, the message names the fleet RBAC. */
-export const PREWARM_SILENT_HINT_MS = 30_000;
 
 /** What every ImagePrewarm name of the SidecarSet with this uid starts with. */
 export function prewarmPrefix(setUid: string): string {
@@ -52,17 +50,11 @@ export interface SidecarPrewarmAction {
   images: string[];
 }
 
-/** Whether the SidecarSet with this uid is the controller owner of obj. */
-export function ownedBySet(setUid: string, obj: { metadata?: unknown }): boolean {
-  const refs = (obj.metadata as { ownerReferences?: { uid: string; kind: string; apiVersion: string; controller?: boolean }[] } | undefined)?.ownerReferences ?? [];
-  const ctl = refs.find((r) => r.controller === true);
-  return !!setUid && ctl?.uid === setUid && ctl.kind === SCS_KIND && ctl.apiVersion.startsWith(`${SCS_GROUP}/`);
-}
-
 /** Why an existing ImagePrewarm is not the one the SidecarSet wants for (images, namespace); undefined: it is. */
 export function prewarmMismatch(set: SidecarSet, pw: ImagePrewarm, namespace: string): string | undefined {
-  if (!ownedBySet(set.metadata.uid ?? '', pw)) return `ImagePrewarm ${pw.metadata.name} exists and has no controller ownerReference to SidecarSet ${set.metadata.name} (uid ${set.metadata.uid ?? ''})`;
-  const same = JSON.stringify([...(pw.spec?.images ?? [])].sort()) === JSON.stringify(prewarmImages(set)) && pw.spec?.podSelector?.namespace === namespace;
+  const why = notSetOwned(set, pw);
+  if (why) return `ImagePrewarm ${pw.metadata.name} exists: ${why}`;
+  const same = sameJson([...(pw.spec?.images ?? [])].sort(), prewarmImages(set)) && pw.spec?.podSelector?.namespace === namespace;
   return same ? undefined : `ImagePrewarm ${pw.metadata.name} pulls other images or for another namespace than SidecarSet ${set.metadata.name} would`;
 }
 
@@ -72,7 +64,7 @@ export function prewarmObject(set: SidecarSet, a: SidecarPrewarmAction, label: s
     metadata: {
       name: a.name,
       labels: { [label]: set.metadata.uid ?? '' },
-      ownerReferences: [{ apiVersion: `${SCS_GROUP}/${SCS_VERSION}`, kind: SCS_KIND, name: set.metadata.name, uid: set.metadata.uid ?? '', controller: true }],
+      ownerReferences: [setOwnerRef(set)],
     },
     spec: {
       images: a.images,
@@ -92,9 +84,6 @@ export interface PrewarmGate {
   hold?: [string, string];
 }
 
-/** Reasons the gate gives (the Updated condition's), the words of a rollout's. */
-export const PrewarmReasons = { prewarming: 'Prewarming', prewarmFailed: 'PrewarmFailed', nameTaken: 'NameTaken' } as const;
-
 /** The gate before the first restart of an image set: one pre-warm per namespace of the pods to upgrade. */
 export function prewarmGate(set: SidecarSet, key: string, namespaces: string[], seen: ReadonlyMap<string, SidecarPrewarmView>, nowMs: number): PrewarmGate {
   const images = prewarmImages(set);
@@ -102,15 +91,15 @@ export function prewarmGate(set: SidecarSet, key: string, namespaces: string[], 
   const views = wanted.map((w) => seen.get(w.name));
   const names = wanted.map((w) => w.name);
   const foreign = views.find((v) => v?.foreign);
-  if (foreign) return { create: [], wanted: names, hold: [PrewarmReasons.nameTaken, `${foreign.foreign}; no pod touched`] };
+  if (foreign) return { create: [], wanted: names, hold: [KitReasons.nameTaken, `${foreign.foreign}; no pod touched`] };
   const failed = views.filter((v) => v && v.failedNodes.length > 0) as SidecarPrewarmView[];
   if (failed.length > 0) {
     const why = failed.map((v) => `${v.name}: ${v.failedNodes.map((n) => `node ${n.node}: ${n.reason}`).join(', ')}`).join('; ');
-    return { create: [], wanted: names, hold: [PrewarmReasons.prewarmFailed, `pre-warm failed, no pod touched: ${why}`] };
+    return { create: [], wanted: names, hold: [KitReasons.prewarmFailed, `pre-warm failed, no pod touched: ${why}`] };
   }
   const create = wanted.filter((_, i) => !views[i]).map((w) => ({ ...w, images }));
   if (create.length === 0 && views.every((v) => v?.done)) return { create, wanted: names };
   const silent = views.some((v) => v?.silentSinceMs !== undefined && nowMs - v.silentSinceMs >= PREWARM_SILENT_HINT_MS);
   const hint = silent ? `; no agent has reported on it within ${PREWARM_SILENT_HINT_MS / 1000} s: apply deploy/optional/fleet-prewarm-rbac.yaml, or set updateStrategy.prewarm: false` : '';
-  return { create, wanted: names, hold: [PrewarmReasons.prewarming, `pulling ${images.join(', ')} on the nodes of the pods to upgrade (ImagePrewarm ${names.join(', ')})${hint}`] };
+  return { create, wanted: names, hold: [KitReasons.prewarming, `pulling ${images.join(', ')} on the nodes of the pods to upgrade (ImagePrewarm ${names.join(', ')})${hint}`] };
 }

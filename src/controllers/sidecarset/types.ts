@@ -3,6 +3,7 @@
 // place.
 import type { V1Container, V1LabelSelector, V1Volume } from '../../k8s/client.js';
 import type { TimedCondition } from '../../k8s/conditions.js';
+import type { Coordinated } from '../kit/object.js';
 
 /** API group of the resource. */
 export const SCS_GROUP = 'inplace-agent.io';
@@ -84,18 +85,4 @@ export interface SidecarSetStatus {
 }
 
 /** A SidecarSet object as read from the API server. */
-export interface SidecarSet {
-  apiVersion?: string;
-  kind?: string;
-  metadata: {
-    name: string;
-    uid?: string;
-    generation?: number;
-    resourceVersion?: string;
-    labels?: Record<string, string>;
-    creationTimestamp?: string | Date;
-    deletionTimestamp?: string | Date;
-  };
-  spec: SidecarSetSpec;
-  status?: SidecarSetStatus;
-}
+export type SidecarSet = Coordinated<SidecarSetSpec, SidecarSetStatus>;

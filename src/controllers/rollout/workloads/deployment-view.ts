@@ -26,6 +26,7 @@ import { POD_TEMPLATE_ANNOTATION } from '../plan-types.js';
 import { diffTemplates, type PodTemplate } from '../template-diff.js';
 import { sameJson } from '../../../same-json.js';
 import { DEPLOYMENT_HOLD_ANNOTATION, ROLLED_BACK_ANNOTATION } from './hold.js';
+import { controlledBy } from '../../kit/ownership.js';
 
 import { historyName, POD_TEMPLATE_HASH_LABEL, RS_REVISION_ANNOTATION } from './history.js';
 
@@ -69,7 +70,6 @@ export interface DeploymentObserved {
 }
 
 const json = <T>(v: T): T => JSON.parse(JSON.stringify(v ?? {})) as T;
-const ownedBy = (uid: string, refs: { uid: string; controller?: boolean }[] | undefined) => (refs ?? []).some((r) => r.uid === uid && r.controller !== false);
 
 /** A ReplicaSet's template without its pod-template-hash label (as the Deployment's reads). */
 export function withoutHash(t: PodTemplate): PodTemplate {
@@ -107,7 +107,7 @@ export function deploymentObserved(d: V1Deployment, replicaSets: V1ReplicaSet[],
   const m = d.metadata ?? {};
   const name = m.name ?? '';
   const template = json(d.spec?.template) as PodTemplate;
-  const owned = replicaSets.filter((rs) => ownedBy(m.uid ?? '', rs.metadata?.ownerReferences));
+  const owned = replicaSets.filter((rs) => controlledBy(m.uid ?? '', rs));
   const history = owned.find((r) => r.metadata?.name === historyName(name));
   const markOf = (rs: V1ReplicaSet) => rs.spec?.template?.metadata?.annotations?.[POD_TEMPLATE_ANNOTATION];
   // A marked ReplicaSet's pods were made from the template kept in the history (unless born marked, see above).
