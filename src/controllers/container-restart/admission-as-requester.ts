@@ -14,7 +14,7 @@ import { AgentError } from '../../errors.js';
 import { RefusalReasons } from '../../engine/reasons.js';
 import { FIELD_MANAGER } from '../../k8s/kube-api.js';
 import { serviceAccountOf } from './requester-alive.js';
-import type { Requester } from '../../k8s/requester.js';
+import { selfRequester, type Requester } from '../../k8s/requester.js';
 
 /** Sends a pod patch as a dry run, as a user. */
 export interface AdmissionProbe {
@@ -34,11 +34,17 @@ export function impersonationHeaders(r: Requester): Record<string, string> | und
 
 /** AdmissionProbe over the API server of kc. */
 export class ImpersonatedDryRun implements AdmissionProbe {
+  private self?: Promise<string | undefined>;
+
   constructor(private readonly kc: KubeConfig) {}
 
   async patchPodAs(requester: Requester, namespace: string, name: string, patch: object): Promise<void | 'unavailable'> {
     const as = impersonationHeaders(requester);
     if (!as) return 'unavailable';
+    // A request the agent itself made (a SidecarSet's upgrade): the pod patch is made as that very user, so
+    // admission judges it then. Impersonating itself would only lose its token's node claim, which the
+    // node-isolation policy refuses.
+    if ((await this.selfName()) === requester.username) return;
     const server = this.kc.getCurrentCluster()?.server;
     if (!server) throw new AgentError('FailedPrecondition', 'the kubeconfig names no API server');
     const url = new URL(`/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`, server);
@@ -58,6 +64,17 @@ export class ImpersonatedDryRun implements AdmissionProbe {
     throw new AgentError('PermissionDenied', `admission refuses ${requester.username} this change of pod ${namespace}/${name} (a dry run as that user: HTTP ${status}): ${message}; nothing was touched`, {
       reason: RefusalReasons.AdmissionRefused,
     });
+  }
+
+  /** The agent's own username (a SelfSubjectReview, once; undefined while it cannot be had). */
+  private selfName(): Promise<string | undefined> {
+    return (this.self ??= selfRequester(this.kc).then(
+      (r) => r.username,
+      () => {
+        this.self = undefined;
+        return undefined;
+      },
+    ));
   }
 }
 
