@@ -73,6 +73,9 @@ describe('A Deployment rolled out in place keeps its pods through the changes it
     await midRollout(env.sandbox.images.appV2, () =>
       c.kubectl('patch', `deployment/${NAME}`, '--type', 'merge', '-p', JSON.stringify({ spec: { strategy: { rollingUpdate: { maxUnavailable: 2 } } } })).then(() => undefined));
     assert.equal((await deployment()).spec?.strategy?.rollingUpdate?.maxUnavailable, 2, "the user's maxUnavailable kept");
+    // Back to 1 at rest (no template change, nothing held), so that the next tests' sign (one pod done) still
+    // finds a pod that has not begun.
+    await c.kubectl('patch', `deployment/${NAME}`, '--type', 'merge', '-p', JSON.stringify({ spec: { strategy: { rollingUpdate: { maxUnavailable: 1 } } } }));
   });
 
   it('kubectl scale up (3 -> 5) then down (5 -> 3) mid-rollout: no pod that stays is recreated, all 3 on the new image', async () => {
