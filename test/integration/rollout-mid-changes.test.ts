@@ -6,7 +6,7 @@
 // status` exits 0. The table in docs/rollouts.md ("Changes mid-rollout") says what the stock controller would do.
 import assert from 'node:assert/strict';
 import { KubeConfig } from '@kubernetes/client-node';
-import { DEPLOYMENT_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
+import { DEPLOYMENT_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION } from '../../src/controllers/rollout/workloads/hold.js';
 import { kubeEnv } from '../testbed/kube-env.js';
 import { deleteNamespace } from '../support/kube-cluster.js';
 import { until } from '../support/kube-users.js';
@@ -103,5 +103,49 @@ describe('A Deployment rolled out in place keeps its pods through the changes it
     await midRollout(env.sandbox.images.appV2, () =>
       c.kubectl('patch', `deployment/${NAME}`, '--type', 'merge', '-p', JSON.stringify({ spec: { strategy: { type: 'Recreate', rollingUpdate: null } } })).then(() => undefined));
     assert.equal((await deployment()).spec?.strategy?.type, 'Recreate', "the user's strategy kept");
+  });
+});
+
+describe('A StatefulSet rolled out in place, switched from RollingUpdate to OnDelete mid-rollout (real cluster)', function () {
+  this.timeout(300_000);
+  const kc = new KubeConfig();
+  let c: RolloutCluster;
+  const STS = 'db';
+  const pods = () => c.pods(STS);
+  const statefulSet = () => c.apps.readNamespacedStatefulSet({ namespace: c.ns, name: STS });
+
+  before(async function () {
+    c = await rolloutCluster(this, kc, 'iprm');
+    await c.apps.createNamespacedStatefulSet({
+      namespace: c.ns,
+      body: { metadata: { name: STS }, spec: { replicas: REPLICAS, serviceName: STS, podManagementPolicy: 'Parallel', selector: { matchLabels: { app: STS } }, template: gatedTemplate(STS) } },
+    });
+    await c.createRollout(STS, 'StatefulSet');
+    await c.kubectl('rollout', 'status', `statefulset/${STS}`, '--timeout=180s');
+  });
+
+  after(async () => {
+    if (c?.ns) await deleteNamespace(kc, c.ns);
+  });
+
+  it('no pod recreated, every pod at the update revision in place, the hold annotation gone, the rollout Succeeded', async () => {
+    const uids = new Map((await pods()).map((p) => [p.metadata?.name ?? '', p.metadata?.uid]));
+    assert.equal(uids.size, REPLICAS);
+    const image = env.sandbox.images.appV2;
+    await c.kubectl('set', 'image', `statefulset/${STS}`, `app=${image}`);
+    await until('one pod updated in place', 120_000, async () => (await c.restarts()).some((r) => r.status?.phase === 'Succeeded') || undefined);
+    assert.ok((await statefulSet()).metadata?.annotations?.[PARTITION_HOLD_ANNOTATION] !== undefined, 'the change lands while held');
+    await c.kubectl('patch', `statefulset/${STS}`, '--type', 'merge', '-p', JSON.stringify({ spec: { updateStrategy: { type: 'OnDelete', rollingUpdate: null } } }));
+    let last = '';
+    const s = await until('every pod at the update revision, the hold annotation gone', 180_000, async () => {
+      const x = await statefulSet();
+      const ps = await pods();
+      last = JSON.stringify({ ann: x.metadata?.annotations, strategy: x.spec?.updateStrategy, status: x.status, pods: ps.map((p) => [p.spec?.containers[0].image, p.metadata?.labels?.['controller-revision-hash']]) });
+      const free = x.metadata?.annotations?.[PARTITION_HOLD_ANNOTATION] === undefined;
+      return free && ps.length === REPLICAS && ps.every((p) => p.spec?.containers[0].image === image && p.metadata?.labels?.['controller-revision-hash'] === x.status?.updateRevision) ? x : undefined;
+    }, () => last);
+    assert.equal(s.spec?.updateStrategy?.type, 'OnDelete', "the user's strategy kept");
+    for (const p of await pods()) assert.equal(p.metadata?.uid, uids.get(p.metadata?.name ?? ''), `${p.metadata?.name} not recreated`);
+    await rolloutAtRest(c, STS);
   });
 });
