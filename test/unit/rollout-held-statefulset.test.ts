@@ -6,7 +6,7 @@ import { planRollout, REASON, type PodView, type WorkloadView } from '../../src/
 import type { PodTemplate } from '../../src/controllers/rollout/template-diff.js';
 import type { InPlaceRollout } from '../../src/controllers/rollout/types.js';
 import { succeededNow } from '../../src/controllers/rollout/workloads/deployment-round.js';
-import { DAEMONSET_HOLD_ANNOTATION, strategyRelease } from '../../src/controllers/rollout/workloads/hold.js';
+import { DAEMONSET_HOLD_ANNOTATION, PARTITION_HOLD_ANNOTATION, partitionRelease, strategyRelease } from '../../src/controllers/rollout/workloads/hold.js';
 
 const NOW = Date.parse('2026-12-02T12:00:00Z');
 const tpl = (image: string): PodTemplate => ({ metadata: { labels: { app: 'db' } }, spec: { containers: [{ name: 'app', image }] } });
@@ -59,6 +59,19 @@ describe('rollout of a StatefulSet on RollingUpdate', () => {
       { op: 'test', path: `/metadata/annotations/${DAEMONSET_HOLD_ANNOTATION.replace('/', '~1')}`, value: 'maxUnavailable=25%,maxSurge=0' },
       { op: 'remove', path: `/metadata/annotations/${DAEMONSET_HOLD_ANNOTATION.replace('/', '~1')}` },
       { op: 'replace', path: '/spec/updateStrategy', value: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: '25%', maxSurge: 0 } } },
+    ]);
+  });
+
+  it('a held StatefulSet released: its partition put back; switched to OnDelete by its user meanwhile, only the annotation removed', () => {
+    const ann = `/metadata/annotations/${PARTITION_HOLD_ANNOTATION.replace('/', '~1')}`;
+    assert.deepEqual(partitionRelease(2), [
+      { op: 'test', path: ann, value: '2' },
+      { op: 'remove', path: ann },
+      { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/partition', value: 2 },
+    ]);
+    assert.deepEqual(partitionRelease(0, true), [
+      { op: 'test', path: ann, value: '0' },
+      { op: 'remove', path: ann },
     ]);
   });
 

@@ -20,8 +20,8 @@ export interface DeploymentApi {
   restoreTemplate(namespace: string, name: string, template: unknown, why?: string): Promise<k8s.V1Deployment>;
   /** Gives a Deployment the hold paused back to its controller (hold.ts); fails (Aborted/InvalidArgument) when it is no longer held. */
   releaseDeployment(namespace: string, name: string): Promise<k8s.V1Deployment>;
-  /** Gives a StatefulSet the hold holds back to its controller: the user's partition (hold.ts); fails when no longer held. */
-  releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet>;
+  /** Gives a StatefulSet the hold holds back to its controller: the user's partition, or only the annotation removed when `onDelete` (hold.ts); fails when no longer held. */
+  releaseStatefulSet(namespace: string, name: string, partition: number, onDelete?: boolean): Promise<k8s.V1StatefulSet>;
   /** Gives a DaemonSet the hold holds back to its controller: its rolling update as recorded (hold.ts). */
   releaseDaemonSet(namespace: string, name: string, recorded: string): Promise<k8s.V1DaemonSet>;
 }
@@ -66,8 +66,8 @@ export class KubeDeploymentApi implements DeploymentApi {
     return kubeCall(`patch ReplicaSet ${namespace}/${name}`, () => this.apps.patchNamespacedReplicaSet({ namespace, name, body: historyPatch(history, rs), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
-  releaseStatefulSet(namespace: string, name: string, partition: number): Promise<k8s.V1StatefulSet> {
-    return kubeCall(`release StatefulSet ${namespace}/${name}`, () => this.apps.patchNamespacedStatefulSet({ namespace, name, body: partitionRelease(partition), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
+  releaseStatefulSet(namespace: string, name: string, partition: number, onDelete = false): Promise<k8s.V1StatefulSet> {
+    return kubeCall(`release StatefulSet ${namespace}/${name}`, () => this.apps.patchNamespacedStatefulSet({ namespace, name, body: partitionRelease(partition, onDelete), fieldManager: FIELD_MANAGER }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.JsonPatch)), 'agent');
   }
 
   releaseDaemonSet(namespace: string, name: string, recorded: string): Promise<k8s.V1DaemonSet> {

@@ -57,7 +57,8 @@ export async function releaseHeld(api: RolloutApi, deployments: DeploymentApi, r
   const ns = rollout.metadata.namespace ?? 'default';
   await requireAccess(api, recordedRequester(rollout.spec), rolloutNeeds(ns, rollout.spec.targetRef) ?? [], `InPlaceRollout ${ns}/${rollout.metadata.name}`);
   if (w.kind === 'DaemonSet') await deployments.releaseDaemonSet(ns, w.name, w.heldStrategy ?? '');
-  else await deployments.releaseStatefulSet(ns, w.name, w.heldPartition ?? 0);
+  // Switched to OnDelete by its user while held: nothing to put back but the annotation.
+  else await deployments.releaseStatefulSet(ns, w.name, w.heldPartition ?? 0, w.updateStrategy === 'OnDelete');
   log.info(`rollout: ${w.kind} released`, { rollout: `${ns}/${rollout.metadata.name}`, workload: w.name, ...(w.kind === 'DaemonSet' ? { updateStrategy: w.heldStrategy } : { partition: w.heldPartition }) });
   return `; ${w.kind} ${w.name} released (${w.kind === 'DaemonSet' ? `RollingUpdate ${w.heldStrategy ?? ''}` : `partition ${w.heldPartition}`})`;
 }

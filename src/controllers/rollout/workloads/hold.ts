@@ -11,13 +11,16 @@ export const PARTITION_HOLD_ANNOTATION = 'inplace-agent.io/hold-partition';
 /** On a held DaemonSet: its rolling update ("maxUnavailable=1,maxSurge=0"), put back on release. */
 export const DAEMONSET_HOLD_ANNOTATION = 'inplace-agent.io/hold-strategy';
 
-/** Releases a StatefulSet the hold holds: its partition back to the user's, the annotation removed (tested first). */
-export function partitionRelease(partition: number): JsonPatchOp[] {
+/**
+ * Releases a StatefulSet the hold holds: its partition back to the user's, the annotation removed (tested first).
+ * `onDelete`: its user switched it to OnDelete meanwhile (it has no partition then): only the annotation removed.
+ */
+export function partitionRelease(partition: number, onDelete = false): JsonPatchOp[] {
   const ann = `/metadata/annotations/${escapeKey(PARTITION_HOLD_ANNOTATION)}`;
   return [
     { op: 'test', path: ann, value: String(partition) },
     { op: 'remove', path: ann },
-    { op: 'replace', path: '/spec/updateStrategy/rollingUpdate/partition', value: partition },
+    ...(onDelete ? [] : [{ op: 'replace' as const, path: '/spec/updateStrategy/rollingUpdate/partition', value: partition }]),
   ];
 }
 
