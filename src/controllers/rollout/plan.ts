@@ -17,8 +17,8 @@
 //     otherwise, within maxUnavailable, not paused, pre-warmed                         -> start a ContainerRestart
 // Only ContainerRestarts the rollout owns are passed in (ownership.ts).
 //
-// planRollout checks the target (front), then reads one snapshot in three pure stages and writes the status from
-// it (plan-status.ts):
+// planRollout checks the target (checkTarget), then reads one snapshot (snapshotOf) in three pure stages and
+// writes the status from it (plan-status.ts):
 //   classify (plan-classify.ts)   each pod of the scope into its class: updated, failed, in flight, to relabel, a candidate
 //   budget   (plan-budget.ts)     the partition's scope and the maxUnavailable left, from the live pods
 //   gates    (plan-gates.ts)      the first gate that holds decides (failure, fallback Pause, done, paused, pre-warm);
@@ -46,9 +46,8 @@ export function planRollout(input: PlanInput): Plan {
   if ('plan' in front) return front.plan;
   const v = snapshotOf(input, front.workload, front.target, front.ignored);
   const { rollout, nowMs } = input;
-  const { workload, target, live } = v;
+  const { workload, target, live, minReadyMs, restartOf } = v;
   const classes = classifyPods({ rolloutName: rollout.metadata.name, workload, target, byHash: v.byHash, order: v.scope.order, inScope: v.scope.inScope, restartOf: v.restartOf, conflictOf: v.conflictOf });
-  const { minReadyMs, restartOf } = v;
   const budget = budgetOf({ workload, maxUnavailable: rollout.spec.maxUnavailable, live, inFlight: classes.inFlight, restartOf, wanted: wantedContainers(target), nowMs, minReadyMs });
   const verdict = gateRound({
     rolloutName: rollout.metadata.name,
