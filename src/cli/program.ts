@@ -83,12 +83,7 @@ the error as one line.`,
     )
     .exitOverride();
   const globals = () => prog.opts<Globals>();
-  prog.hook('preAction', (_prog, action) => {
-    const g = globals();
-    const kube = ['prewarm', 'rollout'].includes(action.parent?.name() ?? '');
-    const flag = g.kubeconfig ? '--kubeconfig' : g.context ? '--context' : g.namespace ? '-n' : undefined;
-    if (flag && !kube && !['restart', 'completion'].includes(action.name())) throw new UsageError(`${flag} works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
-  });
+  prog.hook('preAction', (_prog, action) => checkKubeFlags(globals(), action));
 
   prog
     .command('pods')
@@ -113,54 +108,7 @@ the error as one line.`,
     .option('--no-wait', 'print the operation id and return at once')
     .option('--dry-run', 'check the request against the node and show the plan; change nothing')
     .option('--skip-pre-stop', 'stop the old containers without running their preStop hooks')
-    .action(async (pod: string, containers: string[], o: { image?: string[]; grace?: string; minReady?: string; timeout?: string; wait: boolean; dryRun?: boolean; skipPreStop?: boolean }) => {
-      const g = globals();
-      const images = parseImageFlags(o.image);
-      checkRestartArgs(containers, images);
-      const grace = durationFlag('grace', o.grace);
-      const minReady = durationFlag('min-ready', o.minReady);
-      const timeout = durationFlag('timeout', o.timeout);
-      const t0 = Date.now();
-      if (g.kubeconfig || g.context) {
-        if (o.dryRun) throw new UsageError('--dry-run needs the agent socket (it checks the request against the node); leave out --kubeconfig');
-        if (o.skipPreStop) throw new UsageError('--skip-pre-stop is not part of a ContainerRestart; leave out --kubeconfig to use it');
-        // loaded here only: the Kubernetes client is large, and every other command starts without it
-        const { kubeRestart } = await import('./kube-restart-command.js');
-        const target = { kubeconfig: g.kubeconfig, context: g.context, namespace: g.namespace, requestTimeout: g.requestTimeout };
-        process.exitCode = await kubeRestart({ ...target, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, format: g.output, t0 });
-        return;
-      }
-      await withClient(g, async (c) => {
-        const op = await c.restart({
-          // -n names the namespace of a NAME given alone, as kubectl's -n does.
-          pod: g.namespace && !pod.includes('/') ? `${g.namespace}/${pod}` : pod,
-          containers,
-          images,
-          graceSeconds: grace === undefined ? 0 : Math.ceil(grace / 1000),
-          graceSet: grace !== undefined,
-          minReadyMs: String(minReady ?? 0),
-          minReadySet: minReady !== undefined,
-          timeoutMs: String(timeout ?? 0),
-          dryRun: !!o.dryRun,
-          skipPreStop: !!o.skipPreStop,
-        });
-        if (o.dryRun) {
-          if (op.id) {
-            // An agent that predates --dry-run ignored it and queued a real operation: take it back.
-            await c.cancelOperation(op.id).catch(() => undefined);
-            throw new AgentError('FailedPrecondition', `this agent does not support --dry-run: it queued operation ${op.id}, which was cancelled`);
-          }
-          print(g, op, renderPlan(op));
-          return;
-        }
-        if (!o.wait) {
-          print(g, op, op.id);
-          return;
-        }
-        if (g.output === 'text') process.stdout.write(`operation ${op.id} on pod ${op.podName}\n`);
-        await followToEnd(g, c, op, false, restartSummary);
-      });
-    });
+    .action((pod: string, containers: string[], o: RestartFlags) => restartCommand(globals(), pod, containers, o));
 
   prog
     .command('pull')
@@ -171,36 +119,141 @@ the error as one line.`,
     .option('--auth-file <file>', 'Docker config.json-style credentials')
     .option('--pin', "protect the images from the kubelet's image garbage collection (containerd 1.6.25+, 1.7.10+, 2.x)")
     .option('--always', 'pull even when present')
-    .action(async (images: string[], o: { parallel?: string; timeout?: string; authFile?: string; pin?: boolean; always?: boolean }) => {
-      const g = globals();
-      for (const i of images) {
-        try {
-          parseImageRef(i);
-        } catch (err) {
-          throw new UsageError(asAgentError(err).message);
-        }
-      }
-      const parallel = o.parallel === undefined ? 0 : Number(o.parallel);
-      if (o.parallel !== undefined && (!/^\d+$/.test(o.parallel.trim()) || parallel < 1)) throw new UsageError(`--parallel takes a whole number of at least 1, got "${o.parallel}"`);
-      let authConfigJson = '';
-      if (o.authFile) {
-        try {
-          authConfigJson = await readAuthFileForRequest(o.authFile);
-        } catch (err) {
-          // The message names the flag and the file already.
-          throw new UsageError(asAgentError(err).message);
-        }
-      }
-      const timeout = durationFlag('timeout', o.timeout);
-      await withClient(g, async (c) => {
-        const code = await runPull(
-          c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
-          { json: g.output !== 'text', yaml: g.output === 'yaml', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
-        );
-        if (code !== 0) process.exitCode = EXIT.failed;
-      });
+    .action((images: string[], o: PullFlags) => pullCommand(globals(), images, o));
+
+  addOperationCommands(prog, globals);
+  addVersionCommand(prog, globals);
+  addPrewarmCommand(prog, globals);
+  addRolloutCommand(prog, globals);
+
+  prog
+    .command('completion')
+    .description('print a shell completion script: source <(inplacectl completion bash)')
+    .addArgument(new Argument('<shell>', SHELLS.join(' or ')).choices(SHELLS))
+    .action((shell: (typeof SHELLS)[number]) => {
+      process.stdout.write(completionScript(prog, shell));
     });
 
+  oneLineErrors(prog);
+  return prog;
+}
+
+/** The Kubernetes flags (--kubeconfig, --context, -n) go only with the commands that talk to the API server. */
+function checkKubeFlags(g: Globals, action: Command): void {
+  const kube = ['prewarm', 'rollout'].includes(action.parent?.name() ?? '');
+  const flag = g.kubeconfig ? '--kubeconfig' : g.context ? '--context' : g.namespace ? '-n' : undefined;
+  if (flag && !kube && !['restart', 'completion'].includes(action.name())) throw new UsageError(`${flag} works with restart, prewarm and rollout only; ${action.name()} talks to the agent socket (--agent)`);
+}
+
+/** A mistake prints one line and where to look, not the whole help. */
+function oneLineErrors(prog: Command): void {
+  for (const cmd of commandsOf(prog)) {
+    cmd.showHelpAfterError(`(run '${commandPath(cmd)} --help' for usage)`);
+    cmd.configureOutput({ outputError: (str, write) => write(`${cmd === prog ? 'inplacectl' : commandPath(cmd)}: ${oneLine(str)}\n`) });
+  }
+}
+
+/** `restart`'s flags. */
+interface RestartFlags {
+  image?: string[];
+  grace?: string;
+  minReady?: string;
+  timeout?: string;
+  wait: boolean;
+  dryRun?: boolean;
+  skipPreStop?: boolean;
+}
+
+/** `restart`: through the agent socket, or as a ContainerRestart with --kubeconfig or --context; follows it unless --no-wait. */
+async function restartCommand(g: Globals, pod: string, containers: string[], o: RestartFlags): Promise<void> {
+  const images = parseImageFlags(o.image);
+  checkRestartArgs(containers, images);
+  const grace = durationFlag('grace', o.grace);
+  const minReady = durationFlag('min-ready', o.minReady);
+  const timeout = durationFlag('timeout', o.timeout);
+  const t0 = Date.now();
+  if (g.kubeconfig || g.context) {
+    if (o.dryRun) throw new UsageError('--dry-run needs the agent socket (it checks the request against the node); leave out --kubeconfig');
+    if (o.skipPreStop) throw new UsageError('--skip-pre-stop is not part of a ContainerRestart; leave out --kubeconfig to use it');
+    // loaded here only: the Kubernetes client is large, and every other command starts without it
+    const { kubeRestart } = await import('./kube-restart-command.js');
+    const target = { kubeconfig: g.kubeconfig, context: g.context, namespace: g.namespace, requestTimeout: g.requestTimeout };
+    process.exitCode = await kubeRestart({ ...target, pod, containers, images, graceMs: grace, minReadyMs: minReady, timeoutMs: timeout, wait: o.wait, format: g.output, t0 });
+    return;
+  }
+  await withClient(g, async (c) => {
+    const op = await c.restart({
+      // -n names the namespace of a NAME given alone, as kubectl's -n does.
+      pod: g.namespace && !pod.includes('/') ? `${g.namespace}/${pod}` : pod,
+      containers,
+      images,
+      graceSeconds: grace === undefined ? 0 : Math.ceil(grace / 1000),
+      graceSet: grace !== undefined,
+      minReadyMs: String(minReady ?? 0),
+      minReadySet: minReady !== undefined,
+      timeoutMs: String(timeout ?? 0),
+      dryRun: !!o.dryRun,
+      skipPreStop: !!o.skipPreStop,
+    });
+    if (o.dryRun) {
+      if (op.id) {
+        // An agent that predates --dry-run ignored it and queued a real operation: take it back.
+        await c.cancelOperation(op.id).catch(() => undefined);
+        throw new AgentError('FailedPrecondition', `this agent does not support --dry-run: it queued operation ${op.id}, which was cancelled`);
+      }
+      print(g, op, renderPlan(op));
+      return;
+    }
+    if (!o.wait) {
+      print(g, op, op.id);
+      return;
+    }
+    if (g.output === 'text') process.stdout.write(`operation ${op.id} on pod ${op.podName}\n`);
+    await followToEnd(g, c, op, false, restartSummary);
+  });
+}
+
+/** `pull`'s flags. */
+interface PullFlags {
+  parallel?: string;
+  timeout?: string;
+  authFile?: string;
+  pin?: boolean;
+  always?: boolean;
+}
+
+/** `pull`: checks the images and flags, then renders the agent's pull events (runPull); a failed exit unless every image is done. */
+async function pullCommand(g: Globals, images: string[], o: PullFlags): Promise<void> {
+  for (const i of images) {
+    try {
+      parseImageRef(i);
+    } catch (err) {
+      throw new UsageError(asAgentError(err).message);
+    }
+  }
+  const parallel = o.parallel === undefined ? 0 : Number(o.parallel);
+  if (o.parallel !== undefined && (!/^\d+$/.test(o.parallel.trim()) || parallel < 1)) throw new UsageError(`--parallel takes a whole number of at least 1, got "${o.parallel}"`);
+  let authConfigJson = '';
+  if (o.authFile) {
+    try {
+      authConfigJson = await readAuthFileForRequest(o.authFile);
+    } catch (err) {
+      // The message names the flag and the file already.
+      throw new UsageError(asAgentError(err).message);
+    }
+  }
+  const timeout = durationFlag('timeout', o.timeout);
+  await withClient(g, async (c) => {
+    const code = await runPull(
+      c.pullImages({ images, parallel, timeoutMs: String(timeout ?? 0), authConfigJson, pin: !!o.pin, always: !!o.always }),
+      { json: g.output !== 'text', yaml: g.output === 'yaml', tty: !!process.stdout.isTTY && g.output === 'text', pin: !!o.pin },
+    );
+    if (code !== 0) process.exitCode = EXIT.failed;
+  });
+}
+
+/** The commands on the agent's operations: ops, get, watch, cancel. */
+function addOperationCommands(prog: Command, globals: () => Globals): void {
   prog
     .command('ops')
     .description('operations, newest first')
@@ -253,25 +306,6 @@ the error as one line.`,
         print(g, op, `cancel requested for operation ${op.id}: ${cancelEffect(op)}. \`inplacectl watch ${op.id.slice(0, 8)}\` shows how it ends.`);
       });
     });
-
-  addVersionCommand(prog, globals);
-  addPrewarmCommand(prog, globals);
-  addRolloutCommand(prog, globals);
-
-  prog
-    .command('completion')
-    .description('print a shell completion script: source <(inplacectl completion bash)')
-    .addArgument(new Argument('<shell>', SHELLS.join(' or ')).choices(SHELLS))
-    .action((shell: (typeof SHELLS)[number]) => {
-      process.stdout.write(completionScript(prog, shell));
-    });
-
-  // A mistake prints one line and where to look, not the whole help.
-  for (const cmd of commandsOf(prog)) {
-    cmd.showHelpAfterError(`(run '${commandPath(cmd)} --help' for usage)`);
-    cmd.configureOutput({ outputError: (str, write) => write(`${cmd === prog ? 'inplacectl' : commandPath(cmd)}: ${oneLine(str)}\n`) });
-  }
-  return prog;
 }
 
 /** Runs inplacectl with argv; resolves with the exit status. */

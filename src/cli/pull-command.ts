@@ -95,37 +95,24 @@ function fitImage(image: string, width: number): string {
   return image.length > width ? '…' + image.slice(-(width - 1)) : image.padEnd(width);
 }
 
-/** Renders the events of one pull request; resolves with the exit code: 0 if every image ended Done, else 1. */
-export async function runPull(source: PullEventSource, opts: PullRenderOptions = {}): Promise<number> {
-  const out = opts.out ?? process.stdout;
-  const err = opts.err ?? process.stderr;
-  const now = opts.now ?? Date.now;
-  const interval = opts.plainIntervalMs ?? 1000;
-  const last = new Map<string, PullEvent>();
-  const lastPlain = new Map<string, { phase: string; queuePosition: number; at: number }>();
-  let bars: cliProgress.MultiBar | undefined;
-  const barOf = new Map<string, cliProgress.SingleBar>();
-  const columns = opts.columns ?? ((out as NodeJS.WriteStream).columns || 80);
+/** Draws one progress bar per image on a terminal; each bar keeps the layout it was made with. */
+function barRenderer(out: NodeJS.WritableStream, columns: number): { show: (e: PullEvent) => void; stop: () => void } {
   let layout = barLayout(columns, 0);
+  const barOf = new Map<string, cliProgress.SingleBar>();
   const widthOf = new Map<string, number>();
-
-  if (opts.tty && !opts.json) {
-    bars = new cliProgress.MultiBar(
-      {
-        format: '{image} |{bar}| {phase} {bytes}',
-        hideCursor: true,
-        clearOnComplete: false,
-        stopOnComplete: false,
-        barsize: layout.barsize,
-        autopadding: true,
-        stream: out as NodeJS.WriteStream,
-      },
-      cliProgress.Presets.shades_classic,
-    );
-  }
-
-  const showBar = (e: PullEvent) => {
-    if (!bars) return;
+  const bars = new cliProgress.MultiBar(
+    {
+      format: '{image} |{bar}| {phase} {bytes}',
+      hideCursor: true,
+      clearOnComplete: false,
+      stopOnComplete: false,
+      barsize: layout.barsize,
+      autopadding: true,
+      stream: out as NodeJS.WriteStream,
+    },
+    cliProgress.Presets.shades_classic,
+  );
+  const show = (e: PullEvent) => {
     let bar = barOf.get(e.image);
     const total = e.bytesTotal > 0 ? e.bytesTotal : 1;
     const value = e.phase === 'Done' ? total : Math.min(e.bytesDone, total);
@@ -147,8 +134,15 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
       bar.update(value, payload);
     }
   };
+  return { show, stop: () => bars.stop() };
+}
 
-  const showPlain = (e: PullEvent) => {
+/** Prints a line per event: at once for a new phase or queue position, byte progress at most every interval. */
+function plainRenderer(opts: PullRenderOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream): (e: PullEvent) => void {
+  const now = opts.now ?? Date.now;
+  const interval = opts.plainIntervalMs ?? 1000;
+  const lastPlain = new Map<string, { phase: string; queuePosition: number; at: number }>();
+  return (e: PullEvent) => {
     const prev = lastPlain.get(e.image);
     const t = now();
     // A new phase or a new queue position is worth a line at once; byte progress at most every interval.
@@ -158,6 +152,16 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     const line = describePullEvent(e, opts.pin);
     (e.phase === 'Failed' ? err : out).write(line + '\n');
   };
+}
+
+/** Renders the events of one pull request; resolves with the exit code: 0 if every image ended Done, else 1. */
+export async function runPull(source: PullEventSource, opts: PullRenderOptions = {}): Promise<number> {
+  const out = opts.out ?? process.stdout;
+  const err = opts.err ?? process.stderr;
+  const last = new Map<string, PullEvent>();
+  const columns = opts.columns ?? ((out as NodeJS.WriteStream).columns || 80);
+  const bars = opts.tty && !opts.json ? barRenderer(out, columns) : undefined;
+  const showPlain = plainRenderer(opts, out, err);
 
   let streamError: AgentError | undefined;
   try {
@@ -165,7 +169,7 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     for await (const e of events) {
       last.set(e.image, e);
       if (opts.json) out.write(streamRecord(opts.yaml ? 'yaml' : 'json', pullEventView(e, !!opts.pin)) + '\n');
-      else if (bars) showBar(e);
+      else if (bars) bars.show(e);
       else showPlain(e);
     }
   } catch (e) {
@@ -178,6 +182,11 @@ export async function runPull(source: PullEventSource, opts: PullRenderOptions =
     // The bars stay on screen; the outcome of each image is printed under them.
     for (const e of last.values()) (e.phase === 'Failed' ? err : out).write(describePullEvent(e, opts.pin) + '\n');
   }
+  return reportOutcome(last, streamError, opts, out, err);
+}
+
+/** Says what no image's last event said (no result, a stream that failed or sent nothing, the count); the exit code. */
+function reportOutcome(last: Map<string, PullEvent>, streamError: AgentError | undefined, opts: PullRenderOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream): number {
   let ok = last.size > 0 && !streamError;
   for (const e of last.values()) {
     if (e.phase !== 'Done') {

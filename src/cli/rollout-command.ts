@@ -58,7 +58,7 @@ async function access(g: RolloutGlobals, namespace: string | undefined) {
   return { api: new KubeRolloutApi(kc, 'user'), deployments: new KubeDeploymentApi(kc), ns };
 }
 
-/** Adds `rollout` with its subcommands to inplacectl. */
+/** What `access` gives a rollout subcommand: the API, the Deployments' API, the namespace. */
 type RolloutAccess = Awaited<ReturnType<typeof access>>;
 
 /** The rollout ns/name, or a usage error saying there is none. */
@@ -76,6 +76,7 @@ async function snapshotOf(api: RolloutAccess['api'], deployments: RolloutAccess[
   return { input, target: input.workload ? targetRevision(input.workload, input.revisions) : undefined };
 }
 
+/** Adds `rollout` with its subcommands to inplacectl. */
 export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals): void {
   const ro = prog.command('rollout').description('in-place rollouts of OnDelete StatefulSets and DaemonSets (InPlaceRollout objects; needs a kubeconfig)');
 
@@ -85,30 +86,7 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
     .option('-n, --namespace <ns>', 'the rollout\'s namespace (default: the kubeconfig context\'s, then default)')
     .option('-w, --watch', 'follow until Succeeded (exit 0) or stopped by a failure (exit 1)')
     .option('--interval <duration>', 'refresh interval with --watch', '1s')
-    .action(async (name: string, o: { namespace?: string; watch?: boolean; interval: string }) => {
-      let every: number;
-      try {
-        every = durationFlagMs('--interval', o.interval, { minMs: MIN_WATCH_INTERVAL_MS });
-      } catch (err) {
-        throw new RolloutUsageError((err as Error).message);
-      }
-      const g = globals();
-      const { api, ns } = await access(g, o.namespace);
-      let last = '';
-      for (;;) {
-        const r = await api.getRollout(ns, name);
-        if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
-        const out = g.output === 'text' ? renderRolloutStatus(r) : structured(g.output, r);
-        if (out !== last) process.stdout.write(out + '\n');
-        last = out;
-        const end = watchEnd(r);
-        if (!o.watch || end !== undefined) {
-          if (o.watch) process.exitCode = end;
-          return;
-        }
-        await new Promise((res) => setTimeout(res, every));
-      }
-    });
+    .action((name: string, o: { namespace?: string; watch?: boolean; interval: string }) => rolloutStatus(globals(), name, o));
 
   for (const [verb, paused] of [['pause', true], ['resume', false]] as const) {
     ro.command(verb)
@@ -141,22 +119,49 @@ export function addRolloutCommand(prog: Command, globals: () => RolloutGlobals):
     .description('a held Deployment back to the template its pods run (kubectl rollout undo refuses it paused); elsewhere, use kubectl rollout undo')
     .argument('<name>')
     .option('-n, --namespace <ns>', 'the rollout\'s namespace (default: the kubeconfig context\'s, then default)')
-    .action(async (name: string, o: { namespace?: string }) => {
-      const g = globals();
-      const { api, deployments, ns } = await access(g, o.namespace);
-      const r = await rolloutNamed(api, ns, name);
-      const ref = r.spec.targetRef;
-      const d = ref.kind === 'Deployment' ? await deployments.getDeployment(ns, ref.name) : undefined;
-      const rss = d ? await deployments.listReplicaSets(ns, d.spec?.selector?.matchLabels ?? {}) : [];
-      let onNew = 0;
-      if (d) {
-        const { input, target } = await snapshotOf(api, deployments, r);
-        const busy = new Set(input.restarts.filter((x) => x.revisionHash === target?.hash && (x.phase === 'Pending' || x.phase === 'Running')).map((x) => x.pod));
-        onNew = input.pods.filter((p) => target && (p.revisionHash === target.hash || busy.has(p.name))).length;
-      }
-      const t = undoTarget(ref.kind, ref.name, d, rss, onNew);
-      if ('refuse' in t) throw new RolloutUsageError(t.refuse);
-      const out = await deployments.restoreTemplate(ns, ref.name, t.template);
-      process.stdout.write(g.output === 'text' ? `deployment ${ns}/${ref.name} set back to the template its pods run; the rollout releases it\n` : structured(g.output, out) + '\n');
-    });
+    .action((name: string, o: { namespace?: string }) => undoRollout(globals(), name, o));
+}
+
+/** `rollout status`: prints the status once, or with watch each time it changes until it ends (the exit code says how). */
+async function rolloutStatus(g: RolloutGlobals, name: string, o: { namespace?: string; watch?: boolean; interval: string }): Promise<void> {
+  let every: number;
+  try {
+    every = durationFlagMs('--interval', o.interval, { minMs: MIN_WATCH_INTERVAL_MS });
+  } catch (err) {
+    throw new RolloutUsageError((err as Error).message);
+  }
+  const { api, ns } = await access(g, o.namespace);
+  let last = '';
+  for (;;) {
+    const r = await api.getRollout(ns, name);
+    if (!r) throw new RolloutUsageError(`no InPlaceRollout ${ns}/${name}`);
+    const out = g.output === 'text' ? renderRolloutStatus(r) : structured(g.output, r);
+    if (out !== last) process.stdout.write(out + '\n');
+    last = out;
+    const end = watchEnd(r);
+    if (!o.watch || end !== undefined) {
+      if (o.watch) process.exitCode = end;
+      return;
+    }
+    await new Promise((res) => setTimeout(res, every));
+  }
+}
+
+/** `rollout undo`: a held Deployment's template set back to the one its pods run, or a usage error saying why not. */
+async function undoRollout(g: RolloutGlobals, name: string, o: { namespace?: string }): Promise<void> {
+  const { api, deployments, ns } = await access(g, o.namespace);
+  const r = await rolloutNamed(api, ns, name);
+  const ref = r.spec.targetRef;
+  const d = ref.kind === 'Deployment' ? await deployments.getDeployment(ns, ref.name) : undefined;
+  const rss = d ? await deployments.listReplicaSets(ns, d.spec?.selector?.matchLabels ?? {}) : [];
+  let onNew = 0;
+  if (d) {
+    const { input, target } = await snapshotOf(api, deployments, r);
+    const busy = new Set(input.restarts.filter((x) => x.revisionHash === target?.hash && (x.phase === 'Pending' || x.phase === 'Running')).map((x) => x.pod));
+    onNew = input.pods.filter((p) => target && (p.revisionHash === target.hash || busy.has(p.name))).length;
+  }
+  const t = undoTarget(ref.kind, ref.name, d, rss, onNew);
+  if ('refuse' in t) throw new RolloutUsageError(t.refuse);
+  const out = await deployments.restoreTemplate(ns, ref.name, t.template);
+  process.stdout.write(g.output === 'text' ? `deployment ${ns}/${ref.name} set back to the template its pods run; the rollout releases it\n` : structured(g.output, out) + '\n');
 }

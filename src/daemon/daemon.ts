@@ -32,6 +32,9 @@ import { KUBE_REQUEST_DEADLINE } from '../k8s/request-deadline.js';
 import { drainBudgetMs } from './shutdown-bound.js';
 import type { KubeMode } from '../kube/kube-mode.js';
 
+/** The pull service and what comes with it (pull-wiring.ts). */
+type PullWiring = Awaited<ReturnType<typeof createPullService>>;
+
 /**
  * Fault injection for recovery and outage tests. With INPLACE_AGENT_FAULT_CRASH_AFTER_STEP=<step> the process
  * kills itself with SIGKILL right after journaling (or publishing) that container step, as a crash at the worst
@@ -116,33 +119,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     log.warn('cannot read or create this agent\'s identity in its state directory', { stateDir: opts.stateDir, error: String(err) });
     return undefined;
   });
-  const engine = new Engine({
-    runtime,
-    agentId,
-    puller: pulls,
-    journal: new Journal(opts.stateDir),
-    clock,
-    log,
-    retention: opts.retention,
-    strategies: kube ? [kube.strategy] : [],
-    kubeletPods: !!kube,
-    maxParallel: opts.maxParallelOperations,
-    ...recoveryMetrics(registry),
-    afterStep: faultAfterStep(process.env, log),
-    // Going on without a journal could leave a container stopped with no record of it: exit, and let the
-    // supervisor's restart recover every operation from its last good record.
-    onFatal: (err) => {
-      log.error('exiting: the operation journal cannot be written', { error: String(err), stateDir: opts.stateDir });
-      process.exit(1);
-    },
-  });
-  observeOperations(engine, registry);
-  await engine.start();
-  if (kube) {
-    // Never over an operation begun since (engine.list() read again for each pod).
-    const unfinished = (pod: string) => engine.list().some((o) => o.podName === pod && !isTerminal(o.state));
-    kube.strategy.reconcile(engine.list(), unfinished).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
-  }
+  const engine = await startEngine(opts, runtime, agentId, pulls, kube, registry, clock, log);
 
   const clusterHolds = k8s && kc && kube ? k8s.watchClusterHolds(kc, log) : undefined;
   const api = await startApiServer(opts.listen, {
@@ -170,24 +147,7 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
   const rollouts = k8s && kc && opts.nodeName && agentId ? await k8s.startRollouts(kc, opts.nodeName, agentId, opts, clock, log) : undefined;
   const sidecarSets = k8s && kc && opts.nodeName && agentId ? k8s.startSidecarSets(kc, opts.nodeName, agentId, opts, clock, log) : undefined;
 
-  let http: HttpEndpoints | undefined;
-  if (opts.metricsAddr) {
-    const liveness = new RuntimeLiveness(() => runtime.version(), opts.livenessRuntimeTimeoutMs, clock);
-    http = await startHttpEndpoints(opts.metricsAddr, registry, {
-      live: () => liveness.probe(),
-      ready: async () => {
-        if (engine.draining) return 'shutting down';
-        try {
-          await runtime.version();
-          liveness.sawRuntime();
-          return undefined;
-        } catch (err) {
-          return `runtime unreachable: ${String(err)}`;
-        }
-      },
-    });
-    log.info('metrics and probes listening', { address: http.address });
-  }
+  const http = await startProbes(opts, registry, runtime, engine, clock, log);
 
   let stopping: Promise<void> | undefined;
   return {
@@ -198,27 +158,98 @@ export async function startDaemon(opts: DaemonOptions, log: Logger, clock: Clock
     registry,
     reloadAccess: () => access.reload(),
     kube,
-    shutdown: () =>
-      (stopping ??= (async () => {
-        log.info('draining: no new operations; running ones stop at a safe point');
-        const began = clock.now();
-        api.health.setStatus('', 'NOT_SERVING');
-        await prewarm?.stop();
-        await fleet?.stop();
-        await rollouts?.stop();
-        await sidecarSets?.stop();
-        await restarts?.stop();
-        // The operations get what is left of the drain timeout (main.ts exits at its end whatever still waits).
-        const left = await engine.drain(drainBudgetMs(opts.drainTimeoutMs, clock.now() - began));
-        if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });
-        // Operations are drained: what is left are reads and watch streams, cut after a short grace.
-        await api.stop(1000);
-        await kube?.stop();
-        kubeMetrics?.close();
-        pullWiring.close();
-        await http?.close();
-        runtime.close();
-        log.info('stopped');
-      })()),
+    shutdown: () => (stopping ??= stopParts({ api, prewarm, fleet, rollouts, sidecarSets, restarts, engine, kube, kubeMetrics, pullWiring, http, runtime }, opts, clock, log)),
   };
+}
+
+/** The engine, started: the journal replayed, then in Kubernetes mode the pods' conditions reconciled in the background. */
+async function startEngine(opts: DaemonOptions, runtime: Runtime, agentId: string | undefined, puller: PullWiring['pulls'], kube: KubeMode | undefined, registry: Registry, clock: Clock, log: Logger): Promise<Engine> {
+  const engine = new Engine({
+    runtime,
+    agentId,
+    puller,
+    journal: new Journal(opts.stateDir),
+    clock,
+    log,
+    retention: opts.retention,
+    strategies: kube ? [kube.strategy] : [],
+    kubeletPods: !!kube,
+    maxParallel: opts.maxParallelOperations,
+    ...recoveryMetrics(registry),
+    afterStep: faultAfterStep(process.env, log),
+    // Going on without a journal could leave a container stopped with no record of it: exit, and let the
+    // supervisor's restart recover every operation from its last good record.
+    onFatal: (err) => {
+      log.error('exiting: the operation journal cannot be written', { error: String(err), stateDir: opts.stateDir });
+      process.exit(1);
+    },
+  });
+  observeOperations(engine, registry);
+  await engine.start();
+  if (kube) {
+    // Never over an operation begun since (engine.list() read again for each pod).
+    const unfinished = (pod: string) => engine.list().some((o) => o.podName === pod && !isTerminal(o.state));
+    kube.strategy.reconcile(engine.list(), unfinished).catch((err: unknown) => log.warn('reconciling pod conditions failed', { error: String(err) }));
+  }
+  return engine;
+}
+
+/** The metrics and probe endpoints on --metrics-addr, when it is set. */
+async function startProbes(opts: DaemonOptions, registry: Registry, runtime: Runtime, engine: Engine, clock: Clock, log: Logger): Promise<HttpEndpoints | undefined> {
+  if (!opts.metricsAddr) return undefined;
+  const liveness = new RuntimeLiveness(() => runtime.version(), opts.livenessRuntimeTimeoutMs, clock);
+  const http = await startHttpEndpoints(opts.metricsAddr, registry, {
+    live: () => liveness.probe(),
+    ready: async () => {
+      if (engine.draining) return 'shutting down';
+      try {
+        await runtime.version();
+        liveness.sawRuntime();
+        return undefined;
+      } catch (err) {
+        return `runtime unreachable: ${String(err)}`;
+      }
+    },
+  });
+  log.info('metrics and probes listening', { address: http.address });
+  return http;
+}
+
+/** What shutdown stops. */
+interface Parts {
+  api: ApiServer;
+  prewarm?: { stop(): Promise<void> };
+  fleet?: { stop(): Promise<void> };
+  rollouts?: { stop(): Promise<void> };
+  sidecarSets?: { stop(): Promise<void> };
+  restarts?: { stop(): Promise<void> };
+  engine: Engine;
+  kube?: KubeMode;
+  kubeMetrics?: { close(): void };
+  pullWiring: PullWiring;
+  http?: HttpEndpoints;
+  runtime: Runtime;
+}
+
+/** Drains the operations to a safe point within --drain-timeout and stops every part, the controllers first. */
+async function stopParts(p: Parts, opts: DaemonOptions, clock: Clock, log: Logger): Promise<void> {
+  log.info('draining: no new operations; running ones stop at a safe point');
+  const began = clock.now();
+  p.api.health.setStatus('', 'NOT_SERVING');
+  await p.prewarm?.stop();
+  await p.fleet?.stop();
+  await p.rollouts?.stop();
+  await p.sidecarSets?.stop();
+  await p.restarts?.stop();
+  // The operations get what is left of the drain timeout (main.ts exits at its end whatever still waits).
+  const left = await p.engine.drain(drainBudgetMs(opts.drainTimeoutMs, clock.now() - began));
+  if (left.length > 0) log.warn('drain timed out: exiting with operations still running; they resume at the next start', { operations: left, drainTimeoutMs: opts.drainTimeoutMs });
+  // Operations are drained: what is left are reads and watch streams, cut after a short grace.
+  await p.api.stop(1000);
+  await p.kube?.stop();
+  p.kubeMetrics?.close();
+  p.pullWiring.close();
+  await p.http?.close();
+  p.runtime.close();
+  log.info('stopped');
 }

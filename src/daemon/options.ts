@@ -166,9 +166,11 @@ export function daemonCommand(version: string): Command {
     .addOption(opt('--rollout-lease-duration <duration>', 'rollout coordination Lease duration (another agent takes over this long after the coordinator is gone)', 'rollout-lease-duration').default('15s'));
 }
 
-/** Settings from a parsed command. */
-export function daemonOptions(cmd: Command): DaemonOptions {
-  const o = cmd.opts<Record<string, string | undefined>>();
+/**
+ * How daemonOptions reads a flag's value: each reader checks it and throws DaemonUsageError naming where the
+ * bad value came from (the flag, or the environment variable that set it).
+ */
+function flagReaders(cmd: Command) {
   // Where a bad value came from: the flag, or the environment variable that set it.
   const source = (name: string) => {
     const key = name.replace(/-([a-z])/g, (_, c: string) => c.toUpperCase());
@@ -210,6 +212,13 @@ export function daemonOptions(cmd: Command): DaemonOptions {
       throw new DaemonUsageError(`${source(name)}: ${asAgentError(err).message}`);
     }
   };
+  return { source, onOff, int, timeout, hostPort, bytes };
+}
+
+/** Settings from a parsed command. */
+export function daemonOptions(cmd: Command): DaemonOptions {
+  const o = cmd.opts<Record<string, string | undefined>>();
+  const { source, onOff, int, timeout, hostPort, bytes } = flagReaders(cmd);
   return {
     runtime: o.runtime as DaemonOptions['runtime'],
     runtimeTimeoutMs: timeout('runtime-timeout', o.runtimeTimeout),

@@ -71,12 +71,20 @@ export async function takeRequest(h: TakeHost, cr: ContainerRestart, key: string
     await refuseRequest(h, cr, refused ?? err);
     return undefined;
   }
-  // The requester's check and the claim are made at once, while the engine plans the request (which only
-  // reads); the engine records and runs it only once both are through. A request its creator could not make
-  // themselves is refused before anything is touched: a claim written meanwhile is taken back by the refusal,
-  // which leaves no operation in the status (the operation id is in the status before the journal has it, as
-  // ever).
-  const seen = cr;
+  return claimAndSubmit(h, cr, key, ctx, req);
+}
+
+/**
+ * The requester's check and the claim are made at once, while the engine plans the request (which only
+ * reads); the engine records and runs it only once both are through. A request its creator could not make
+ * themselves is refused before anything is touched: a claim written meanwhile is taken back by the refusal,
+ * which leaves no operation in the status (the operation id is in the status before the journal has it, as
+ * ever). The object as claimed, or undefined when it was refused or another agent's claim landed first.
+ */
+async function claimAndSubmit(h: TakeHost, seen: ContainerRestart, key: string, ctx: RequesterContext, req: ReturnType<typeof restartRequestFor>): Promise<ContainerRestart | undefined> {
+  const ns = seen.metadata.namespace ?? 'default';
+  const uid = seen.metadata.uid ?? '';
+  const trace = h.d.engine.trace;
   const checked: Promise<{ refused: unknown } | undefined> = checkRequester(seen, h.d.access, h.d.selfPod, ctx).then(
     () => void trace.mark(uid, 'requester checked'),
     (refused: unknown) => ({ refused }),
@@ -102,11 +110,11 @@ export async function takeRequest(h: TakeHost, cr: ContainerRestart, key: string
     trace.drop(uid);
     if (AgentError.is(claim.refused, 'Unavailable')) throw claim.refused;
     // A claim that landed meanwhile is taken back by the refusal: no operation is left in the status.
-    await refuseRequest(h, 'written' in claim.claim ? claim.claim.written : cr, claim.refused, uid);
+    await refuseRequest(h, 'written' in claim.claim ? claim.claim.written : seen, claim.refused, uid);
     return undefined;
   }
   if ('err' in claim) throw claim.err;
-  cr = claim.written;
+  const cr = claim.written;
   if (!holds(cr)) {
     h.keyByOp.delete(uid);
     return undefined;
