@@ -95,3 +95,12 @@ export function auditRequests(file: string, fromMs: number, toMs: number, coordi
 
 /** Whether a verb only reads. */
 export const isRead = (verb: string) => verb === 'get' || verb === 'list' || verb === 'watch';
+
+/** Creates the API server answers without storing anything (access reviews, token requests). */
+const UNSTORED = new Set(['subjectaccessreviews', 'selfsubjectaccessreviews', 'localsubjectaccessreviews', 'tokenreviews', 'serviceaccounts/token']);
+
+/** Whether a request writes to etcd: not a read, not an access review. */
+export const isStoredWrite = (r: Request) => !isRead(r.verb) && !UNSTORED.has(r.resource);
+
+/** Whether a request is an access review (answered by the authorizer, stored nowhere). */
+export const isReview = (r: Request) => UNSTORED.has(r.resource) && r.resource !== 'serviceaccounts/token';

@@ -13,7 +13,8 @@
 // the controller-manager. Then growth ratios between the rows.
 //
 // Usage: node dist/bench/scale/run.js [--nodes 100,300] [--pods-per-node 10] [--max-unavailable 10%]
-//        [--pull-ms 500] [--keep]   (--keep leaves the last row's cluster up: scripts/scale-sandbox down)
+//        [--pods 1000] [--pull-ms 500] [--keep]   (--pods: that many pods on every row, spread by the scheduler)
+//        (--keep leaves the last row's cluster up: scripts/scale-sandbox down)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { renameSync } from 'node:fs';
 import path from 'node:path';
@@ -21,7 +22,7 @@ import { createInterface } from 'node:readline';
 import { AppsV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { IPR_GROUP, IPR_PLURAL, IPR_VERSION, type InPlaceRollout } from '../../src/controllers/rollout/types.js';
 import { agentKubeconfigs, agentPods, APP, COORDINATOR_NODE, createWorkload, IMAGES, installAgent, kubectl, NS, sandbox, sandboxEnv, sleep, waitWorkload, type SandboxEnv } from './cluster.js';
-import { auditRequests, cpuSeconds, delta, isRead, metricSums, rssMiB, type Actor, type Request } from './measure.js';
+import { auditRequests, cpuSeconds, delta, isRead, isReview, isStoredWrite, metricSums, rssMiB, type Actor, type Request } from './measure.js';
 
 function arg(name: string, def: string): string {
   const i = process.argv.indexOf(`--${name}`);
@@ -29,6 +30,8 @@ function arg(name: string, def: string): string {
 }
 const NODES = arg('nodes', '100,300').split(',').map(Number);
 const PER_NODE = Number(arg('pods-per-node', '10'));
+/** The same number of pods on every row instead (0: PER_NODE a node): per-pod costs against the node count alone. */
+const PODS = Number(arg('pods', '0'));
 const MAX_UNAVAILABLE = arg('max-unavailable', '10%');
 const PULL_MS = Number(arg('pull-ms', '500'));
 const KEEP = process.argv.includes('--keep');
@@ -49,6 +52,8 @@ interface Row {
   ms: number;
   requests: Request[];
   watchesOpen: Map<string, number>;
+  /** Watches the agents started from their start to the rollout's end, by who and resource. */
+  agentWatches: Map<string, number>;
   watchEvents: Map<string, number>;
   listedObjects: Map<string, number>;
   cpu: Record<string, number>;
@@ -88,7 +93,7 @@ function metrics(env: SandboxEnv): Promise<string> {
 }
 
 async function runRow(nodes: number): Promise<Row> {
-  const pods = nodes * PER_NODE;
+  const pods = PODS || nodes * PER_NODE;
   say(`${nodes} nodes, ${pods} pods: bringing up the private control plane`);
   await sandbox(['down']);
   await sandbox(['up', '--nodes', String(nodes)], { INPLACE_SCALE_STAGES: STAGES, INPLACE_SCALE_AUDIT: '1' });
@@ -166,7 +171,14 @@ async function runRow(nodes: number): Promise<Row> {
     const nodesRss = rssMiB(nodeProc.pid!);
     // The audit log is written in batches: let the last one land.
     await sleep(3000);
-    const requests = auditRequests(path.join(env.INPLACE_SCALE_DIR, 'audit.log'), t0, t1, COORDINATOR_NODE);
+    const audit = path.join(env.INPLACE_SCALE_DIR, 'audit.log');
+    const requests = auditRequests(audit, t0, t1, COORDINATOR_NODE);
+    const agentWatches = new Map<string, number>();
+    for (const x of auditRequests(audit, t00, t1, COORDINATOR_NODE)) {
+      if (x.verb !== 'watch' || (x.actor !== 'coordinator' && x.actor !== 'node agents')) continue;
+      const k = `${x.actor} ${x.resource}`;
+      agentWatches.set(k, (agentWatches.get(k) ?? 0) + 1);
+    }
     const budget = Math.min(pods, budgetOf(MAX_UNAVAILABLE, pods));
     return {
       nodes,
@@ -176,6 +188,7 @@ async function runRow(nodes: number): Promise<Row> {
       waves: Math.ceil(pods / budget),
       ms: t1 - t0,
       requests,
+      agentWatches,
       watchesOpen: metricSums(m1, 'apiserver_longrunning_requests', ['verb', 'resource']),
       watchEvents: delta(metricSums(m0, 'apiserver_watch_events_total', ['resource']), metricSums(m1, 'apiserver_watch_events_total', ['resource'])),
       listedObjects: delta(metricSums(m0, 'apiserver_cache_list_returned_objects_total', ['resource_prefix']), metricSums(m1, 'apiserver_cache_list_returned_objects_total', ['resource_prefix'])),
@@ -194,22 +207,24 @@ async function runRow(nodes: number): Promise<Row> {
 const f1 = (n: number) => n.toFixed(1);
 const f2 = (n: number) => n.toFixed(2);
 
+/** Reads (read true) or stored writes (read false) of one sender (all when undefined). */
 function tally(rs: Request[], actor: Actor | undefined, read: boolean): number {
-  return rs.filter((r) => (actor === undefined || r.actor === actor) && isRead(r.verb) === read).length;
+  return rs.filter((r) => (actor === undefined || r.actor === actor) && (read ? isRead(r.verb) : isStoredWrite(r))).length;
 }
 
 function report(rows: Row[]): void {
   const out: string[] = [];
-  out.push(`## bench:scale: ${PER_NODE} pods a node, maxUnavailable ${MAX_UNAVAILABLE}, simulated pull ${PULL_MS} ms (${new Date().toISOString()})`, '');
-  out.push('| nodes | pods | time s | waves (budget) | s a wave | coordinator writes/pod | coordinator reads/pod | node agents writes/pod | node agents reads/pod | kwok writes/pod | all writes/pod | watches open (agents' + "'" + ') | watch events sent/pod | coordinator RSS MiB (peak) | coordinator CPU s | node agents RSS MiB a node | node agents CPU s a node | apiserver CPU s | etcd CPU s | kwok CPU s |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push(`## bench:scale: ${PODS ? `${PODS} pods on every row` : `${PER_NODE} pods a node`}, maxUnavailable ${MAX_UNAVAILABLE}, simulated pull ${PULL_MS} ms (${new Date().toISOString()})`, '');
+  out.push('| nodes | pods | time s | waves (budget) | s a wave | coordinator writes/pod | coordinator reads/pod | node agents writes/pod | node agents reads/pod | agent access reviews/pod | kwok writes/pod | all writes/pod | watches the agents started | watch events sent/pod | coordinator RSS MiB (peak) | coordinator CPU s | node agents RSS MiB a node | node agents CPU s a node | apiserver CPU s | etcd CPU s | kwok CPU s |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const p = r.pods;
-    const writesAll = r.requests.filter((x) => !isRead(x.verb)).length;
-    const agentWatches = [...r.watchesOpen].filter(([k]) => k.startsWith('WATCH ')).reduce((a, [, v]) => a + v, 0);
+    const writesAll = r.requests.filter(isStoredWrite).length;
+    const reviews = r.requests.filter((x) => isReview(x) && (x.actor === 'coordinator' || x.actor === 'node agents')).length;
+    const agentWatches = [...r.agentWatches.values()].reduce((a, v) => a + v, 0);
     const events = [...r.watchEvents.values()].reduce((a, b) => a + b, 0);
     out.push(
-      `| ${r.nodes} | ${p} | ${f1(r.ms / 1000)} | ${r.waves} (${r.budget}) | ${f2(r.ms / 1000 / r.waves)} | ${f2(tally(r.requests, 'coordinator', false) / p)} | ${f2(tally(r.requests, 'coordinator', true) / p)} | ${f2(tally(r.requests, 'node agents', false) / p)} | ${f2(tally(r.requests, 'node agents', true) / p)} | ${f2(tally(r.requests, 'kwok', false) / p)} | ${f2(writesAll / p)} | ${agentWatches} | ${f1(events / p)} | ${f1(r.coordinatorRss.now)} (${f1(r.coordinatorRss.peak)}) | ${f1(r.cpu.coordinator)} | ${f2(r.nodesRss.now / r.nodes)} | ${f2(r.cpu['node agents'] / r.nodes)} | ${f1(r.cpu.apiserver)} | ${f1(r.cpu.etcd)} | ${f1(r.cpu.kwok)} |`,
+      `| ${r.nodes} | ${p} | ${f1(r.ms / 1000)} | ${r.waves} (${r.budget}) | ${f2(r.ms / 1000 / r.waves)} | ${f2(tally(r.requests, 'coordinator', false) / p)} | ${f2(tally(r.requests, 'coordinator', true) / p)} | ${f2(tally(r.requests, 'node agents', false) / p)} | ${f2(tally(r.requests, 'node agents', true) / p)} | ${f2(reviews / p)} | ${f2(tally(r.requests, 'kwok', false) / p)} | ${f2(writesAll / p)} | ${agentWatches} | ${f1(events / p)} | ${f1(r.coordinatorRss.now)} (${f1(r.coordinatorRss.peak)}) | ${f1(r.cpu.coordinator)} | ${f2(r.nodesRss.now / r.nodes)} | ${f2(r.cpu['node agents'] / r.nodes)} | ${f1(r.cpu.apiserver)} | ${f1(r.cpu.etcd)} | ${f1(r.cpu.kwok)} |`,
     );
   }
   out.push('');
@@ -224,7 +239,8 @@ function report(rows: Row[]): void {
       out.push(`| ${who} | ${verb} | ${res} | ${v} | ${f2(v / r.pods)} |`);
     }
     out.push('');
-    out.push(`Watches open at the end (apiserver_longrunning_requests, WATCH): ${[...r.watchesOpen].filter(([k, v]) => k.startsWith('WATCH ') && v > 0).map(([k, v]) => `${k.slice(6)} ${v}`).join(', ')}.`);
+    const open = [...r.watchesOpen].filter(([k]) => k.startsWith('WATCH ')).reduce((a, [, v]) => a + v, 0);
+    out.push(`Watches the agents started, from their start to the rollout's end (audit log): ${[...r.agentWatches].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}. Watches open at the API server at the end, every client (apiserver_longrunning_requests): ${open}.`);
     out.push(`Watch events sent in the window, a pod (apiserver_watch_events_total): ${[...r.watchEvents].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${f1(v / r.pods)}`).join(', ')}.`);
     out.push(`Objects returned by LISTs from the watch cache in the window (apiserver_cache_list_returned_objects_total): ${[...r.listedObjects].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.`);
     out.push(`CPU s in the window: ${Object.entries(r.cpu).map(([k, v]) => `${k} ${f1(v)}`).join(', ')}. Node agents: ${r.nodes} nodes started in ${f1(r.agentsStartMs / 1000)} s, process RSS ${f1(r.nodesRss.now)} MiB (peak ${f1(r.nodesRss.peak)}). Coordinator RSS before the change: ${f1(r.coordinatorStartRss)} MiB. Most pods in flight at once (status read every 0.5 s): ${r.peakInFlight} of a budget of ${r.budget}.`, '');
