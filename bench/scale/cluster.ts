@@ -118,9 +118,11 @@ export const IMAGES = { app: 'registry.example/scale/app:v1', appNext: 'registry
 
 /**
  * A StatefulSet of `replicas` pods (Parallel, OnDelete: the in-place rollout's kind), an app and a sidecar, with the
- * agent's readiness gate; each asks for 3 of a fake node's 32 CPUs, so the scheduler puts 10 on each node.
+ * agent's readiness gate; each asks for 1/perNode of a fake node's 32 CPUs (3 for 10 a node), so the scheduler puts
+ * at most perNode on each node.
  */
-export async function createWorkload(kc: KubeConfig, replicas: number): Promise<void> {
+export async function createWorkload(kc: KubeConfig, replicas: number, perNode: number): Promise<void> {
+  const cpu = `${Math.floor(32_000 / perNode)}m`;
   await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
   const labels = { app: APP };
   await kc.makeApiClient(AppsV1Api).createNamespacedStatefulSet({
@@ -140,7 +142,7 @@ export async function createWorkload(kc: KubeConfig, replicas: number): Promise<
             readinessGates: [{ conditionType: READY_CONDITION }],
             terminationGracePeriodSeconds: 5,
             containers: [
-              { name: 'app', image: IMAGES.app, resources: { requests: { cpu: '3' } } },
+              { name: 'app', image: IMAGES.app, resources: { requests: { cpu } } },
               { name: 'sidecar', image: IMAGES.sidecar },
             ],
           },

@@ -109,7 +109,7 @@ async function runRow(nodes: number): Promise<Row> {
   const coordKubeconfig = path.join(env.INPLACE_SCALE_DIR, 'coordinator.kubeconfig');
   renameSync(coordFile, coordKubeconfig);
   say(`${files.size - 1} node agents' tokens; creating the StatefulSet of ${pods}`);
-  await createWorkload(kc, pods);
+  await createWorkload(kc, pods, Math.ceil(pods / nodes));
   await waitWorkload(kc, pods, 600_000);
   say('workload running; starting the node agents');
   const t00 = Date.now();
