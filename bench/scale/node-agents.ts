@@ -7,7 +7,8 @@
 //
 //   node dist/bench/scale/node-agents.js AGENTS_DIR PULL_MS
 // AGENTS_DIR holds NODE.kubeconfig for each node to play; each node's state goes to AGENTS_DIR/state/NODE. Prints
-// `ready N` once every node's pod watch has its first list and its controller runs; SIGTERM stops them all.
+// `ready N` once every node's pod watch has its first list and its controller runs; SIGTERM stops them all and
+// prints `stopped N pulls P podLists L` (the simulated runtimes' pulls and pod lists, all nodes together).
 import { mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { systemClock } from '../../src/clock.js';
@@ -91,7 +92,8 @@ const stop = async () => {
     n.pulls.stop();
   }));
   const pulls = nodes.reduce((a, n) => a + n.runtime.pulls, 0);
-  process.stdout.write(`stopped ${nodes.length} pulls ${pulls}\n`);
+  const lists = nodes.reduce((a, n) => a + n.runtime.podLists, 0);
+  process.stdout.write(`stopped ${nodes.length} pulls ${pulls} podLists ${lists}\n`);
   process.exit(0);
 };
 process.once('SIGTERM', () => void stop());

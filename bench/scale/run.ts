@@ -12,8 +12,9 @@
 // RSS and CPU, the node agents' (their process divided by the nodes), and the CPU of the API server, etcd, kwok and
 // the controller-manager. Then growth ratios between the rows.
 //
-// Usage: node dist/bench/scale/run.js [--nodes 100,300] [--pods-per-node 10] [--max-unavailable 10%]
-//        [--pods 1000] [--pull-ms 500] [--keep]   (--pods: that many pods on every row, spread by the scheduler)
+// Usage: node dist/bench/scale/run.js [--nodes 100,300] [--pods 1000 | --pods 0 --pods-per-node 10]
+//        [--max-unavailable 10%] [--pull-ms 500] [--keep]   (--pods: that many pods on every row, spread by the
+//        scheduler, so that the rows differ in nodes alone; 4-6 minutes a row here, docs/benchmarks.md)
 //        (--keep leaves the last row's cluster up: scripts/scale-sandbox down)
 import { spawn, type ChildProcess } from 'node:child_process';
 import { renameSync } from 'node:fs';
@@ -30,8 +31,8 @@ function arg(name: string, def: string): string {
 }
 const NODES = arg('nodes', '100,300').split(',').map(Number);
 const PER_NODE = Number(arg('pods-per-node', '10'));
-/** The same number of pods on every row instead (0: PER_NODE a node): per-pod costs against the node count alone. */
-const PODS = Number(arg('pods', '0'));
+/** The same number of pods on every row (0: PER_NODE a node instead): per-pod costs against the node count alone. */
+const PODS = Number(arg('pods', '1000'));
 const MAX_UNAVAILABLE = arg('max-unavailable', '10%');
 const PULL_MS = Number(arg('pull-ms', '500'));
 const KEEP = process.argv.includes('--keep');
@@ -61,6 +62,8 @@ interface Row {
   nodesRss: { now: number; peak: number };
   agentsStartMs: number;
   coordinatorStartRss: number;
+  /** The simulated runtimes' pod lists from the node side's start to its stop (a CRI ListPodSandbox each). */
+  podLists: number;
 }
 
 /** The budget as the coordinator computes it: an integer, or a percent of the replicas rounded down, at least 1. */
@@ -68,12 +71,16 @@ function budgetOf(v: string, replicas: number): number {
   return v.endsWith('%') ? Math.max(1, Math.floor((Number(v.slice(0, -1)) * replicas) / 100)) : Math.max(1, Number(v));
 }
 
+/** A started process and the lines it printed so far. */
+type Started = ChildProcess & { lines: string[] };
+
 /** Starts a process at the lowest priority; resolves once it printed a line starting with `word`. */
-function startUntil(args: string[], word: string, env: NodeJS.ProcessEnv = {}): Promise<ChildProcess> {
-  const p = spawn('nice', ['-n', '19', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+function startUntil(args: string[], word: string, env: NodeJS.ProcessEnv = {}): Promise<Started> {
+  const p = Object.assign(spawn('nice', ['-n', '19', process.execPath, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } }), { lines: [] as string[] });
   return new Promise((resolve, reject) => {
     const lines = createInterface({ input: p.stdout! });
     lines.on('line', (l) => {
+      p.lines.push(l);
       if (l.startsWith(word)) resolve(p);
     });
     p.once('exit', (code) => reject(new Error(`${args[0]} exited (${code}) before "${word}"`)));
@@ -180,7 +187,10 @@ async function runRow(nodes: number): Promise<Row> {
       agentWatches.set(k, (agentWatches.get(k) ?? 0) + 1);
     }
     const budget = Math.min(pods, budgetOf(MAX_UNAVAILABLE, pods));
+    await stopProcess(nodeProc);
+    const stopped = /podLists (\d+)/.exec(nodeProc.lines.find((l) => l.startsWith('stopped')) ?? '');
     return {
+      podLists: stopped ? Number(stopped[1]) : NaN,
       nodes,
       pods,
       budget,
@@ -243,7 +253,7 @@ function report(rows: Row[]): void {
     out.push(`Watches the agents started, from their start to the rollout's end (audit log): ${[...r.agentWatches].sort((a, b) => b[1] - a[1]).map(([k, v]) => `${k} ${v}`).join(', ')}. Watches open at the API server at the end, every client (apiserver_longrunning_requests): ${open}.`);
     out.push(`Watch events sent in the window, a pod (apiserver_watch_events_total): ${[...r.watchEvents].sort((a, b) => b[1] - a[1]).slice(0, 6).map(([k, v]) => `${k} ${f1(v / r.pods)}`).join(', ')}.`);
     out.push(`Objects returned by LISTs from the watch cache in the window (apiserver_cache_list_returned_objects_total): ${[...r.listedObjects].sort((a, b) => b[1] - a[1]).slice(0, 5).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}.`);
-    out.push(`CPU s in the window: ${Object.entries(r.cpu).map(([k, v]) => `${k} ${f1(v)}`).join(', ')}. Node agents: ${r.nodes} nodes started in ${f1(r.agentsStartMs / 1000)} s, process RSS ${f1(r.nodesRss.now)} MiB (peak ${f1(r.nodesRss.peak)}). Coordinator RSS before the change: ${f1(r.coordinatorStartRss)} MiB. Most pods in flight at once (status read every 0.5 s): ${r.peakInFlight} of a budget of ${r.budget}.`, '');
+    out.push(`CPU s in the window: ${Object.entries(r.cpu).map(([k, v]) => `${k} ${f1(v)}`).join(', ')}. Node agents: ${r.nodes} nodes started in ${f1(r.agentsStartMs / 1000)} s, process RSS ${f1(r.nodesRss.now)} MiB (peak ${f1(r.nodesRss.peak)}). Coordinator RSS before the change: ${f1(r.coordinatorStartRss)} MiB. Most pods in flight at once (status read every 0.5 s): ${r.peakInFlight} of a budget of ${r.budget}. The nodes' runtimes were asked for their pod list ${r.podLists} times from the node side's start to its stop (${f1(r.podLists / r.pods)} a pod; a CRI ListPodSandbox each on a real node).`, '');
   }
   if (rows.length > 1) {
     const a = rows[0];

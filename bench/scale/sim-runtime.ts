@@ -44,8 +44,9 @@ export class SimRuntime implements Runtime {
   readonly kind = 'cri' as const;
   readonly capabilities: RuntimeCapabilities = { restartsStopped: false, pullReportsProgress: false, maxContainerName: 63 };
   private readonly pulled = new Set<string>();
-  /** Pulls made here (the harness reports them). */
+  /** Pulls made here, and pod lists asked for (a CRI ListPodSandbox each on a real node); the harness reports them. */
   pulls = 0;
+  podLists = 0;
 
   constructor(
     private readonly node: string,
@@ -120,6 +121,7 @@ export class SimRuntime implements Runtime {
   }
 
   listPods(opts?: { withIp?: boolean; kubeletPod?: string }): Promise<Pod[]> {
+    this.podLists++;
     const all = this.pods.list().map((p) => this.sandbox(p));
     return Promise.resolve(opts?.kubeletPod ? all.filter((p) => p.name === opts.kubeletPod) : all);
   }
