@@ -1,14 +1,11 @@
 // inplacectl's commands. Exit statuses: exit-codes.ts (docs/reference.md); how it runs: run-program.ts.
 import { Argument, Command } from 'commander';
-import type { AgentClient } from '../api/client.js';
-import { podsFromWire, type OperationView as Operation } from '../api/convert.js';
+import { podsFromWire } from '../api/convert.js';
 import { AgentError, asAgentError } from '../errors.js';
 import { parseImageRef } from '../image-ref.js';
-import { isFinishedState } from '../api/operation-states.js';
 import { DURATION_RULE } from '../duration.js';
 import { PACKAGE_VERSION } from '../version.js';
 import { renderOperation, renderOperations, renderPlan, renderPods, restartSummary } from './render.js';
-import { ProgressPrinter } from './progress.js';
 import { readAuthFileForRequest, runPull } from './pull-command.js';
 import { addPrewarmCommand } from './prewarm-command.js';
 import { addRolloutCommand } from './rollout-command.js';
@@ -19,40 +16,9 @@ import { EXIT, exitCodesHelp, exitStatusOf } from './exit-codes.js';
 import { addGlobalOptions, print, withClient, type Globals } from './agent-session.js';
 import { addVersionCommand } from './version-command.js';
 import { oneLine, runProgram } from './run-program.js';
+import { followToEnd } from './follow.js';
 
 export { EXIT, exitStatusOf };
-
-/**
- * Follows an operation until it ends, printing every journaled step once, in order (timed from the
- * operation's creation), then the final record as render says; an end other than Succeeded is a failed exit.
- * joined: the caller did not start it (watch), so what happened before the first view is replayed under a header.
- */
-async function followToEnd(g: Globals, c: AgentClient, first: Operation, joined: boolean, render: (op: Operation) => string): Promise<void> {
-  const end = await follow(g, c, first, joined);
-  print(g, end, render(end));
-  if (end.state !== 'Succeeded') process.exitCode = EXIT.failed;
-}
-
-/** followToEnd's steps: returns the final record. */
-async function follow(g: Globals, c: AgentClient, first: Operation, joined: boolean): Promise<Operation> {
-  const printer = new ProgressPrinter();
-  const show = (op: Operation) => {
-    if (g.output === 'text') for (const line of printer.next(op)) process.stdout.write(line + '\n');
-  };
-  if (joined && g.output === 'text') {
-    const header = ProgressPrinter.joinHeader(first);
-    process.stdout.write((header ?? `operation ${first.id} on pod ${first.podName}`) + '\n');
-  }
-  let last = first;
-  show(first);
-  if (isFinishedState(first.state)) return first;
-  for await (const op of c.watchOperation(first.id)) {
-    show(op);
-    last = op;
-    if (isFinishedState(op.state)) break;
-  }
-  return last;
-}
 
 /** Every command below (and with) cmd. */
 function commandsOf(cmd: Command): Command[] {
